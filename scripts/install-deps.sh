@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpud needs to build, test and benchmark. Idempotent: it installs only what is
+# missing and runs `apt-get update` at most once, only when something has to be installed.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config g++ clang-14
+  libcpp-httplib-dev libssl-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev
+  libspdlog-dev libfmt-dev libre2-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  sqlite3 openssl curl procps
+  prometheus prometheus-node-exporter
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ $status == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO=sudo
+  else
+    echo "install-deps: missing packages (${missing[*]}) and not root; install them or run as root" >&2
+    exit 1
+  fi
+else
+  SUDO=
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# --no-install-recommends keeps the prometheus packages from pulling a web stack we do not use.
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,156 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "core/json.h"
+#include "core/metrics.h"
+#include "core/registry.h"
+#include "core/scheduler.h"
+#include "core/time_util.h"
+
+namespace gpud {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ComponentSelection, EmptyOrStarEnablesAll) {
+  EXPECT_TRUE(component_enabled("cpu", {}));
+  EXPECT_TRUE(component_enabled("cpu", {"*"}));
+  EXPECT_TRUE(component_enabled("cpu", {"all"}));
+}
+
+TEST(ComponentSelection, AllowListEnablesOnlyNamed) {
+  EXPECT_TRUE(component_enabled("cpu", {"cpu", "disk"}));
+  EXPECT_FALSE(component_enabled("memory", {"cpu", "disk"}));
+}
+
+TEST(ComponentSelection, ExclusionsAloneMeanAllButThese) {
+  EXPECT_FALSE(component_enabled("cpu", {"-cpu"}));
+  EXPECT_TRUE(component_enabled("disk", {"-cpu"}));
+  EXPECT_FALSE(component_enabled("cpu", {"all", "-cpu"}));
+  EXPECT_FALSE(component_enabled("cpu", {"cpu", "-cpu"}));
+}
+
+TEST(Time, FormatsRfc3339Utc) {
+  EXPECT_EQ(format_rfc3339(from_unix_seconds(1704164645)), "2024-01-02T03:04:05Z");
+}
+
+TEST(Time, ParsesUnixSecondsAndRfc3339) {
+  EXPECT_EQ(to_unix_seconds(*parse_time("1704164645")), 1704164645);
+  EXPECT_EQ(to_unix_seconds(*parse_time("2024-01-02T03:04:05Z")), 1704164645);
+  EXPECT_EQ(to_unix_seconds(*parse_time("2024-01-02T05:04:05+02:00")), 1704164645);
+  EXPECT_EQ(to_unix_ms(*parse_time("2024-01-02T03:04:05.250Z")), 1704164645250);
+}
+
+TEST(Time, RejectsGarbage) {
+  for (const char* s : {"", "abc", "2024-13-02T03:04:05Z", "2024-01-02", "12a", "2024-01-02T03:04:05",
+                        "99999999999999999999"})
+    EXPECT_FALSE(parse_time(s).has_value()) << s;
+}
+
+TEST(Duration, ParsesGoStyle) {
+  EXPECT_EQ(parse_duration("30m")->count(), 30 * 60 * 1000);
+  EXPECT_EQ(parse_duration("1h30m")->count(), 90 * 60 * 1000);
+  EXPECT_EQ(parse_duration("1.5h")->count(), 90 * 60 * 1000);
+  EXPECT_EQ(parse_duration("500ms")->count(), 500);
+  EXPECT_EQ(parse_duration("90")->count(), 90'000);
+  EXPECT_FALSE(parse_duration("").has_value());
+  EXPECT_FALSE(parse_duration("5x").has_value());
+  EXPECT_FALSE(parse_duration("m").has_value());
+  EXPECT_EQ(format_duration(5min), "5m0s");
+  EXPECT_EQ(format_duration(1min), "1m0s");
+  EXPECT_EQ(format_duration(15min), "15m0s");
+}
+
+TEST(Health, WorstOrdersBySeverity) {
+  EXPECT_EQ(worst(Health::kHealthy, Health::kDegraded), Health::kDegraded);
+  EXPECT_EQ(worst(Health::kUnhealthy, Health::kDegraded), Health::kUnhealthy);
+  EXPECT_EQ(worst(Health::kInitializing, Health::kHealthy), Health::kInitializing);
+  EXPECT_EQ(parse_health("Degraded"), Health::kDegraded);
+  EXPECT_FALSE(parse_health("degraded").has_value());
+}
+
+TEST(Json, MetricCarriesRealSecondsAndMilliseconds) {
+  MetricSample m{1704164645250, "cpu", "cpu_used_percent", {}, 12.5};
+  auto j = to_json(m);
+  EXPECT_EQ(j["unix_seconds"], 1704164645);
+  EXPECT_EQ(j["unix_milliseconds"], 1704164645250);
+}
+
+TEST(Json, StateHasTimeAndComponent) {
+  auto r = single_state("cpu", Health::kDegraded, "hot",
+                        SuggestedActions{"", {RepairAction::kRebootSystem}}, {},
+                        from_unix_seconds(1704164645));
+  auto j = to_json(r.states[0]);
+  EXPECT_EQ(j["time"], "2024-01-02T03:04:05Z");
+  EXPECT_EQ(j["component"], "cpu");
+  EXPECT_EQ(j["health"], "Degraded");
+  EXPECT_EQ(j["suggested_actions"]["repair_actions"][0], "REBOOT_SYSTEM");
+}
+
+TEST(Metrics, PrometheusTextHasComponentLabelAndType) {
+  MetricRegistry reg;
+  reg.describe("disk_free_bytes", "Free bytes");
+  reg.set("disk", "disk_free_bytes", 42, {{"mount_point", "/"}});
+  reg.add("", "gpud_self_total", 1);
+  std::string text = reg.prometheus_text();
+  EXPECT_NE(text.find("# TYPE disk_free_bytes gauge"), std::string::npos);
+  EXPECT_NE(text.find("disk_free_bytes{gpud_component=\"disk\",mount_point=\"/\"} 42"),
+            std::string::npos);
+  EXPECT_NE(text.find("# TYPE gpud_self_total counter"), std::string::npos);
+  auto snap = reg.snapshot(1000);
+  ASSERT_EQ(snap.size(), 1u);  // only component series go to history
+  EXPECT_EQ(snap[0].labels.at("mount_point"), "/");
+}
+
+class CountingComponent : public Component {
+ public:
+  CountingComponent(const ComponentContext& ctx, std::string name, std::chrono::seconds interval)
+      : Component(ctx), name_(std::move(name)), interval_(interval) {}
+  std::string_view name() const override { return name_; }
+  std::chrono::seconds interval() const override { return interval_; }
+  CheckResult check() override {
+    ++count;
+    return single_state(name_, Health::kDegraded, "checked " + std::to_string(count.load()));
+  }
+  std::atomic<int> count{0};
+
+ private:
+  std::string name_;
+  std::chrono::seconds interval_;
+};
+
+TEST(Registry, RejectsDuplicatesAndSortsByName) {
+  Config cfg;
+  ComponentContext ctx{&cfg, nullptr, nullptr};
+  Registry reg;
+  ASSERT_TRUE(reg.add(std::make_unique<CountingComponent>(ctx, "b", 1s)).ok());
+  ASSERT_TRUE(reg.add(std::make_unique<CountingComponent>(ctx, "a", 1s)).ok());
+  EXPECT_FALSE(reg.add(std::make_unique<CountingComponent>(ctx, "a", 1s)).ok());
+  EXPECT_EQ(reg.names(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_NE(reg.find("a"), nullptr);
+  EXPECT_EQ(reg.find("c"), nullptr);
+}
+
+TEST(Scheduler, ChecksOnStartAndCachesLastResult) {
+  Config cfg;
+  ComponentContext ctx{&cfg, nullptr, nullptr};
+  Registry reg;
+  ASSERT_TRUE(reg.add(std::make_unique<CountingComponent>(ctx, "a", 3600s)).ok());
+  auto* a = static_cast<CountingComponent*>(reg.find("a"));
+  Scheduler sched(reg, 2);
+  EXPECT_EQ(sched.last_states(*a)[0].health, Health::kInitializing);
+  sched.start();
+  for (int i = 0; i < 200 && a->count == 0; ++i) std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(a->count, 1);
+  EXPECT_EQ(sched.last_states(*a)[0].health, Health::kDegraded);
+  sched.trigger("a");
+  for (int i = 0; i < 200 && a->count < 2; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(a->count, 2);
+  sched.stop();
+}
+
+}  // namespace
+}  // namespace gpud

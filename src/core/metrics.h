@@ -1,0 +1,51 @@
+// MetricRegistry: the process's Prometheus gauges and counters, written by components, read by /metrics and
+// sampled into the metric history every minute.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/health.h"
+
+namespace gpud {
+
+using Labels = std::map<std::string, std::string>;
+
+enum class MetricKind { kGauge, kCounter };
+
+class MetricRegistry {
+ public:
+  // Declares a metric family once (help text and kind); set()/add() declare it as a gauge/counter otherwise.
+  void describe(std::string_view name, std::string_view help, MetricKind kind = MetricKind::kGauge);
+
+  // Sets a gauge series. A non-empty component adds the label gpud_component=<component>.
+  void set(std::string_view component, std::string_view name, double value, const Labels& labels = {});
+  // Adds to a counter series (created at 0).
+  void add(std::string_view component, std::string_view name, double delta, const Labels& labels = {});
+  // Drops every series of one component (e.g. a mount point that went away is re-set on the next check).
+  void clear_component(std::string_view component);
+  void clear_series(std::string_view component, std::string_view name);
+
+  // Component series only (those with gpud_component), stamped with now_ms: what the history stores.
+  std::vector<MetricSample> snapshot(int64_t now_ms) const;
+  // Prometheus text exposition format 0.0.4, families sorted by name.
+  std::string prometheus_text() const;
+  size_t series_count() const;
+
+ private:
+  struct Family {
+    std::string help;
+    MetricKind kind = MetricKind::kGauge;
+    // key: component + '\x1f' + serialized labels
+    std::map<std::string, MetricSample> series;
+  };
+  Family& family(std::string_view name, MetricKind kind);
+
+  mutable std::mutex mu_;
+  std::map<std::string, Family, std::less<>> families_;
+};
+
+}  // namespace gpud

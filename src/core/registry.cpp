@@ -1,0 +1,64 @@
+#include "core/registry.h"
+
+#include <algorithm>
+
+namespace gpud {
+
+bool component_enabled(std::string_view name, const std::vector<std::string>& selection) {
+  bool any_allow = false;
+  bool allowed = false;
+  for (const auto& raw : selection) {
+    std::string_view s = raw;
+    if (s.empty()) continue;
+    if (s == "*" || s == "all") {
+      any_allow = true;
+      allowed = true;
+      continue;
+    }
+    if (s.front() == '-') {
+      if (s.substr(1) == name) return false;
+      continue;
+    }
+    any_allow = true;
+    if (s == name) allowed = true;
+  }
+  return !any_allow || allowed;
+}
+
+Result<void> Registry::add(std::unique_ptr<Component> c) {
+  if (!c) return make_error("null component");
+  auto pos = std::lower_bound(components_.begin(), components_.end(), c->name(),
+                              [](const auto& a, std::string_view n) { return a->name() < n; });
+  if (pos != components_.end() && (*pos)->name() == c->name())
+    return make_error("component " + std::string(c->name()) + " registered twice");
+  components_.insert(pos, std::move(c));
+  return {};
+}
+
+Component* Registry::find(std::string_view name) const {
+  auto pos = std::lower_bound(components_.begin(), components_.end(), name,
+                              [](const auto& a, std::string_view n) { return a->name() < n; });
+  if (pos != components_.end() && (*pos)->name() == name) return pos->get();
+  return nullptr;
+}
+
+std::vector<Component*> Registry::all() const {
+  std::vector<Component*> out;
+  for (const auto& c : components_) out.push_back(c.get());
+  return out;
+}
+
+std::vector<Component*> Registry::supported() const {
+  std::vector<Component*> out;
+  for (const auto& c : components_)
+    if (c->supported()) out.push_back(c.get());
+  return out;
+}
+
+std::vector<std::string> Registry::names() const {
+  std::vector<std::string> out;
+  for (const auto& c : components_) out.emplace_back(c->name());
+  return out;
+}
+
+}  // namespace gpud
