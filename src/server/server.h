@@ -1,0 +1,54 @@
+// Server: the HTTP(S) API on port 15132 (GPUd's paths and JSON shapes), /metrics, and set-healthy.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.h"
+#include "core/event_log.h"
+#include "core/metric_history.h"
+#include "core/metrics.h"
+#include "core/registry.h"
+#include "core/result.h"
+#include "core/scheduler.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace gpud::server {
+
+struct ServerDeps {
+  const Config* config = nullptr;
+  const Registry* registry = nullptr;
+  Scheduler* scheduler = nullptr;
+  EventLog* events = nullptr;
+  MetricHistory* history = nullptr;
+  MetricRegistry* metrics = nullptr;
+  // Returns the /machine-info document (cached by the caller; must not do slow I/O per request).
+  std::function<nlohmann::json()> machine_info;
+};
+
+class Server {
+ public:
+  explicit Server(ServerDeps deps);
+  ~Server();
+  // Binds config->listen_address (TLS unless config->no_tls; self-signed cert created in the data dir on first
+  // start unless tls_cert/tls_key are given) and serves on a background thread. Errors: bad address, port in
+  // use, unreadable certificate.
+  Result<void> start();
+  void stop();
+  int port() const;  // the bound port (useful with ":0")
+
+ private:
+  ServerDeps deps_;
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = 0;
+  struct Runner;
+  std::unique_ptr<Runner> runner_;
+};
+
+}  // namespace gpud::server

@@ -1,0 +1,21 @@
+// MetricStore: the sampled metric history (one row per series per sample) in SQLite.
+#pragma once
+
+#include "core/metric_history.h"
+#include "store/database.h"
+
+namespace gpud::store {
+
+class MetricStore : public MetricHistory {
+ public:
+  explicit MetricStore(Database& db) : db_(db) {}
+  Result<void> insert(const std::vector<MetricSample>& samples) override;  // one transaction
+  Result<std::vector<MetricSample>> query(std::string_view component,
+                                          TimePoint since) const override;
+  Result<int> purge(TimePoint before) override;
+
+ private:
+  Database& db_;
+};
+
+}  // namespace gpud::store
