@@ -3,21 +3,33 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "core/version.h"
+#include "app/verbs.h"
 
 namespace gpud::app {
 
 int run_cli(int argc, char** argv) {
-  CLI::App app{"gpud: GPU node health daemon"};
+  CLI::App app{"gpud: GPU node health daemon (GPUd-compatible API on port 15132)", "gpud"};
   app.require_subcommand(1);
-  auto* version = app.add_subcommand("version", "Print the version");
-  version->callback([] { std::cout << "gpud " << kVersion << " (" << kGitRevision << ")\n"; });
+  app.set_help_all_flag("--help-all", "Show help for every verb");
+  int exit_code = kExitOk;
+  add_run(app, &exit_code);
+  add_scan(app, &exit_code);
+  add_status(app, &exit_code);
+  add_machine_info(app, &exit_code);
+  add_set_healthy(app, &exit_code);
+  add_compact(app, &exit_code);
+  add_version(app, &exit_code);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    app.exit(e);
+    return kExitUsage;
   }
-  return 0;
+  return exit_code;
 }
 
 }  // namespace gpud::app

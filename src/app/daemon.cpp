@@ -1,0 +1,156 @@
+#include "app/daemon.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "components/registry.h"
+#include "core/time_util.h"
+#include "host/host_fs.h"
+#include "host/machine_info.h"
+
+namespace gpud::app {
+
+Result<int> lock_data_dir(const std::string& data_dir) {
+  std::string path = data_dir + "/gpud.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error("open " + path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    char buf[32] = {};
+    ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "unknown";
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    if (err == EWOULDBLOCK)
+      return make_error("another gpud (pid " + holder + ") is using data dir " + data_dir);
+    return make_error("lock " + path + ": " + std::strerror(err));
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, pid.data(), pid.size(), 0);
+  return fd;
+}
+
+Daemon::Daemon(Config config) : config_(std::move(config)) {}
+
+Daemon::~Daemon() { stop(); }
+
+Result<void> Daemon::start() {
+  if (!config_.db_in_memory || config_.tls_cert.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(config_.data_dir, ec);
+    if (ec) return make_error("create data dir " + config_.data_dir + ": " + ec.message());
+    ::chmod(config_.data_dir.c_str(), 0755);
+  }
+  auto lock = lock_data_dir(config_.data_dir);
+  if (!lock) return lock.error();
+  lock_fd_ = *lock;
+
+  auto db = config_.db_in_memory
+                ? store::Database::open_in_memory()
+                : store::Database::open(config_.data_dir + "/" + store::kStateFileName);
+  if (!db) return db.error();
+  db_ = std::move(*db);
+  events_ = std::make_unique<store::EventStore>(*db_);
+  history_ = std::make_unique<store::MetricStore>(*db_);
+
+  store::Metadata meta(*db_);
+  host::HostFs fs(config_.host_root);
+  if (auto id = meta.get(store::kKeyMachineId); id && !id->has_value()) {
+    auto mid = fs.read_line("/etc/machine-id");
+    if (mid && !mid->empty()) (void)meta.set(store::kKeyMachineId, *mid);
+  }
+
+  ComponentContext ctx{&config_, events_.get(), &metrics_, false};
+  if (auto r = components::register_all(registry_, ctx); !r) return r.error();
+  for (Component* c : registry_.supported()) c->start();
+
+  machine_info_ = host::collect_machine_info(fs);
+  machine_info_at_ = Clock::now();
+
+  scheduler_ = std::make_unique<Scheduler>(registry_, 2);
+  scheduler_->start();
+
+  server::ServerDeps deps;
+  deps.config = &config_;
+  deps.registry = &registry_;
+  deps.scheduler = scheduler_.get();
+  deps.events = events_.get();
+  deps.history = history_.get();
+  deps.metrics = &metrics_;
+  deps.machine_info = [this] { return machine_info(); };
+  server_ = std::make_unique<server::Server>(deps);
+  if (auto r = server_->start(); !r) {
+    scheduler_->stop();
+    return r.error();
+  }
+  loop_thread_ = std::thread([this] { loop(); });
+  spdlog::info("[daemon] gpud serving {} components on {} ({})", registry_.supported().size(),
+               config_.listen_address, config_.no_tls ? "http" : "https");
+  return {};
+}
+
+nlohmann::json Daemon::machine_info() {
+  std::lock_guard lock(mu_);
+  return machine_info_;
+}
+
+void Daemon::housekeeping(TimePoint now) {
+  int64_t now_ms = to_unix_ms(now);
+  metrics_.set("", "gpud_sqlite_db_size_bytes", static_cast<double>(db_->size_bytes().value_or(0)));
+  if (auto r = history_->insert(metrics_.snapshot(now_ms)); !r)
+    spdlog::warn("[daemon] metric history insert failed: {}", r.error().message);
+  if (auto r = history_->purge(now - config_.metrics_retention); !r)
+    spdlog::warn("[daemon] metric history purge failed: {}", r.error().message);
+  // Event retention is enforced for every component, at most every retention/5 and at least every minute.
+  auto period = std::max<std::chrono::seconds>(std::chrono::seconds(60), config_.events_retention / 5);
+  if (now - last_retention_ >= period) {
+    last_retention_ = now;
+    auto r = events_->enforce_retention(config_.events_retention, now);
+    if (!r) spdlog::warn("[daemon] event retention failed: {}", r.error().message);
+    else if (*r > 0) spdlog::info("[daemon] purged {} events older than {}", *r,
+                                  format_duration(config_.events_retention));
+  }
+}
+
+void Daemon::loop() {
+  std::unique_lock lock(mu_);
+  // The first sample comes soon after start so the history is not empty for a whole interval.
+  auto next = std::chrono::steady_clock::now() +
+              std::min<std::chrono::steady_clock::duration>(config_.metrics_sample_interval,
+                                                            std::chrono::seconds(10));
+  while (!stopping_) {
+    if (cv_.wait_until(lock, next, [this] { return stopping_; })) break;
+    next = std::chrono::steady_clock::now() + config_.metrics_sample_interval;
+    lock.unlock();
+    housekeeping(Clock::now());
+    lock.lock();
+  }
+}
+
+void Daemon::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (loop_thread_.joinable()) loop_thread_.join();
+  if (server_) server_->stop();
+  if (scheduler_) scheduler_->stop();
+  if (lock_fd_ >= 0) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
+}
+
+int Daemon::port() const { return server_ ? server_->port() : 0; }
+
+}  // namespace gpud::app

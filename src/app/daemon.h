@@ -1,0 +1,63 @@
+// Daemon: wires the store, components, scheduler, metric sampling, retention and the API for `gpud run`.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.h"
+#include "core/registry.h"
+#include "core/scheduler.h"
+#include "server/server.h"
+#include "store/database.h"
+#include "store/event_store.h"
+#include "store/metadata.h"
+#include "store/metric_store.h"
+
+namespace gpud::app {
+
+class Daemon {
+ public:
+  explicit Daemon(Config config);
+  ~Daemon();
+  // Opens the store (taking the data dir's lock), registers and starts components, starts the API.
+  Result<void> start();
+  // Stops everything; bounded (the scheduler waits for running checks only).
+  void stop();
+  int port() const;
+
+  // One pass of the background housekeeping: sample metrics into history, enforce retention.
+  void housekeeping(TimePoint now);
+
+ private:
+  void loop();
+  nlohmann::json machine_info();
+
+  Config config_;
+  int lock_fd_ = -1;
+  std::unique_ptr<store::Database> db_;
+  std::unique_ptr<store::EventStore> events_;
+  std::unique_ptr<store::MetricStore> history_;
+  MetricRegistry metrics_;
+  Registry registry_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<server::Server> server_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread loop_thread_;
+  nlohmann::json machine_info_;
+  TimePoint machine_info_at_{};
+  TimePoint last_retention_{};
+};
+
+// Takes an exclusive lock on <data_dir>/gpud.lock; returns the fd, or an error naming the holder when another
+// gpud holds it. `gpud compact` uses the same lock to refuse while the daemon runs.
+Result<int> lock_data_dir(const std::string& data_dir);
+
+}  // namespace gpud::app

@@ -1,0 +1,113 @@
+#include "app/options.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <spdlog/sinks/rotating_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "components/registry.h"
+#include "core/time_util.h"
+
+namespace gpud::app {
+
+std::string default_data_dir() {
+  if (::geteuid() == 0 && std::filesystem::is_directory("/var/lib")) return "/var/lib/gpud";
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr && *home != '\0' ? home : "/tmp") + "/.gpud";
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    std::string item = s.substr(start, comma - start);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+void add_component_flags(CLI::App& cmd, RunFlags& f) {
+  cmd.add_option("--components", f.components,
+                 "Comma-separated components to enable (default all); '-name' excludes one");
+  cmd.add_option("--host-root", f.config.host_root,
+                 "Prefix for every /proc, /sys and /etc read (e.g. /host in a container)")
+      ->capture_default_str();
+  cmd.add_option("--mount-points", f.mount_points,
+                 "Comma-separated mount points the disk component tracks besides /");
+  cmd.add_option("--kernel-modules", f.kernel_modules,
+                 "Comma-separated kernel modules that must be loaded (kernel-module component)");
+  cmd.add_option("--files", f.files, "Comma-separated files that must exist (file component)");
+}
+
+void add_store_flags(CLI::App& cmd, RunFlags& f) {
+  cmd.add_option("--data-dir", f.config.data_dir,
+                 "State directory (default /var/lib/gpud as root, ~/.gpud otherwise)");
+}
+
+Result<void> finalize(RunFlags& f) {
+  Config& c = f.config;
+  if (c.data_dir.empty()) c.data_dir = default_data_dir();
+  auto ev = parse_duration(f.events_retention);
+  if (!ev || ev->count() < 60'000)
+    return make_error("invalid --events-retention-period \"" + f.events_retention +
+                      "\": want a duration of at least 1m such as 336h");
+  c.events_retention = std::chrono::duration_cast<std::chrono::seconds>(*ev);
+  auto mr = parse_duration(f.metrics_retention);
+  if (!mr || mr->count() < 60'000)
+    return make_error("invalid --metrics-retention-period \"" + f.metrics_retention +
+                      "\": want a duration of at least 1m such as 3h");
+  c.metrics_retention = std::chrono::duration_cast<std::chrono::seconds>(*mr);
+
+  c.components = split_list(f.components);
+  auto known = components::known_names();
+  for (const auto& raw : c.components) {
+    std::string n = raw.front() == '-' ? raw.substr(1) : raw;
+    if (n == "*" || n == "all") continue;
+    if (std::find(known.begin(), known.end(), n) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      return make_error("unknown component \"" + n + "\" in --components; known: " + list);
+    }
+  }
+  c.mount_points = split_list(f.mount_points);
+  c.kernel_modules = split_list(f.kernel_modules);
+  c.files = split_list(f.files);
+  if (c.host_root.empty()) c.host_root = "/";
+  if (!std::filesystem::is_directory(c.host_root))
+    return make_error("--host-root \"" + c.host_root + "\" is not a directory");
+  return {};
+}
+
+Result<void> setup_logging(const std::string& level, const std::string& file) {
+  auto lvl = spdlog::level::from_str(level);
+  if (lvl == spdlog::level::off && level != "off")
+    return make_error("invalid --log-level \"" + level + "\": want debug, info, warn or error");
+  spdlog::drop("gpud");
+  std::shared_ptr<spdlog::logger> logger;
+  try {
+    if (file.empty()) {
+      logger = spdlog::stderr_color_mt("gpud");
+    } else {
+      // 64 MiB per file, 5 files kept.
+      logger = spdlog::rotating_logger_mt("gpud", file, 64 << 20, 5);
+    }
+  } catch (const spdlog::spdlog_ex& e) {
+    return make_error(std::string("cannot open log: ") + e.what());
+  }
+  logger->set_level(lvl);
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  logger->flush_on(spdlog::level::warn);
+  spdlog::set_default_logger(logger);
+  return {};
+}
+
+}  // namespace gpud::app

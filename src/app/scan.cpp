@@ -1,0 +1,79 @@
+// `gpud scan`: runs every supported component's check once, without the daemon, and reports.
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "app/options.h"
+#include "app/report.h"
+#include "app/verbs.h"
+#include "components/registry.h"
+#include "core/json.h"
+#include "host/machine_info.h"
+#include "store/event_store.h"
+
+namespace gpud::app {
+
+void add_scan(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<RunFlags>();
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("scan", "Check every component once without the daemon and report");
+  cmd->alias("check");
+  add_component_flags(*cmd, *flags);
+  cmd->add_flag("--json", *json, "Print a JSON document instead of the report");
+  cmd->add_option("--log-level,-l", flags->config.log_level, "debug, info, warn or error")
+      ->capture_default_str();
+  cmd->callback([flags, json, exit_code] {
+    if (auto r = setup_logging(flags->config.log_level, ""); !r) {
+      std::cerr << "✘ " << r.error().message << "\n";
+      *exit_code = kExitUsage;
+      return;
+    }
+    flags->config.data_dir = "-";  // scan keeps nothing on disk
+    if (auto r = finalize(*flags); !r) {
+      std::cerr << "✘ " << r.error().message << "\n";
+      *exit_code = kExitUsage;
+      return;
+    }
+    auto db = store::Database::open_in_memory();
+    if (!db) {
+      std::cerr << "✘ " << db.error().message << "\n";
+      *exit_code = kExitUsage;
+      return;
+    }
+    store::EventStore events(**db);
+    MetricRegistry metrics;
+    ComponentContext ctx{&flags->config, &events, &metrics, true};
+    Registry registry;
+    if (auto r = components::register_all(registry, ctx); !r) {
+      std::cerr << "✘ " << r.error().message << "\n";
+      *exit_code = kExitUsage;
+      return;
+    }
+    host::HostFs fs(flags->config.host_root);
+    nlohmann::json info = host::collect_machine_info(fs);
+
+    std::vector<ScanEntry> entries;
+    for (Component* c : registry.supported()) {
+      ScanEntry e;
+      e.component = std::string(c->name());
+      e.result = c->check();
+      auto ev = c->events(TimePoint::min(), Clock::now());
+      if (ev) e.events = std::move(*ev);
+      entries.push_back(std::move(e));
+    }
+    bool all_healthy = true;
+    for (const auto& e : entries)
+      if (e.result.health() != Health::kHealthy) all_healthy = false;
+
+    if (*json) {
+      std::cout << scan_json(info, entries).dump(2) << "\n";
+    } else {
+      std::cout << scan_text(info, entries);
+    }
+    *exit_code = all_healthy ? kExitOk : kExitUnhealthy;
+  });
+}
+
+}  // namespace gpud::app

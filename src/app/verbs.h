@@ -1,0 +1,22 @@
+// One function per CLI verb; each registers its subcommand and returns a pointer to its exit code slot.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace gpud::app {
+
+// Each add_* registers a subcommand whose callback stores the verb's exit code in *exit_code.
+void add_run(CLI::App& app, int* exit_code);
+void add_scan(CLI::App& app, int* exit_code);
+void add_status(CLI::App& app, int* exit_code);
+void add_machine_info(CLI::App& app, int* exit_code);
+void add_set_healthy(CLI::App& app, int* exit_code);
+void add_compact(CLI::App& app, int* exit_code);
+void add_version(CLI::App& app, int* exit_code);
+
+// Exit codes shared by the verbs.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitUnhealthy = 1;  // scan/status found something not Healthy, or the daemon failed
+inline constexpr int kExitUsage = 2;      // usage or runtime error
+
+}  // namespace gpud::app
