@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# `make bench`: gpud's idle footprint beside prometheus-node-exporter, and micro-benchmarks.
+#   - time from start to the first successful /healthz (median of 5 starts)
+#   - peak RSS (VmHWM) and CPU seconds of gpud idling IDLE_S seconds with all host components
+#   - the same for Debian's prometheus-node-exporter idling beside it, scraped every 15 s
+# Both daemons are scraped every 15 s (gpud's /metrics too), so the comparison is like for like.
+set -euo pipefail
+build=${1:-build}
+gpud=$build/gpud
+idle_s=${IDLE_S:-60}
+[[ -x $gpud ]] || { echo "bench: $gpud missing; run make first" >&2; exit 2; }
+exporter=$(command -v prometheus-node-exporter || true)
+[[ -n $exporter ]] || { echo "bench: prometheus-node-exporter missing; run scripts/install-deps.sh" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/gpud-bench-XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+now_ns() { date +%s%N; }
+clk_tck=$(getconf CLK_TCK)
+cpu_seconds() { awk -v t="$clk_tck" '{printf "%.3f", ($14+$15)/t}' "/proc/$1/stat"; }
+hwm_kib() { awk '/^VmHWM/{print $2}' "/proc/$1/status"; }
+
+echo "== startup: time from exec to the first successful /healthz (TLS, fresh data dir) =="
+times=()
+for i in 1 2 3 4 5; do
+  port=$(free_port); dir=$work/start$i
+  t0=$(now_ns)
+  $gpud run --listen-address 127.0.0.1:$port --data-dir "$dir" --log-level warn 2>"$work/start$i.log" &
+  p=$!
+  until curl -skf --max-time 1 "https://127.0.0.1:$port/healthz" >/dev/null 2>&1; do
+    kill -0 $p 2>/dev/null || { echo "bench: gpud exited; log:"; cat "$work/start$i.log"; exit 1; }
+    sleep 0.002
+  done
+  t1=$(now_ns)
+  times+=($(( (t1 - t0) / 1000000 )))
+  kill -TERM $p; wait $p || true
+done
+sorted=($(printf '%s\n' "${times[@]}" | sort -n))
+echo "ready_ms runs: ${times[*]}  median: ${sorted[2]} ms (target < 300 ms)"
+
+echo
+echo "== idle footprint over ${idle_s} s, both scraped every 15 s =="
+gport=$(free_port); nport=$(free_port)
+$gpud run --listen-address 127.0.0.1:$gport --data-dir "$work/idle" --log-level warn 2>"$work/idle.log" &
+gpid=$!; pids+=($gpid)
+$exporter --web.listen-address=127.0.0.1:$nport >"$work/ne.log" 2>&1 &
+npid=$!; pids+=($npid)
+until curl -skf "https://127.0.0.1:$gport/healthz" >/dev/null 2>&1; do sleep 0.01; done
+until curl -sf "http://127.0.0.1:$nport/metrics" >/dev/null 2>&1; do sleep 0.01; done
+g_cpu0=$(cpu_seconds $gpid); n_cpu0=$(cpu_seconds $npid)
+end=$(( $(date +%s) + idle_s ))
+while (( $(date +%s) < end )); do
+  curl -skf "https://127.0.0.1:$gport/metrics" >/dev/null || true
+  curl -sf "http://127.0.0.1:$nport/metrics" >/dev/null || true
+  sleep 15
+done
+g_cpu1=$(cpu_seconds $gpid); n_cpu1=$(cpu_seconds $npid)
+g_hwm=$(hwm_kib $gpid); n_hwm=$(hwm_kib $npid)
+g_cpu=$(awk -v a=$g_cpu0 -v b=$g_cpu1 'BEGIN{printf "%.3f", b-a}')
+n_cpu=$(awk -v a=$n_cpu0 -v b=$n_cpu1 'BEGIN{printf "%.3f", b-a}')
+g_total=$(cpu_seconds $gpid)
+printf '%-28s %12s %16s %18s\n' "daemon" "peak RSS" "CPU s (idle)" "CPU s/min (idle)"
+printf '%-28s %9.1f MiB %16s %18.3f\n' "gpud" "$(awk -v k=$g_hwm 'BEGIN{print k/1024}')" "$g_cpu" \
+  "$(awk -v c=$g_cpu -v s=$idle_s 'BEGIN{print c*60/s}')"
+printf '%-28s %9.1f MiB %16s %18.3f\n' "prometheus-node-exporter" "$(awk -v k=$n_hwm 'BEGIN{print k/1024}')" "$n_cpu" \
+  "$(awk -v c=$n_cpu -v s=$idle_s 'BEGIN{print c*60/s}')"
+echo "gpud CPU seconds including start-up: $g_total"
+echo "gpud RSS / node_exporter RSS: $(awk -v a=$g_hwm -v b=$n_hwm 'BEGIN{printf "%.2f", a/b}') (target <= 0.75)"
+echo "gpud idle CPU-seconds per minute: $(awk -v c=$g_cpu -v s=$idle_s 'BEGIN{printf "%.3f", c*60/s}') (target < 0.2)"
+
+if [[ -x $build/gpud_bench ]]; then
+  echo
+  echo "== micro-benchmarks =="
+  $build/gpud_bench --benchmark_min_time=0.2
+fi

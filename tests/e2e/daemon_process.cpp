@@ -1,0 +1,170 @@
+#include "tests/e2e/daemon_process.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace gpud::e2e {
+
+namespace {
+
+std::vector<char*> argv_of(std::vector<std::string>& args) {
+  std::vector<char*> out;
+  for (auto& a : args) out.push_back(a.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+int wait_for(pid_t pid, int timeout_ms) {
+  for (int waited = 0; waited <= timeout_ms; waited += 10) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::string make_temp_dir() {
+  std::string tmpl = "/tmp/gpud-e2e-XXXXXX";
+  char* d = ::mkdtemp(tmpl.data());
+  return d != nullptr ? std::string(d) : std::string();
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+CommandResult run_gpud(const std::vector<std::string>& args, int timeout_s) {
+  std::string out_path = make_temp_dir() + "/out";
+  std::vector<std::string> full{GPUD_BINARY};
+  full.insert(full.end(), args.begin(), args.end());
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    auto argv = argv_of(full);
+    ::execv(argv[0], argv.data());
+    _exit(127);
+  }
+  CommandResult r;
+  r.exit_code = wait_for(pid, timeout_s * 1000);
+  if (r.exit_code == -1) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  std::ifstream in(out_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.out = ss.str();
+  return r;
+}
+
+DaemonProcess::DaemonProcess(std::string data_dir, std::vector<std::string> extra, bool tls)
+    : data_dir_(std::move(data_dir)), tls_(tls) {
+  port_ = free_port();
+  log_path_ = data_dir_ + ".log";
+  std::vector<std::string> args{GPUD_BINARY,       "run",      "--listen-address",
+                                "127.0.0.1:" + std::to_string(port_), "--data-dir", data_dir_};
+  if (!tls) args.push_back("--no-tls");
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto start = std::chrono::steady_clock::now();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    auto argv = argv_of(args);
+    ::execv(argv[0], argv.data());
+    _exit(127);
+  }
+  for (int i = 0; i < 1000; ++i) {
+    auto r = get("/healthz");
+    if (r && r->status == 200) {
+      ready_ = true;
+      ready_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                      .count();
+      break;
+    }
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ > 0) stop(SIGKILL, 5000);
+}
+
+std::string DaemonProcess::url() const {
+  return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_);
+}
+
+int DaemonProcess::stop(int sig, int timeout_ms) {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, sig);
+  int r = wait_for(pid_, timeout_ms);
+  if (r == -1) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  pid_ = -1;
+  return r;
+}
+
+std::string DaemonProcess::log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+httplib::Result DaemonProcess::get(const std::string& path, const httplib::Headers& headers) const {
+  httplib::Client cli(url());
+  cli.enable_server_certificate_verification(false);
+  cli.set_connection_timeout(2, 0);
+  cli.set_read_timeout(10, 0);
+  return cli.Get(path, headers);
+}
+
+httplib::Result DaemonProcess::post(const std::string& path) const {
+  httplib::Client cli(url());
+  cli.enable_server_certificate_verification(false);
+  cli.set_connection_timeout(2, 0);
+  cli.set_read_timeout(10, 0);
+  return cli.Post(path);
+}
+
+nlohmann::json parse_json(const std::string& body) {
+  return nlohmann::json::parse(body, nullptr, false);
+}
+
+}  // namespace gpud::e2e

@@ -1,0 +1,54 @@
+// Test helper: starts build/gpud as a child process on a free port with a temporary data dir, and talks to it.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace gpud::e2e {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `gpud <args>` to completion (with a timeout) and captures its output.
+CommandResult run_gpud(const std::vector<std::string>& args, int timeout_s = 60);
+int free_port();
+std::string make_temp_dir();
+
+class DaemonProcess {
+ public:
+  // Starts `gpud run --listen-address 127.0.0.1:<port> --data-dir <dir> <extra>`; waits for /healthz.
+  DaemonProcess(std::string data_dir, std::vector<std::string> extra = {}, bool tls = true);
+  ~DaemonProcess();
+  bool ready() const { return ready_; }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string url() const;
+  double ready_ms() const { return ready_ms_; }
+  // Sends a signal and waits (up to timeout) for the exit; returns the exit status or -1.
+  int stop(int sig = SIGTERM, int timeout_ms = 5000);
+  std::string log() const;  // what the daemon wrote to stderr
+
+  httplib::Result get(const std::string& path, const httplib::Headers& headers = {}) const;
+  httplib::Result post(const std::string& path) const;
+
+ private:
+  std::string data_dir_;
+  std::string log_path_;
+  bool tls_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  bool ready_ = false;
+  double ready_ms_ = 0;
+};
+
+nlohmann::json parse_json(const std::string& body);
+
+}  // namespace gpud::e2e

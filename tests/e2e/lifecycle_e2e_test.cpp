@@ -1,0 +1,205 @@
+// End-to-end: the daemon's lifecycle (crash and restart, clean stop, bad flags, corrupt database) and the
+// one-shot verbs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/e2e/daemon_process.h"
+
+namespace gpud::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+int count_events(const DaemonProcess& d, const std::string& name) {
+  auto r = d.get("/v1/events?components=os&startTime=0");
+  if (!r || r->status != 200) return -1;
+  auto body = parse_json(r->body);
+  int n = 0;
+  for (const auto& e : body[0]["events"]) n += e["name"] == name;
+  return n;
+}
+
+TEST(Lifecycle, EventsSurviveSigkillAndRestart) {
+  std::string dir = make_temp_dir();
+  {
+    DaemonProcess d(dir);
+    ASSERT_TRUE(d.ready()) << d.log();
+    EXPECT_EQ(count_events(d, "reboot"), 1);
+    d.stop(SIGKILL);
+  }
+  {
+    DaemonProcess d(dir);
+    ASSERT_TRUE(d.ready()) << d.log();
+    // Still there, and the same boot is not recorded twice.
+    EXPECT_EQ(count_events(d, "reboot"), 1);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Lifecycle, SigtermStopsCleanlyWithinFiveSeconds) {
+  std::string dir = make_temp_dir();
+  DaemonProcess d(dir, {}, false);
+  ASSERT_TRUE(d.ready()) << d.log();
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(d.stop(SIGTERM, 5000), 0) << d.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  fs::remove_all(dir);
+}
+
+TEST(Lifecycle, ReadyQuickly) {
+  std::string dir = make_temp_dir();
+  DaemonProcess d(dir, {}, false);
+  ASSERT_TRUE(d.ready()) << d.log();
+  // Generous bound for a loaded CI machine; `make bench` measures the real figure.
+  EXPECT_LT(d.ready_ms(), 3000);
+  fs::remove_all(dir);
+}
+
+TEST(Lifecycle, ExclusionReallyExcludes) {
+  std::string dir = make_temp_dir();
+  DaemonProcess d(dir, {"--components", "-cpu,-fd"}, false);
+  ASSERT_TRUE(d.ready()) << d.log();
+  auto r = d.get("/v1/components");
+  ASSERT_TRUE(r);
+  auto names = parse_json(r->body);
+  EXPECT_EQ(std::find(names.begin(), names.end(), "cpu"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "fd"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "memory"), names.end());
+  fs::remove_all(dir);
+}
+
+TEST(Lifecycle, AllowListEnablesOnlyNamed) {
+  std::string dir = make_temp_dir();
+  DaemonProcess d(dir, {"--components", "cpu,memory"}, false);
+  ASSERT_TRUE(d.ready()) << d.log();
+  auto r = d.get("/v1/components");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(parse_json(r->body), nlohmann::json::array({"cpu", "memory"}));
+  fs::remove_all(dir);
+}
+
+TEST(Lifecycle, CorruptDatabaseIsMovedAsideAndDaemonStarts) {
+  std::string dir = make_temp_dir();
+  {
+    std::ofstream f(dir + "/gpud.state", std::ios::binary);
+    f << std::string(16384, 'x');
+  }
+  DaemonProcess d(dir, {}, false);
+  ASSERT_TRUE(d.ready()) << d.log();
+  bool moved = false;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("gpud.state.corrupt-", 0) == 0) moved = true;
+  EXPECT_TRUE(moved);
+  EXPECT_NE(d.log().find("corrupt"), std::string::npos) << d.log();
+  fs::remove_all(dir);
+}
+
+TEST(Lifecycle, BadFlagsExitWithUsageError) {
+  auto r = run_gpud({"run", "--components", "no-such-component", "--data-dir", "/tmp/x"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown component"), std::string::npos) << r.out;
+  r = run_gpud({"run", "--events-retention-period", "soon"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  r = run_gpud({"run", "--no-such-flag"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  r = run_gpud({"frobnicate"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+}
+
+TEST(Lifecycle, PortInUseIsAClearError) {
+  std::string dir1 = make_temp_dir(), dir2 = make_temp_dir();
+  DaemonProcess d(dir1, {}, false);
+  ASSERT_TRUE(d.ready()) << d.log();
+  auto r = run_gpud({"run", "--no-tls", "--listen-address", "127.0.0.1:" + std::to_string(d.port()),
+                     "--data-dir", dir2},
+                    20);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("127.0.0.1:" + std::to_string(d.port())), std::string::npos) << r.out;
+  fs::remove_all(dir1);
+  fs::remove_all(dir2);
+}
+
+TEST(Lifecycle, SecondDaemonOnSameDataDirRefuses) {
+  std::string dir = make_temp_dir();
+  DaemonProcess d(dir, {}, false);
+  ASSERT_TRUE(d.ready()) << d.log();
+  auto r = run_gpud({"run", "--no-tls", "--listen-address", "127.0.0.1:" + std::to_string(free_port()),
+                     "--data-dir", dir},
+                    20);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("another gpud"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+TEST(Lifecycle, CompactWorksWhenStopped) {
+  std::string dir = make_temp_dir();
+  {
+    DaemonProcess d(dir, {}, false);
+    ASSERT_TRUE(d.ready()) << d.log();
+    d.stop(SIGTERM);
+  }
+  auto r = run_gpud({"compact", "--data-dir", dir});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("compacted"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+TEST(Verbs, StatusWithoutDaemonSaysSo) {
+  auto r = run_gpud({"status", "--server", "https://127.0.0.1:" + std::to_string(free_port())});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("not running"), std::string::npos) << r.out;
+}
+
+TEST(Verbs, ScanReportsEveryHostComponent) {
+  auto r = run_gpud({"scan"});
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out;
+  for (const char* name : {"cpu", "memory", "disk", "os", "fd", "kernel-module", "file"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name << "\n" << r.out;
+  EXPECT_NE(r.out.find("scan complete"), std::string::npos) << r.out;
+}
+
+TEST(Verbs, ScanJsonHasMachineInfoAndComponents) {
+  auto r = run_gpud({"scan", "--json", "--log-level", "error"});
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out;
+  auto doc = parse_json(r.out);
+  ASSERT_FALSE(doc.is_discarded()) << r.out;
+  EXPECT_TRUE(doc["machine_info"].is_object());
+  ASSERT_TRUE(doc["components"].is_array());
+  bool any_unhealthy = false;
+  for (const auto& c : doc["components"]) {
+    EXPECT_TRUE(c["component"].is_string());
+    EXPECT_TRUE(c["states"].is_array());
+    EXPECT_TRUE(c["events"].is_array());
+    for (const auto& s : c["states"]) any_unhealthy |= s["health"] != "Healthy";
+  }
+  EXPECT_EQ(r.exit_code, any_unhealthy ? 1 : 0);
+}
+
+TEST(Verbs, ScanFailsOnAFixtureFaultWithExitOne) {
+  // A configured file that does not exist makes the file component Unhealthy.
+  auto r = run_gpud({"scan", "--files", "/nonexistent/gpud-e2e-file", "--components", "file"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("✘ file"), std::string::npos) << r.out;
+}
+
+TEST(Verbs, EveryVerbHasHelp) {
+  for (const char* verb :
+       {"run", "scan", "status", "machine-info", "set-healthy", "compact", "version"}) {
+    auto r = run_gpud({verb, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << verb << ": " << r.out;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << verb << ": " << r.out;
+  }
+}
+
+TEST(Verbs, MachineInfoJsonParses) {
+  auto r = run_gpud({"machine-info", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  auto doc = parse_json(r.out);
+  ASSERT_FALSE(doc.is_discarded()) << r.out;
+  EXPECT_TRUE(doc.contains("hostname"));
+}
+
+}  // namespace
+}  // namespace gpud::e2e
