@@ -1,0 +1,36 @@
+// The API's routes, registered on an httplib::Server: GPUd's paths and JSON shapes over the
+// registry, the scheduler's cached states, the event log and the metric history. Handlers never run
+// a check themselves.
+#pragma once
+
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "core/registry.h"
+#include "core/result.h"
+#include "server/server.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace gpud::server {
+
+using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+// /v1/components, /v1/states, /v1/events, /v1/metrics, /v1/info.
+void register_v1_routes(httplib::Server& http, const ServerDeps& deps);
+// /healthz, /machine-info, /metrics, POST /v1/health-states/set-healthy.
+void register_admin_routes(httplib::Server& http, const ServerDeps& deps);
+
+// Wraps a read endpoint with GPUd's content negotiation (400 on an unsupported Content-Type).
+Handler negotiated(Handler h);
+
+// Resolves ?components=a,b: empty means every supported component; an unknown name is Error{code
+// 404}; a registered but unsupported component is skipped, as GPUd hides those.
+[[nodiscard]] Result<std::vector<Component*>> select_components(const Registry& registry,
+                                                                std::string_view param);
+
+}  // namespace gpud::server

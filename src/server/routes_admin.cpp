@@ -1,0 +1,105 @@
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <exception>
+#include <string>
+
+#include "server/http_util.h"
+#include "server/routes.h"
+
+namespace gpud::server {
+namespace {
+
+nlohmann::json set_healthy_body(int code, std::string_view message, nlohmann::json successful,
+                                nlohmann::json failed) {
+  return {{"code", code},
+          {"message", std::string(message)},
+          {"successful", std::move(successful)},
+          {"failed", std::move(failed)}};
+}
+
+void set_healthy(const ServerDeps& d, const httplib::Request& req, httplib::Response& res) {
+  auto names = split_list(req.get_param_value("components"));
+  std::vector<Component*> targets;
+  if (names.empty()) {
+    for (Component* c : d.registry->supported())
+      if (c->can_set_healthy()) targets.push_back(c);
+  } else {
+    for (const auto& n : names) {
+      Component* c = d.registry->find(n);
+      if (c == nullptr) {
+        write_json(req, res, 404,
+                   set_healthy_body(404, "component not found: " + n, nlohmann::json::array(),
+                                    nlohmann::json::object()));
+        return;
+      }
+      if (std::find(targets.begin(), targets.end(), c) == targets.end()) targets.push_back(c);
+    }
+  }
+
+  nlohmann::json successful = nlohmann::json::array();
+  nlohmann::json failed = nlohmann::json::object();
+  for (Component* c : targets) {
+    std::string name(c->name());
+    if (!c->supported()) {
+      failed[name] = "component is not supported on this host";
+      continue;
+    }
+    if (!c->can_set_healthy()) {
+      failed[name] = "component does not support set-healthy";
+      continue;
+    }
+    auto r = c->set_healthy();
+    if (!r) {
+      failed[name] = r.error().message;
+      continue;
+    }
+    successful.push_back(name);
+    // Re-evaluate now, so the cached state reflects the purge instead of waiting for the interval.
+    d.scheduler->trigger(name);
+    spdlog::info("[server] set-healthy {} from {}", name, req.remote_addr);
+  }
+  if (successful.empty() && !failed.empty()) {
+    write_json(req, res, 400,
+               set_healthy_body(400, "set healthy failed for every requested component",
+                                std::move(successful), std::move(failed)));
+    return;
+  }
+  write_json(req, res, 200,
+             set_healthy_body(200, "set healthy states completed", std::move(successful),
+                              std::move(failed)));
+}
+
+}  // namespace
+
+void register_admin_routes(httplib::Server& http, const ServerDeps& deps) {
+  const ServerDeps* d = &deps;
+
+  http.Get("/healthz", [](const httplib::Request& req, httplib::Response& res) {
+    write_json(req, res, 200, {{"status", "ok"}, {"version", "v1"}});
+  });
+
+  http.Get("/machine-info", [d](const httplib::Request& req, httplib::Response& res) {
+    if (!d->machine_info) return write_error(req, res, 500, "machine info is not available");
+    nlohmann::json info;
+    try {
+      info = d->machine_info();
+    } catch (const std::exception& e) {
+      return write_error(req, res, 500, std::string("failed to get machine info: ") + e.what());
+    }
+    write_json(req, res, 200, info);
+  });
+
+  http.Get("/metrics", [d](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(d->metrics != nullptr ? d->metrics->prometheus_text() : std::string(),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  http.Post(
+      "/v1/health-states/set-healthy",
+      [d](const httplib::Request& req, httplib::Response& res) { set_healthy(*d, req, res); });
+}
+
+}  // namespace gpud::server

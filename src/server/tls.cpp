@@ -1,0 +1,247 @@
+#include "server/tls.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace gpud::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+struct X509Free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+struct BnFree {
+  void operator()(BIGNUM* b) const { BN_free(b); }
+};
+struct NameFree {
+  void operator()(X509_NAME* n) const { X509_NAME_free(n); }
+};
+struct ExtFree {
+  void operator()(X509_EXTENSION* e) const { X509_EXTENSION_free(e); }
+};
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using BnPtr = std::unique_ptr<BIGNUM, BnFree>;
+using ExtPtr = std::unique_ptr<X509_EXTENSION, ExtFree>;
+
+std::string openssl_error() {
+  unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "unknown OpenSSL error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof buf);
+  return buf;
+}
+
+std::string bio_to_string(BIO* bio) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(bio, &data);
+  return n > 0 ? std::string(data, static_cast<size_t>(n)) : std::string();
+}
+
+X509Ptr parse_cert(const std::string& pem) {
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!bio) return nullptr;
+  return X509Ptr(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+}
+
+PkeyPtr parse_key(const std::string& pem) {
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!bio) return nullptr;
+  return PkeyPtr(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes via a temporary file and rename, so a crash never leaves half a key behind.
+Result<void> write_file(const fs::path& path, const std::string& data, mode_t mode) {
+  std::string tmp = path.string() + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return make_error("cannot create " + tmp + ": " + std::strerror(errno));
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::string err = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return make_error("cannot write " + tmp + ": " + err);
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::fchmod(fd, mode);  // the umask may have narrowed it
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    return make_error("cannot write " + tmp + ": " + std::strerror(errno));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string err = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return make_error("cannot rename " + tmp + ": " + err);
+  }
+  return {};
+}
+
+Result<void> add_ext(X509* cert, int nid, const char* value) {
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+  ExtPtr ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
+  if (!ext || X509_add_ext(cert, ext.get(), -1) != 1)
+    return make_error(std::string("cannot add certificate extension ") + value + ": " +
+                      openssl_error());
+  return {};
+}
+
+}  // namespace
+
+Result<TlsMaterial> generate_self_signed() {
+  PkeyPtr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
+  if (!key) return make_error("cannot generate ECDSA P-256 key: " + openssl_error());
+  X509Ptr cert(X509_new());
+  if (!cert) return make_error("cannot allocate certificate: " + openssl_error());
+  X509_set_version(cert.get(), X509_VERSION_3);
+
+  // A random positive 127-bit serial, as RFC 5280 recommends for uniqueness.
+  BnPtr serial(BN_new());
+  if (!serial || BN_rand(serial.get(), 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) != 1 ||
+      BN_to_ASN1_INTEGER(serial.get(), X509_get_serialNumber(cert.get())) == nullptr)
+    return make_error("cannot set certificate serial: " + openssl_error());
+
+  // An hour of slack for clients whose clocks run behind.
+  constexpr long kTenYearsDays = 3650;
+  if (X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600) == nullptr ||
+      X509_time_adj_ex(X509_getm_notAfter(cert.get()), kTenYearsDays, 0, nullptr) == nullptr)
+    return make_error("cannot set certificate validity: " + openssl_error());
+
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  auto add_name = [&](const char* field, const char* value) {
+    return X509_NAME_add_entry_by_txt(name, field, MBSTRING_ASC,
+                                      reinterpret_cast<const unsigned char*>(value), -1, -1,
+                                      0) == 1;
+  };
+  if (!add_name("O", "gpud") || !add_name("CN", "gpud") ||
+      X509_set_issuer_name(cert.get(), name) != 1)
+    return make_error("cannot set certificate name: " + openssl_error());
+  if (X509_set_pubkey(cert.get(), key.get()) != 1)
+    return make_error("cannot set certificate key: " + openssl_error());
+
+  for (auto [nid, value] : {std::pair{NID_basic_constraints, "critical,CA:FALSE"},
+                            std::pair{NID_key_usage, "critical,digitalSignature"},
+                            std::pair{NID_ext_key_usage, "serverAuth"},
+                            std::pair{NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1,IP:::1"},
+                            std::pair{NID_subject_key_identifier, "hash"}}) {
+    if (auto r = add_ext(cert.get(), nid, value); !r) return r.error();
+  }
+  if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0)
+    return make_error("cannot sign certificate: " + openssl_error());
+
+  BioPtr cert_bio(BIO_new(BIO_s_mem()));
+  BioPtr key_bio(BIO_new(BIO_s_mem()));
+  if (!cert_bio || !key_bio || PEM_write_bio_X509(cert_bio.get(), cert.get()) != 1 ||
+      PEM_write_bio_PrivateKey(key_bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) !=
+          1)
+    return make_error("cannot encode certificate: " + openssl_error());
+  return TlsMaterial{bio_to_string(cert_bio.get()), bio_to_string(key_bio.get()),
+                     "self-signed, in memory"};
+}
+
+Result<void> validate_tls_material(const TlsMaterial& m) {
+  X509Ptr cert = parse_cert(m.cert_pem);
+  if (!cert) return make_error("not a PEM certificate: " + openssl_error());
+  PkeyPtr key = parse_key(m.key_pem);
+  if (!key) return make_error("not a PEM private key: " + openssl_error());
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return make_error("private key does not match the certificate");
+  }
+  return {};
+}
+
+Result<TlsMaterial> load_tls_material(const std::string& cert_path, const std::string& key_path) {
+  auto cert = read_file(cert_path);
+  if (!cert) return make_error("TLS certificate: " + cert.error().message);
+  auto key = read_file(key_path);
+  if (!key) return make_error("TLS key: " + key.error().message);
+  TlsMaterial m{std::move(*cert), std::move(*key), cert_path};
+  if (auto r = validate_tls_material(m); !r)
+    return make_error("TLS certificate " + cert_path + " / key " + key_path + ": " +
+                      r.error().message);
+  return m;
+}
+
+Result<TlsMaterial> resolve_tls_material(const Config& config) {
+  if (!config.tls_cert.empty() || !config.tls_key.empty()) {
+    if (config.tls_cert.empty() || config.tls_key.empty())
+      return make_error("--tls-cert and --tls-key must be given together");
+    return load_tls_material(config.tls_cert, config.tls_key);
+  }
+  if (config.data_dir.empty()) return generate_self_signed();
+
+  fs::path dir(config.data_dir);
+  fs::path cert_path = dir / kCertFileName;
+  fs::path key_path = dir / kKeyFileName;
+  std::error_code ec;
+  if (fs::exists(cert_path, ec) && fs::exists(key_path, ec)) {
+    auto loaded = load_tls_material(cert_path.string(), key_path.string());
+    if (loaded) return loaded;
+    spdlog::warn("[server] {}; generating a new self-signed certificate", loaded.error().message);
+  }
+  auto generated = generate_self_signed();
+  if (!generated) return generated;
+  fs::create_directories(dir, ec);
+  auto wrote = write_file(key_path, generated->key_pem, 0600);
+  if (wrote) wrote = write_file(cert_path, generated->cert_pem, 0644);
+  if (!wrote) {
+    spdlog::warn(
+        "[server] cannot persist the self-signed certificate ({}); using it in memory only",
+        wrote.error().message);
+    return generated;
+  }
+  generated->source = cert_path.string() + " (self-signed, generated)";
+  spdlog::info("[server] generated self-signed certificate {}", cert_path.string());
+  return generated;
+}
+
+Result<std::unique_ptr<httplib::Server>> make_tls_server(const TlsMaterial& m) {
+  X509Ptr cert = parse_cert(m.cert_pem);
+  PkeyPtr key = parse_key(m.key_pem);
+  if (!cert || !key) return make_error("invalid TLS material: " + openssl_error());
+  // SSL_CTX_use_certificate/PrivateKey take their own references, so ours are freed on return.
+  auto server = std::make_unique<httplib::SSLServer>(cert.get(), key.get());
+  if (!server->is_valid()) return make_error("cannot set up TLS: " + openssl_error());
+  return std::unique_ptr<httplib::Server>(std::move(server));
+}
+
+}  // namespace gpud::server

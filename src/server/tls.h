@@ -1,0 +1,41 @@
+// TLS material for the API: the operator's certificate, or a self-signed one persisted in the data
+// dir so that clients can pin it across restarts.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/config.h"
+#include "core/result.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace gpud::server {
+
+inline constexpr const char* kCertFileName = "gpud.crt";
+inline constexpr const char* kKeyFileName = "gpud.key";
+
+struct TlsMaterial {
+  std::string cert_pem;
+  std::string key_pem;
+  std::string source;  // where it came from, for the startup log line
+};
+
+// A fresh ECDSA P-256 self-signed certificate: CN=gpud, SANs localhost/127.0.0.1/::1, serverAuth,
+// 10 years.
+[[nodiscard]] Result<TlsMaterial> generate_self_signed();
+// Reads and validates a PEM certificate and key (they must parse and belong together).
+[[nodiscard]] Result<TlsMaterial> load_tls_material(const std::string& cert_path,
+                                                    const std::string& key_path);
+// Checks that cert_pem and key_pem parse and that the key matches the certificate.
+[[nodiscard]] Result<void> validate_tls_material(const TlsMaterial& m);
+// config.tls_cert/tls_key when given (errors are fatal); else <data_dir>/gpud.crt + gpud.key,
+// created on first use (key 0600, cert 0644); else (no data dir, or it is not writable) a
+// certificate kept in memory only.
+[[nodiscard]] Result<TlsMaterial> resolve_tls_material(const Config& config);
+// An httplib::SSLServer serving the material.
+[[nodiscard]] Result<std::unique_ptr<httplib::Server>> make_tls_server(const TlsMaterial& m);
+
+}  // namespace gpud::server
