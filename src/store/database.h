@@ -33,6 +33,7 @@ class Database {
   // Path of the file moved aside at open because it was corrupt; empty otherwise.
   const std::string& quarantined_path() const { return quarantined_; }
 
+  // These three take mutex() themselves: do not call them while holding it.
   Result<void> exec(const std::string& sql);
   Result<void> vacuum();
   Result<int64_t> size_bytes() const;  // page_count * page_size

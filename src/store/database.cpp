@@ -1,0 +1,251 @@
+#include "store/database.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+#include "core/time_util.h"
+#include "store/metadata.h"
+#include "store/statement.h"
+
+namespace gpud::store {
+namespace {
+
+// The outcome of one step of opening: SQLITE_OK, or the sqlite result code that failed and why.
+struct OpenStatus {
+  int rc = SQLITE_OK;
+  std::string message;
+  bool ok() const { return rc == SQLITE_OK; }
+};
+
+bool is_corruption(int rc) {
+  int primary = rc & 0xff;
+  return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB;
+}
+
+OpenStatus exec_status(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+  if (rc == SQLITE_OK) return {};
+  OpenStatus s{rc, err != nullptr ? err : sqlite3_errstr(rc)};
+  sqlite3_free(err);
+  return s;
+}
+
+OpenStatus prepare_status(sqlite3* db, std::optional<Statement>& out, std::string_view sql) {
+  auto st = Statement::prepare(db, sql);
+  if (!st) return {sqlite3_extended_errcode(db), st.error().message};
+  out.emplace(std::move(st).value());
+  return {};
+}
+
+// Rows of PRAGMA quick_check other than a single "ok" mean the file is damaged.
+OpenStatus quick_check(sqlite3* db) {
+  std::optional<Statement> st;
+  if (auto s = prepare_status(db, st, "PRAGMA quick_check"); !s.ok()) return s;
+  std::string problems;
+  for (;;) {
+    int rc = st->step();
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) return {rc, sqlite3_errmsg(db)};
+    std::string row = st->text(0);
+    if (row != "ok") problems += (problems.empty() ? "" : "; ") + row;
+  }
+  if (!problems.empty()) return {SQLITE_CORRUPT, "quick_check: " + problems};
+  return {};
+}
+
+constexpr const char* kCreateMetadata =
+    "CREATE TABLE IF NOT EXISTS gpud_metadata ("
+    "key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID";
+
+constexpr const char* kCreateSchema =
+    "CREATE TABLE IF NOT EXISTS gpud_events ("
+    "id INTEGER PRIMARY KEY, component TEXT NOT NULL, unix_seconds INTEGER NOT NULL, "
+    "name TEXT NOT NULL, type TEXT NOT NULL, message TEXT NOT NULL DEFAULT '', "
+    "extra_info TEXT NOT NULL DEFAULT '{}');"
+    "CREATE INDEX IF NOT EXISTS gpud_events_component_time "
+    "ON gpud_events(component, unix_seconds);"
+    "CREATE UNIQUE INDEX IF NOT EXISTS gpud_events_dedup "
+    "ON gpud_events(component, unix_seconds, name, type, message, extra_info);"
+    "CREATE TABLE IF NOT EXISTS gpud_metrics ("
+    "unix_milliseconds INTEGER NOT NULL, component TEXT NOT NULL, name TEXT NOT NULL, "
+    "labels TEXT NOT NULL DEFAULT '', value REAL NOT NULL, "
+    "PRIMARY KEY (unix_milliseconds, component, name, labels)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS gpud_metrics_component_time "
+    "ON gpud_metrics(component, unix_milliseconds);";
+
+// Creates the tables and records our schema version; refuses a database written by a newer gpud.
+// An unsupported version is reported with rc SQLITE_ERROR so it is never mistaken for corruption.
+OpenStatus ensure_schema(sqlite3* db) {
+  if (auto s = exec_status(db, kCreateMetadata); !s.ok()) return s;
+
+  std::optional<Statement> get;
+  if (auto s = prepare_status(db, get, "SELECT value FROM gpud_metadata WHERE key = ?1"); !s.ok()) {
+    return s;
+  }
+  get->bind(1, std::string_view(kKeySchemaVersion));
+  int rc = get->step();
+  if (rc == SQLITE_ROW) {
+    std::string text = get->text(0);
+    int version = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      return {SQLITE_ERROR, "unreadable database schema version \"" + text + "\""};
+    }
+    if (version > kSchemaVersion) {
+      return {SQLITE_ERROR, "database schema version " + std::to_string(version) +
+                                " is newer than this gpud supports (" +
+                                std::to_string(kSchemaVersion) +
+                                "); upgrade gpud or use another --data-dir"};
+    }
+    // Older versions: none exist yet, so upgrading is creating what is missing and rewriting it.
+  } else if (rc != SQLITE_DONE) {
+    return {rc, sqlite3_errmsg(db)};
+  }
+  get.reset();
+
+  if (auto s = exec_status(db, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  OpenStatus s = exec_status(db, kCreateSchema);
+  if (s.ok()) {
+    std::optional<Statement> put;
+    s = prepare_status(db, put,
+                       "INSERT INTO gpud_metadata(key, value) VALUES(?1, ?2) "
+                       "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    if (s.ok()) {
+      put->bind(1, std::string_view(kKeySchemaVersion));
+      put->bind(2, std::to_string(kSchemaVersion));
+      if (int prc = put->step(); prc != SQLITE_DONE) s = {prc, sqlite3_errmsg(db)};
+    }
+  }
+  if (s.ok()) s = exec_status(db, "COMMIT");
+  if (!s.ok()) (void)exec_status(db, "ROLLBACK");
+  return s;
+}
+
+// Settings and schema on a freshly opened connection.
+OpenStatus init_connection(sqlite3* db, bool in_memory) {
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, 5000);
+  if (!in_memory) {
+    if (auto s = exec_status(db, "PRAGMA journal_mode=WAL"); !s.ok()) return s;
+  }
+  if (auto s = exec_status(db, "PRAGMA synchronous=NORMAL"); !s.ok()) return s;
+  if (!in_memory) {
+    if (auto s = quick_check(db); !s.ok()) return s;
+  }
+  return ensure_schema(db);
+}
+
+// Opens and initialises one connection; on failure the handle is closed and *out left null.
+OpenStatus open_connection(const std::string& path, bool in_memory, sqlite3** out) {
+  *out = nullptr;
+  sqlite3* db = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    OpenStatus s{rc, db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)};
+    sqlite3_close_v2(db);
+    return s;
+  }
+  OpenStatus s = init_connection(db, in_memory);
+  if (!s.ok()) {
+    // Closing the last connection checkpoints the WAL into the main file and deletes it; for a
+    // damaged file we keep both untouched so they can be moved aside whole.
+    if (is_corruption(s.rc)) sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    sqlite3_close_v2(db);
+    return s;
+  }
+  *out = db;
+  return {};
+}
+
+// Moves <path> and its -wal/-shm side files aside; returns the new name of the main file.
+Result<std::string> quarantine(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::string suffix = ".corrupt-" + std::to_string(to_unix_seconds(Clock::now()));
+  // Two quarantines within one second must not overwrite the first.
+  std::string unique = suffix;
+  std::error_code ec;
+  for (int n = 1; fs::exists(path + unique, ec); ++n) unique = suffix + "-" + std::to_string(n);
+
+  std::string target = path + unique;
+  fs::rename(path, target, ec);
+  if (ec) return make_error("move corrupt database " + path + " aside: " + ec.message());
+  for (const char* side : {"-wal", "-shm", "-journal"}) {
+    std::string from = path + side;
+    if (!fs::exists(from, ec)) continue;
+    fs::rename(from, from + unique, ec);
+    // A side file left behind would be applied to the fresh database; better to drop it.
+    if (ec) fs::remove(from, ec);
+  }
+  return target;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
+  sqlite3* db = nullptr;
+  OpenStatus s = open_connection(path, false, &db);
+  std::string quarantined;
+  if (!s.ok() && is_corruption(s.rc)) {
+    auto moved = quarantine(path);
+    if (!moved) return make_error(moved.error().message + " (" + s.message + ")");
+    quarantined = *moved;
+    spdlog::error("database {} is corrupt ({}); moved it to {} and started a fresh database", path,
+                  s.message, quarantined);
+    s = open_connection(path, false, &db);
+  }
+  if (!s.ok()) return make_error("open database " + path + ": " + s.message);
+
+  std::unique_ptr<Database> out(
+      new Database());  // private constructor: make_unique cannot reach it
+  out->db_ = db;
+  out->path_ = path;
+  out->quarantined_ = std::move(quarantined);
+  return out;
+}
+
+Result<std::unique_ptr<Database>> Database::open_in_memory() {
+  sqlite3* db = nullptr;
+  OpenStatus s = open_connection(":memory:", true, &db);
+  if (!s.ok()) return make_error("open in-memory database: " + s.message);
+  std::unique_ptr<Database> out(new Database());
+  out->db_ = db;
+  return out;
+}
+
+Database::~Database() {
+  // close_v2 defers the close until any statement a caller leaked is finalized, instead of failing.
+  if (db_ != nullptr) sqlite3_close_v2(db_);
+}
+
+Result<void> Database::exec(const std::string& sql) {
+  std::lock_guard lock(mu_);
+  OpenStatus s = exec_status(db_, sql.c_str());
+  if (!s.ok()) return make_error("exec \"" + sql + "\": " + s.message);
+  return {};
+}
+
+Result<void> Database::vacuum() { return exec("VACUUM"); }
+
+Result<int64_t> Database::size_bytes() const {
+  std::lock_guard lock(mu_);
+  auto pragma = [this](const char* sql) -> Result<int64_t> {
+    auto st = Statement::prepare(db_, sql);
+    if (!st) return st.error();
+    if (st->step() != SQLITE_ROW) return sqlite_error(db_, sql);
+    return st->int64(0);
+  };
+  auto pages = pragma("PRAGMA page_count");
+  if (!pages) return pages.error();
+  auto page_size = pragma("PRAGMA page_size");
+  if (!page_size) return page_size.error();
+  return *pages * *page_size;
+}
+
+}  // namespace gpud::store
