@@ -71,7 +71,7 @@ std::string format_rfc3339(TimePoint t) {
   time_t secs = static_cast<time_t>(to_unix_seconds(t));
   std::tm tm{};
   gmtime_r(&secs, &tm);
-  char buf[32];
+  char buf[64];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   return buf;
