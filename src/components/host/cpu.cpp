@@ -1,0 +1,94 @@
+#include "components/host/cpu.h"
+
+#include <fmt/format.h>
+
+#include <thread>
+
+namespace gpud::components {
+
+nlohmann::json to_json(const CpuSnapshot& s) {
+  nlohmann::json j;
+  j["logical_cores"] = s.logical_cores;
+  j["used_percent"] = s.used_percent ? nlohmann::json(*s.used_percent) : nlohmann::json(nullptr);
+  j["load_avg_1m"] = s.load.one;
+  j["load_avg_5m"] = s.load.five;
+  j["load_avg_15m"] = s.load.fifteen;
+  j["runnable_tasks"] = s.load.runnable;
+  j["total_tasks"] = s.load.tasks;
+  return j;
+}
+
+CheckResult evaluate_cpu(const Result<CpuSnapshot>& snapshot) {
+  if (!snapshot) {
+    CheckResult r = single_state("cpu", Health::kUnhealthy, "failed to collect cpu stats");
+    r.states[0].error = snapshot.error().message;
+    r.detail = "error: " + snapshot.error().message + "\n";
+    return r;
+  }
+  const CpuSnapshot& s = *snapshot;
+  std::string usage = s.used_percent ? fmt::format("{:.1f}%", *s.used_percent) : "n/a";
+  std::string cores =
+      s.logical_cores > 0 ? fmt::format("{} cores", s.logical_cores) : "cores unknown";
+  std::string reason = fmt::format("cpu usage {}, load average {:.2f} {:.2f} {:.2f} ({})", usage,
+                                   s.load.one, s.load.five, s.load.fifteen, cores);
+  CheckResult r = single_state("cpu", Health::kHealthy, std::move(reason), std::nullopt,
+                               {{"data", to_json(s).dump()}});
+  r.detail =
+      fmt::format("logical cores: {}\nusage: {}\nload average (1m 5m 15m): {:.2f} {:.2f} {:.2f}\n",
+                  s.logical_cores > 0 ? std::to_string(s.logical_cores) : "unknown", usage,
+                  s.load.one, s.load.five, s.load.fifteen);
+  return r;
+}
+
+CpuComponent::CpuComponent(const ComponentContext& ctx)
+    : Component(ctx), fs_(ctx.config->host_root) {
+  if (ctx.metrics != nullptr) {
+    ctx.metrics->describe("cpu_used_percent", "CPU usage in percent since the previous check");
+    ctx.metrics->describe("cpu_load_average",
+                          "System load average over load_duration (1m0s, 5m0s, 15m0s)");
+  }
+}
+
+Result<host::ProcStat> CpuComponent::read_stat() const {
+  auto text = fs_.read("/proc/stat");
+  if (!text) return text.error();
+  return host::parse_proc_stat(*text);
+}
+
+Result<CpuSnapshot> CpuComponent::collect() {
+  std::lock_guard lock(mu_);
+  auto stat = read_stat();
+  if (!stat) return stat.error();
+  if (!prev_) {
+    // No previous sample: take a short second one so the very first check reports a usage.
+    prev_ = stat->aggregate;
+    std::this_thread::sleep_for(first_sample_delay_);
+    stat = read_stat();
+    if (!stat) return stat.error();
+  }
+  CpuSnapshot s;
+  s.logical_cores = stat->logical_cores;
+  s.used_percent = host::cpu_usage_percent(*prev_, stat->aggregate);
+  prev_ = stat->aggregate;
+
+  auto load_text = fs_.read("/proc/loadavg");
+  if (!load_text) return load_text.error();
+  auto load = host::parse_loadavg(*load_text);
+  if (!load) return load.error();
+  s.load = *load;
+  return s;
+}
+
+CheckResult CpuComponent::check() {
+  auto snapshot = collect();
+  if (snapshot && ctx().metrics != nullptr) {
+    MetricRegistry& m = *ctx().metrics;
+    if (snapshot->used_percent) m.set("cpu", "cpu_used_percent", *snapshot->used_percent);
+    m.set("cpu", "cpu_load_average", snapshot->load.one, {{"load_duration", "1m0s"}});
+    m.set("cpu", "cpu_load_average", snapshot->load.five, {{"load_duration", "5m0s"}});
+    m.set("cpu", "cpu_load_average", snapshot->load.fifteen, {{"load_duration", "15m0s"}});
+  }
+  return evaluate_cpu(snapshot);
+}
+
+}  // namespace gpud::components

@@ -1,0 +1,188 @@
+#include "components/host/disk.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "host/bytes.h"
+#include "host/mountinfo.h"
+
+namespace gpud::components {
+
+using host::human_bytes;
+
+nlohmann::json to_json(const DiskSnapshot& s) {
+  nlohmann::json mounts = nlohmann::json::array();
+  for (const TrackedMount& m : s.mounts) {
+    nlohmann::json j;
+    j["mount_point"] = m.mount_point;
+    j["mounted"] = m.mounted;
+    j["device"] = m.device;
+    j["fs_type"] = m.fs_type;
+    j["major_minor"] = m.major_minor;
+    if (m.usage) {
+      j["total_bytes"] = m.usage->total_bytes;
+      j["free_bytes"] = m.usage->free_bytes;
+      j["available_bytes"] = m.usage->available_bytes;
+      j["used_bytes"] = m.usage->used_bytes;
+      j["used_percent"] = m.usage->used_percent();
+    }
+    if (!m.error.empty()) j["error"] = m.error;
+    mounts.push_back(std::move(j));
+  }
+  nlohmann::json out;
+  out["mounts"] = std::move(mounts);
+  out["mount_table_read"] = s.mount_table_read;
+  if (!s.mount_table_error.empty()) out["mount_table_error"] = s.mount_table_error;
+  return out;
+}
+
+std::vector<std::string> tracked_mount_points(const std::vector<std::string>& configured) {
+  std::vector<std::string> out{"/"};
+  for (std::string mp : configured) {
+    while (mp.size() > 1 && mp.back() == '/') mp.pop_back();
+    if (mp.empty() || mp.front() != '/') continue;
+    if (std::find(out.begin(), out.end(), mp) == out.end()) out.push_back(std::move(mp));
+  }
+  return out;
+}
+
+CheckResult evaluate_disk(const DiskSnapshot& s) {
+  std::vector<std::string> problems;
+  std::vector<std::string> errors;
+  std::vector<std::string> usages;
+  for (const TrackedMount& m : s.mounts) {
+    if (s.mount_table_read && !m.mounted) {
+      problems.push_back(fmt::format("mount point {} is not mounted", m.mount_point));
+      continue;
+    }
+    if (!m.usage) {
+      problems.push_back(fmt::format("cannot stat {}: {}", m.mount_point, m.error));
+      errors.push_back(m.error);
+      continue;
+    }
+    if (m.mount_point == "/" && m.usage->available_bytes < kRootMinAvailableBytes) {
+      problems.push_back(fmt::format("only {} free on / (less than {})",
+                                     human_bytes(m.usage->available_bytes),
+                                     human_bytes(kRootMinAvailableBytes)));
+    }
+    usages.push_back(fmt::format("{} {:.1f}% used, {} free", m.mount_point, m.usage->used_percent(),
+                                 human_bytes(m.usage->available_bytes)));
+  }
+
+  Health health = problems.empty() ? Health::kHealthy : Health::kDegraded;
+  std::string reason;
+  if (!problems.empty()) {
+    for (const auto& p : problems) reason += (reason.empty() ? "" : "; ") + p;
+  } else {
+    reason = "disk usage ";
+    for (size_t i = 0; i < usages.size(); ++i) reason += (i ? "; " : "") + usages[i];
+    if (usages.empty()) reason = "no tracked mount points";
+  }
+  CheckResult r =
+      single_state("disk", health, std::move(reason), std::nullopt, {{"data", to_json(s).dump()}});
+  for (const auto& e : errors) r.states[0].error += (r.states[0].error.empty() ? "" : "; ") + e;
+
+  std::string& d = r.detail;
+  if (!s.mount_table_read) d += "mount table unreadable: " + s.mount_table_error + "\n";
+  for (const TrackedMount& m : s.mounts) {
+    d += m.mount_point + ":";
+    if (s.mount_table_read && !m.mounted) {
+      d += " not mounted\n";
+      continue;
+    }
+    if (!m.fs_type.empty()) d += " " + m.fs_type + " on " + m.device;
+    if (m.usage) {
+      d += fmt::format(" total {}, used {} ({:.1f}%), available {}",
+                       human_bytes(m.usage->total_bytes), human_bytes(m.usage->used_bytes),
+                       m.usage->used_percent(), human_bytes(m.usage->available_bytes));
+    } else {
+      d += " error: " + m.error;
+    }
+    d += "\n";
+  }
+  return r;
+}
+
+DiskComponent::DiskComponent(const ComponentContext& ctx)
+    : Component(ctx),
+      fs_(ctx.config->host_root),
+      tracked_(tracked_mount_points(ctx.config->mount_points)) {
+  if (ctx.metrics != nullptr) {
+    MetricRegistry& m = *ctx.metrics;
+    m.describe("disk_total_bytes", "Size of the filesystem at mount_point in bytes");
+    m.describe("disk_free_bytes",
+               "Bytes available to unprivileged users on the filesystem at mount_point");
+    m.describe("disk_used_bytes", "Bytes in use on the filesystem at mount_point");
+    m.describe("disk_used_percent",
+               "Used bytes in percent of used + available on the filesystem at mount_point");
+  }
+}
+
+DiskSnapshot DiskComponent::collect() {
+  DiskSnapshot s;
+  host::MountTable table;
+  auto text = fs_.read("/proc/self/mountinfo");
+  if (text) {
+    table = host::parse_mountinfo(*text);
+  } else {
+    s.mount_table_read = false;
+    s.mount_table_error = text.error().message;
+    if (!warned_mount_table_.exchange(true))
+      spdlog::warn(
+          "[disk] cannot read the mount table ({}); not checking whether mount points are "
+          "mounted",
+          text.error().message);
+  }
+  for (const std::string& mp : tracked_) {
+    TrackedMount m;
+    m.mount_point = mp;
+    if (s.mount_table_read) {
+      const host::MountInfo* info = host::find_mount(table, mp);
+      if (info == nullptr) {
+        s.mounts.push_back(std::move(m));
+        continue;  // statvfs would report the parent filesystem
+      }
+      m.mounted = true;
+      m.device = info->source;
+      m.fs_type = info->fs_type;
+      m.major_minor = fmt::format("{}:{}", info->major, info->minor);
+    }
+    auto usage = host::stat_fs_usage(fs_, mp);
+    if (usage)
+      m.usage = *usage;
+    else
+      m.error = usage.error().message;
+    s.mounts.push_back(std::move(m));
+  }
+  return s;
+}
+
+void DiskComponent::publish_metrics(const DiskSnapshot& s) {
+  if (ctx().metrics == nullptr) return;
+  MetricRegistry& reg = *ctx().metrics;
+  std::vector<std::string> now;
+  for (const TrackedMount& m : s.mounts)
+    if (m.usage) now.push_back(m.mount_point);
+  std::lock_guard lock(metrics_mu_);
+  // A mount point that went away must not keep its last values; the registry drops by component.
+  if (now != published_) reg.clear_component("disk");
+  for (const TrackedMount& m : s.mounts) {
+    if (!m.usage) continue;
+    Labels l{{"mount_point", m.mount_point}};
+    reg.set("disk", "disk_total_bytes", static_cast<double>(m.usage->total_bytes), l);
+    reg.set("disk", "disk_free_bytes", static_cast<double>(m.usage->available_bytes), l);
+    reg.set("disk", "disk_used_bytes", static_cast<double>(m.usage->used_bytes), l);
+    reg.set("disk", "disk_used_percent", m.usage->used_percent(), l);
+  }
+  published_ = std::move(now);
+}
+
+CheckResult DiskComponent::check() {
+  DiskSnapshot s = collect();
+  publish_metrics(s);
+  return evaluate_disk(s);
+}
+
+}  // namespace gpud::components

@@ -1,0 +1,67 @@
+// The "disk" component: usage of "/" and the configured mount points (mountinfo + statvfs).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/component.h"
+#include "host/fs_usage.h"
+#include "host/host_fs.h"
+
+namespace gpud::components {
+
+// "/" with less than this available to unprivileged users is Degraded (GPUd's threshold).
+inline constexpr uint64_t kRootMinAvailableBytes = 500ULL << 20;
+
+struct TrackedMount {
+  std::string mount_point;
+  bool mounted = false;  // present in the mount table
+  std::string device;    // mountinfo source, e.g. /dev/nvme0n1p1
+  std::string fs_type;
+  std::string major_minor;
+  std::optional<host::FsUsage> usage;  // set when statvfs succeeded
+  std::string error;                   // statvfs failure
+};
+
+struct DiskSnapshot {
+  std::vector<TrackedMount> mounts;  // in tracking order, "/" first
+  bool mount_table_read = true;      // false: mountinfo unreadable, "mounted" is unknown
+  std::string mount_table_error;
+};
+
+nlohmann::json to_json(const DiskSnapshot& s);
+
+// "/" first, then the configured ones in order; trailing slashes dropped, duplicates and relative
+// paths ignored.
+std::vector<std::string> tracked_mount_points(const std::vector<std::string>& configured);
+
+// Pure rule: Degraded when "/" has < 500 MiB available, a tracked mount point is not mounted, or
+// statvfs failed; else Healthy.
+CheckResult evaluate_disk(const DiskSnapshot& snapshot);
+
+class DiskComponent : public Component {
+ public:
+  explicit DiskComponent(const ComponentContext& ctx);
+
+  std::string_view name() const override { return "disk"; }
+  CheckResult check() override;
+  // Set-healthy purges this component's events (kernel-log disk errors, once they are recorded).
+  bool can_set_healthy() const override { return true; }
+
+ private:
+  DiskSnapshot collect();
+  void publish_metrics(const DiskSnapshot& s);
+
+  host::HostFs fs_;
+  std::vector<std::string> tracked_;
+  std::atomic<bool> warned_mount_table_{false};
+  std::mutex metrics_mu_;
+  std::vector<std::string> published_;  // mount points with metric series, to drop stale ones
+};
+
+}  // namespace gpud::components

@@ -1,0 +1,192 @@
+#include "components/host/disk.h"
+
+#include <gtest/gtest.h>
+
+namespace gpud::components {
+namespace {
+
+constexpr uint64_t kMiB = 1ULL << 20;
+constexpr uint64_t kGiB = 1ULL << 30;
+
+std::string fixture_root(const std::string& name) {
+  return std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/host/" + name;
+}
+
+TrackedMount mounted(const std::string& mp, uint64_t total, uint64_t available) {
+  TrackedMount m;
+  m.mount_point = mp;
+  m.mounted = true;
+  m.device = "/dev/nvme0n1p1";
+  m.fs_type = "ext4";
+  m.major_minor = "259:1";
+  host::FsUsage u;
+  u.total_bytes = total;
+  u.available_bytes = available;
+  u.free_bytes = available;
+  u.used_bytes = total - available;
+  m.usage = u;
+  return m;
+}
+
+TEST(DiskRule, PlentyOfSpaceIsHealthy) {
+  DiskSnapshot s;
+  s.mounts = {mounted("/", 100 * kGiB, 60 * kGiB), mounted("/data", 10 * kGiB, 9 * kGiB)};
+  CheckResult r = evaluate_disk(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_EQ(r.states[0].reason,
+            "disk usage / 40.0% used, 60.0 GiB free; /data 10.0% used, 9.0 GiB free");
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(data["mounts"].size(), 2u);
+  EXPECT_EQ(data["mounts"][0]["fs_type"], "ext4");
+  EXPECT_EQ(data["mounts"][1]["available_bytes"].get<uint64_t>(), 9 * kGiB);
+  EXPECT_NE(r.detail.find("/data: ext4 on /dev/nvme0n1p1"), std::string::npos) << r.detail;
+}
+
+TEST(DiskRule, RootBelow500MiBFreeIsDegraded) {
+  DiskSnapshot s;
+  s.mounts = {mounted("/", 100 * kGiB, 312 * kMiB)};
+  CheckResult r = evaluate_disk(s);
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_EQ(r.states[0].reason, "only 312.0 MiB free on / (less than 500.0 MiB)");
+}
+
+TEST(DiskRule, RootAtExactly500MiBIsHealthy) {
+  DiskSnapshot s;
+  s.mounts = {mounted("/", 100 * kGiB, 500 * kMiB)};
+  EXPECT_EQ(evaluate_disk(s).health(), Health::kHealthy);
+}
+
+TEST(DiskRule, OtherMountBelow500MiBIsHealthy) {
+  DiskSnapshot s;
+  s.mounts = {mounted("/", 100 * kGiB, 50 * kGiB), mounted("/data", 1 * kGiB, 10 * kMiB)};
+  EXPECT_EQ(evaluate_disk(s).health(), Health::kHealthy);
+}
+
+TEST(DiskRule, UnmountedMountPointIsDegraded) {
+  DiskSnapshot s;
+  TrackedMount gone;
+  gone.mount_point = "/var/lib/kubelet";
+  s.mounts = {mounted("/", 100 * kGiB, 50 * kGiB), gone};
+  CheckResult r = evaluate_disk(s);
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_EQ(r.states[0].reason, "mount point /var/lib/kubelet is not mounted");
+  EXPECT_NE(r.detail.find("/var/lib/kubelet: not mounted"), std::string::npos);
+}
+
+TEST(DiskRule, StatvfsFailureIsDegradedWithError) {
+  DiskSnapshot s;
+  TrackedMount bad;
+  bad.mount_point = "/data";
+  bad.mounted = true;
+  bad.error = "statvfs /data: Permission denied";
+  s.mounts = {mounted("/", 100 * kGiB, 50 * kGiB), bad};
+  CheckResult r = evaluate_disk(s);
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_EQ(r.states[0].reason, "cannot stat /data: statvfs /data: Permission denied");
+  EXPECT_EQ(r.states[0].error, "statvfs /data: Permission denied");
+}
+
+TEST(DiskRule, UnreadableMountTableDoesNotFlagUnmounted) {
+  DiskSnapshot s;
+  s.mount_table_read = false;
+  s.mount_table_error = "open /proc/self/mountinfo: No such file or directory";
+  TrackedMount root = mounted("/", 100 * kGiB, 50 * kGiB);
+  root.mounted = false;
+  s.mounts = {root};
+  CheckResult r = evaluate_disk(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_NE(r.detail.find("mount table unreadable"), std::string::npos);
+}
+
+TEST(DiskRule, SeveralProblemsAreAllNamed) {
+  DiskSnapshot s;
+  TrackedMount gone;
+  gone.mount_point = "/data";
+  s.mounts = {mounted("/", 100 * kGiB, 100 * kMiB), gone};
+  CheckResult r = evaluate_disk(s);
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_NE(r.states[0].reason.find("free on /"), std::string::npos);
+  EXPECT_NE(r.states[0].reason.find("; mount point /data is not mounted"), std::string::npos);
+}
+
+TEST(DiskTracking, RootFirstThenConfiguredWithoutDuplicates) {
+  EXPECT_EQ(tracked_mount_points({}), std::vector<std::string>{"/"});
+  EXPECT_EQ(tracked_mount_points({"/var/lib/kubelet/", "/", "/data", "/data", "relative", ""}),
+            (std::vector<std::string>{"/", "/var/lib/kubelet", "/data"}));
+}
+
+TEST(DiskComponent, ConfiguredMountMissingFromFixtureIsDegradedAndRootHasMetrics) {
+  Config cfg;
+  cfg.host_root = fixture_root("debian12");
+  cfg.mount_points = {"/data"};
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  DiskComponent c(ctx);
+  EXPECT_EQ(c.name(), "disk");
+  EXPECT_TRUE(c.can_set_healthy());
+  CheckResult r = c.check();
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_NE(r.states[0].reason.find("mount point /data is not mounted"), std::string::npos)
+      << r.states[0].reason;
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(data["mounts"][0]["mount_point"], "/");
+  EXPECT_EQ(data["mounts"][0]["device"], "/dev/vda");
+  EXPECT_EQ(data["mounts"][0]["fs_type"], "ext4");
+  EXPECT_GT(data["mounts"][0]["total_bytes"].get<uint64_t>(), 0u);
+  std::string text = metrics.prometheus_text();
+  for (const char* name :
+       {"disk_total_bytes", "disk_free_bytes", "disk_used_bytes", "disk_used_percent"}) {
+    EXPECT_NE(text.find(std::string(name) + "{gpud_component=\"disk\",mount_point=\"/\"}"),
+              std::string::npos)
+        << name << "\n"
+        << text;
+  }
+  EXPECT_EQ(text.find("mount_point=\"/data\""), std::string::npos);
+}
+
+TEST(DiskComponent, MountedConfiguredPointGetsItsOwnSeries) {
+  Config cfg;
+  cfg.host_root = fixture_root("escaped-mounts");
+  cfg.mount_points = {"/data"};
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  DiskComponent c(ctx);
+  CheckResult r = c.check();
+  EXPECT_EQ(r.states[0].reason.find("not mounted"), std::string::npos) << r.states[0].reason;
+  EXPECT_EQ(r.states[0].reason.find("cannot stat"), std::string::npos) << r.states[0].reason;
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(data["mounts"][1]["fs_type"], "tmpfs");  // the mount stacked last on /data
+  EXPECT_NE(metrics.prometheus_text().find(
+                "disk_total_bytes{gpud_component=\"disk\",mount_point=\"/data\"}"),
+            std::string::npos);
+}
+
+TEST(DiskComponent, MountedPointThatCannotBeStattedIsDegraded) {
+  Config cfg;
+  cfg.host_root = fixture_root("escaped-mounts");
+  cfg.mount_points = {"/mnt/my data"};  // in the mount table, but no such directory in the fixture
+  ComponentContext ctx{&cfg, nullptr, nullptr, false};
+  DiskComponent c(ctx);
+  CheckResult r = c.check();
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_NE(r.states[0].reason.find("cannot stat /mnt/my data"), std::string::npos)
+      << r.states[0].reason;
+  EXPECT_FALSE(r.states[0].error.empty());
+}
+
+TEST(DiskComponent, MissingMountTableStillStatsRoot) {
+  Config cfg;
+  cfg.host_root = fixture_root("old-kernel");  // no proc/self/mountinfo
+  cfg.mount_points = {"/data"};
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  DiskComponent c(ctx);
+  CheckResult r = c.check();
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(data["mount_table_read"], false);
+  EXPECT_GT(data["mounts"][0]["total_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(r.states[0].reason.find("not mounted"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpud::components

@@ -1,0 +1,34 @@
+// Parser for /proc/meminfo: the totals the memory component reports, in bytes.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/result.h"
+
+namespace gpud::host {
+
+struct MemInfo {
+  uint64_t total_bytes = 0;
+  uint64_t free_bytes = 0;
+  uint64_t available_bytes = 0;
+  uint64_t buffers_bytes = 0;
+  uint64_t cached_bytes = 0;
+  uint64_t shmem_bytes = 0;
+  uint64_t sreclaimable_bytes = 0;
+  uint64_t swap_total_bytes = 0;
+  uint64_t swap_free_bytes = 0;
+  // Kernels before 3.14 have no MemAvailable; available is then estimated as free + buffers +
+  // cached.
+  bool available_estimated = false;
+
+  uint64_t used_bytes() const {
+    return total_bytes > available_bytes ? total_bytes - available_bytes : 0;
+  }
+  double used_percent() const;  // used / total * 100; 0 when total is 0
+};
+
+// Values carrying "kB" are converted to bytes. Fails when MemTotal is missing or unparsable.
+[[nodiscard]] Result<MemInfo> parse_meminfo(std::string_view text);
+
+}  // namespace gpud::host
