@@ -9,9 +9,7 @@ ApiClient::ApiClient(std::string server) : server_(std::move(server)) {
 }
 
 Result<ApiResponse> ApiClient::get(const std::string& path) const { return request("GET", path); }
-Result<ApiResponse> ApiClient::post(const std::string& path) const {
-  return request("POST", path);
-}
+Result<ApiResponse> ApiClient::post(const std::string& path) const { return request("POST", path); }
 
 Result<ApiResponse> ApiClient::request(const std::string& method, const std::string& path) const {
   auto attempt = [&](const std::string& base) -> Result<ApiResponse> {

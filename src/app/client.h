@@ -1,5 +1,5 @@
-// ApiClient: talks to a running gpud for `status` and `set-healthy` (HTTPS with the self-signed certificate,
-// falling back to plain HTTP for daemons started with --no-tls).
+// ApiClient: talks to a running gpud for `status` and `set-healthy` (HTTPS with the self-signed
+// certificate, falling back to plain HTTP for daemons started with --no-tls).
 #pragma once
 
 #include <string>

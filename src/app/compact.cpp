@@ -13,8 +13,10 @@ namespace gpud::app {
 
 void add_compact(CLI::App& app, int* exit_code) {
   auto dir = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("compact", "Compact (VACUUM) the state database; the daemon must be stopped");
-  cmd->add_option("--data-dir", *dir, "State directory (default /var/lib/gpud as root, ~/.gpud otherwise)");
+  auto* cmd = app.add_subcommand("compact",
+                                 "Compact (VACUUM) the state database; the daemon must be stopped");
+  cmd->add_option("--data-dir", *dir,
+                  "State directory (default /var/lib/gpud as root, ~/.gpud otherwise)");
   cmd->callback([dir, exit_code] {
     if (dir->empty()) *dir = default_data_dir();
     std::string path = *dir + "/" + store::kStateFileName;

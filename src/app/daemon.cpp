@@ -1,6 +1,7 @@
 #include "app/daemon.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-
-#include <spdlog/spdlog.h>
 
 #include "components/registry.h"
 #include "core/time_util.h"
@@ -109,14 +108,18 @@ void Daemon::housekeeping(TimePoint now) {
     spdlog::warn("[daemon] metric history insert failed: {}", r.error().message);
   if (auto r = history_->purge(now - config_.metrics_retention); !r)
     spdlog::warn("[daemon] metric history purge failed: {}", r.error().message);
-  // Event retention is enforced for every component, at most every retention/5 and at least every minute.
-  auto period = std::max<std::chrono::seconds>(std::chrono::seconds(60), config_.events_retention / 5);
+  // Event retention is enforced for every component, at most every retention/5 and at least every
+  // minute.
+  auto period =
+      std::max<std::chrono::seconds>(std::chrono::seconds(60), config_.events_retention / 5);
   if (now - last_retention_ >= period) {
     last_retention_ = now;
     auto r = events_->enforce_retention(config_.events_retention, now);
-    if (!r) spdlog::warn("[daemon] event retention failed: {}", r.error().message);
-    else if (*r > 0) spdlog::info("[daemon] purged {} events older than {}", *r,
-                                  format_duration(config_.events_retention));
+    if (!r)
+      spdlog::warn("[daemon] event retention failed: {}", r.error().message);
+    else if (*r > 0)
+      spdlog::info("[daemon] purged {} events older than {}", *r,
+                   format_duration(config_.events_retention));
   }
 }
 

@@ -1,13 +1,13 @@
-// Daemon: wires the store, components, scheduler, metric sampling, retention and the API for `gpud run`.
+// Daemon: wires the store, components, scheduler, metric sampling, retention and the API for `gpud
+// run`.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/config.h"
 #include "core/registry.h"
@@ -56,8 +56,8 @@ class Daemon {
   TimePoint last_retention_{};
 };
 
-// Takes an exclusive lock on <data_dir>/gpud.lock; returns the fd, or an error naming the holder when another
-// gpud holds it. `gpud compact` uses the same lock to refuse while the daemon runs.
+// Takes an exclusive lock on <data_dir>/gpud.lock; returns the fd, or an error naming the holder
+// when another gpud holds it. `gpud compact` uses the same lock to refuse while the daemon runs.
 Result<int> lock_data_dir(const std::string& data_dir);
 
 }  // namespace gpud::app

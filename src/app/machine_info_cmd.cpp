@@ -17,8 +17,10 @@ void print_fields(const nlohmann::json& j, const std::string& prefix) {
     } else if (v.is_array()) {
       if (v.empty()) continue;
       for (size_t i = 0; i < v.size(); ++i) {
-        if (v[i].is_object()) print_fields(v[i], key + "[" + std::to_string(i) + "]");
-        else std::cout << key << "[" << i << "]: " << v[i].dump() << "\n";
+        if (v[i].is_object())
+          print_fields(v[i], key + "[" + std::to_string(i) + "]");
+        else
+          std::cout << key << "[" << i << "]: " << v[i].dump() << "\n";
       }
     } else {
       std::string text = v.is_string() ? v.get<std::string>() : v.dump();
@@ -33,13 +35,16 @@ void add_machine_info(CLI::App& app, int* exit_code) {
   auto root = std::make_shared<std::string>("/");
   auto json = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("machine-info", "Print this machine's information");
-  cmd->add_option("--host-root", *root, "Prefix for /proc, /sys and /etc reads")->capture_default_str();
+  cmd->add_option("--host-root", *root, "Prefix for /proc, /sys and /etc reads")
+      ->capture_default_str();
   cmd->add_flag("--json", *json, "Print JSON (the /machine-info document)");
   cmd->callback([root, json, exit_code] {
     host::HostFs fs(*root);
     nlohmann::json info = host::collect_machine_info(fs);
-    if (*json) std::cout << info.dump(2) << "\n";
-    else print_fields(info, "");
+    if (*json)
+      std::cout << info.dump(2) << "\n";
+    else
+      print_fields(info, "");
     *exit_code = kExitOk;
   });
 }

@@ -1,9 +1,8 @@
 // Options shared by the CLI verbs and the helpers that turn them into a Config.
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "core/config.h"
 #include "core/result.h"
@@ -29,7 +28,8 @@ void add_store_flags(CLI::App& cmd, RunFlags& flags);
 // Validates durations, component names and paths; fills flags.config.
 Result<void> finalize(RunFlags& flags);
 std::vector<std::string> split_list(const std::string& s);
-// Sets up spdlog: level name (debug|info|warn|error), optional log file (rotating), stderr otherwise.
+// Sets up spdlog: level name (debug|info|warn|error), optional log file (rotating), stderr
+// otherwise.
 Result<void> setup_logging(const std::string& level, const std::string& file);
 
 }  // namespace gpud::app

@@ -28,18 +28,19 @@ std::string actions_text(const HealthState& s) {
     out += to_string(a);
   }
   if (!s.suggested_actions->description.empty())
-    out += (out.empty() ? "" : " (") + s.suggested_actions->description +
-           (out.empty() ? "" : ")");
+    out += (out.empty() ? "" : " (") + s.suggested_actions->description + (out.empty() ? "" : ")");
   return out;
 }
 
 }  // namespace
 
-nlohmann::json scan_json(const nlohmann::json& machine_info, const std::vector<ScanEntry>& entries) {
+nlohmann::json scan_json(const nlohmann::json& machine_info,
+                         const std::vector<ScanEntry>& entries) {
   nlohmann::json comps = nlohmann::json::array();
   for (const auto& e : entries)
-    comps.push_back(
-        {{"component", e.component}, {"states", to_json(e.result.states)}, {"events", to_json(e.events)}});
+    comps.push_back({{"component", e.component},
+                     {"states", to_json(e.result.states)},
+                     {"events", to_json(e.events)}});
   return {{"machine_info", machine_info}, {"components", comps}};
 }
 
@@ -85,7 +86,8 @@ std::string scan_text(const nlohmann::json& mi, const std::vector<ScanEntry>& en
       out << "  event " << format_rfc3339(ev.time) << " " << to_string(ev.type) << " " << ev.name
           << ": " << ev.message << "\n";
   }
-  out << "\n" << (degraded + unhealthy == 0 ? "✔" : "✘") << " scan complete: " << entries.size()
+  out << "\n"
+      << (degraded + unhealthy == 0 ? "✔" : "✘") << " scan complete: " << entries.size()
       << " components, " << degraded << " degraded, " << unhealthy << " unhealthy\n";
   return out.str();
 }

@@ -1,10 +1,9 @@
 // Rendering of `gpud scan` and `gpud status` output: the human report and the JSON document.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/health.h"
 

@@ -1,10 +1,9 @@
 // `gpud run`: the daemon in the foreground until SIGINT/SIGTERM.
 #include <signal.h>
+#include <spdlog/spdlog.h>
 
 #include <iostream>
 #include <memory>
-
-#include <spdlog/spdlog.h>
 
 #include "app/daemon.h"
 #include "app/options.h"
@@ -23,7 +22,8 @@ void add_run(CLI::App& app, int* exit_code) {
   cmd->add_option("--listen-address", c.listen_address, "Address the API listens on")
       ->capture_default_str();
   cmd->add_flag("--no-tls", c.no_tls, "Serve plain HTTP instead of HTTPS");
-  cmd->add_option("--tls-cert", c.tls_cert, "PEM certificate (default: self-signed, in the data dir)");
+  cmd->add_option("--tls-cert", c.tls_cert,
+                  "PEM certificate (default: self-signed, in the data dir)");
   cmd->add_option("--tls-key", c.tls_key, "PEM private key for --tls-cert");
   cmd->add_option("--admin-token", c.admin_token,
                   "Bearer token that allows mutating API calls from non-loopback clients");
@@ -33,10 +33,12 @@ void add_run(CLI::App& app, int* exit_code) {
   cmd->add_option("--metrics-retention-period", flags->metrics_retention,
                   "How long metric history is kept (Go duration)")
       ->capture_default_str();
-  cmd->add_option("--log-level,-l", c.log_level, "debug, info, warn or error")->capture_default_str();
+  cmd->add_option("--log-level,-l", c.log_level, "debug, info, warn or error")
+      ->capture_default_str();
   cmd->add_option("--log-file", c.log_file, "Log to this file (rotated) instead of stderr");
   auto sample = std::make_shared<std::string>("1m");
-  cmd->add_option("--metrics-sample-interval", *sample, "How often metrics are sampled into history")
+  cmd->add_option("--metrics-sample-interval", *sample,
+                  "How often metrics are sampled into history")
       ->group("");  // hidden: tests shorten it
   cmd->callback([flags, sample, exit_code] {
     if (auto r = setup_logging(flags->config.log_level, flags->config.log_file); !r) {

@@ -1,9 +1,9 @@
 // `gpud scan`: runs every supported component's check once, without the daemon, and reports.
+#include <spdlog/spdlog.h>
+
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "app/options.h"
 #include "app/report.h"
@@ -18,7 +18,8 @@ namespace gpud::app {
 void add_scan(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<RunFlags>();
   auto json = std::make_shared<bool>(false);
-  auto* cmd = app.add_subcommand("scan", "Check every component once without the daemon and report");
+  auto* cmd =
+      app.add_subcommand("scan", "Check every component once without the daemon and report");
   cmd->alias("check");
   add_component_flags(*cmd, *flags);
   cmd->add_flag("--json", *json, "Print a JSON document instead of the report");

@@ -1,7 +1,6 @@
 // `gpud set-healthy`: asks the local daemon to clear components' failure history.
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "app/client.h"
@@ -15,8 +14,7 @@ void add_set_healthy(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "set-healthy", "Clear the failure history of components (all that support it by default)");
   cmd->alias("set-health");
-  cmd->add_option("components", *comps, "Components, comma- or space-separated")
-      ->delimiter(',');
+  cmd->add_option("components", *comps, "Components, comma- or space-separated")->delimiter(',');
   cmd->add_option("--server", *server, "The daemon's address")->capture_default_str();
   cmd->callback([server, comps, exit_code] {
     std::string list;
@@ -31,8 +29,8 @@ void add_set_healthy(CLI::App& app, int* exit_code) {
     }
     auto doc = nlohmann::json::parse(r->body, nullptr, false);
     if (r->status != 200) {
-      std::cerr << "✘ set-healthy failed (" << r->status << "): "
-                << (doc.is_object() ? doc.value("message", r->body) : r->body) << "\n";
+      std::cerr << "✘ set-healthy failed (" << r->status
+                << "): " << (doc.is_object() ? doc.value("message", r->body) : r->body) << "\n";
       if (doc.is_object() && doc.contains("failed"))
         for (auto& [k, v] : doc["failed"].items()) std::cerr << "  " << k << ": " << v << "\n";
       *exit_code = kExitUnhealthy;

@@ -1,7 +1,6 @@
 // `gpud status`: asks the local daemon over its API and prints each component's health.
 #include <iostream>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "app/client.h"
@@ -31,8 +30,8 @@ void add_status(CLI::App& app, int* exit_code) {
     }
     auto states = client.get("/v1/states");
     if (!states || states->status != 200) {
-      std::cerr << "✘ cannot read states: "
-                << (states ? states->body : states.error().message) << "\n";
+      std::cerr << "✘ cannot read states: " << (states ? states->body : states.error().message)
+                << "\n";
       *exit_code = kExitUsage;
       return;
     }

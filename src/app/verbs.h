@@ -1,4 +1,5 @@
-// One function per CLI verb; each registers its subcommand and returns a pointer to its exit code slot.
+// One function per CLI verb; each registers its subcommand and returns a pointer to its exit code
+// slot.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,7 +17,8 @@ void add_version(CLI::App& app, int* exit_code);
 
 // Exit codes shared by the verbs.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitUnhealthy = 1;  // scan/status found something not Healthy, or the daemon failed
-inline constexpr int kExitUsage = 2;      // usage or runtime error
+inline constexpr int kExitUnhealthy =
+    1;  // scan/status found something not Healthy, or the daemon failed
+inline constexpr int kExitUsage = 2;  // usage or runtime error
 
 }  // namespace gpud::app

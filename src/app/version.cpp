@@ -1,8 +1,9 @@
 // `gpud version`.
+#include "core/version.h"
+
 #include <iostream>
 
 #include "app/verbs.h"
-#include "core/version.h"
 
 namespace gpud::app {
 

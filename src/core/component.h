@@ -30,21 +30,26 @@ class Component {
   Component(const Component&) = delete;
   Component& operator=(const Component&) = delete;
 
-  virtual std::string_view name() const = 0;                  // e.g. "cpu"
-  virtual std::vector<std::string> tags() const;              // default: {name}
-  virtual bool supported() const { return true; }             // false: hidden from the API, skipped by scan
-  virtual std::chrono::seconds interval() const { return std::chrono::seconds(60); }  // 0: on demand
-  virtual CheckResult check() = 0;                            // one bounded synchronous check
-  virtual Result<std::vector<Event>> events(TimePoint since, TimePoint until) const;  // from EventLog
+  virtual std::string_view name() const = 0;       // e.g. "cpu"
+  virtual std::vector<std::string> tags() const;   // default: {name}
+  virtual bool supported() const { return true; }  // false: hidden from the API, skipped by scan
+  virtual std::chrono::seconds interval() const {
+    return std::chrono::seconds(60);
+  }                                 // 0: on demand
+  virtual CheckResult check() = 0;  // one bounded synchronous check
+  virtual Result<std::vector<Event>> events(TimePoint since,
+                                            TimePoint until) const;  // from EventLog
   virtual bool can_set_healthy() const { return false; }
-  virtual Result<void> set_healthy();                          // default: purge this component's events
-  // Called once by the daemon before the first check (e.g. the os component records a reboot event).
+  virtual Result<void> set_healthy();  // default: purge this component's events
+  // Called once by the daemon before the first check (e.g. the os component records a reboot
+  // event).
   virtual void start() {}
 
  protected:
   const ComponentContext& ctx() const { return ctx_; }
   const Config& config() const { return *ctx_.config; }
-  // Records an event for this component (deduplicated by the store); logs and drops on store failure.
+  // Records an event for this component (deduplicated by the store); logs and drops on store
+  // failure.
   void record(Event e) const;
 
  private:

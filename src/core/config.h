@@ -9,16 +9,16 @@ namespace gpud {
 
 struct Config {
   // Paths
-  std::string data_dir;           // resolved by the CLI (default /var/lib/gpud as root, ~/.gpud otherwise)
+  std::string data_dir;  // resolved by the CLI (default /var/lib/gpud as root, ~/.gpud otherwise)
   bool db_in_memory = false;
-  std::string host_root = "/";    // prefix for every /proc, /sys and /etc read
+  std::string host_root = "/";  // prefix for every /proc, /sys and /etc read
 
   // API
   std::string listen_address = "0.0.0.0:15132";
   bool no_tls = false;
-  std::string tls_cert;           // empty: self-signed, generated into the data dir
+  std::string tls_cert;  // empty: self-signed, generated into the data dir
   std::string tls_key;
-  std::string admin_token;        // empty: mutating endpoints answer loopback only
+  std::string admin_token;  // empty: mutating endpoints answer loopback only
 
   // Retention
   std::chrono::seconds events_retention{std::chrono::hours(24 * 14)};
@@ -26,10 +26,10 @@ struct Config {
   std::chrono::seconds metrics_sample_interval{std::chrono::minutes(1)};
 
   // Components
-  std::vector<std::string> components;     // allow-list; "-name" excludes; empty/"*"/"all": everything
-  std::vector<std::string> mount_points;   // disk: extra mount points to track besides "/"
-  std::vector<std::string> kernel_modules; // kernel-module: modules that must be loaded
-  std::vector<std::string> files;          // file: files that must exist
+  std::vector<std::string> components;  // allow-list; "-name" excludes; empty/"*"/"all": everything
+  std::vector<std::string> mount_points;    // disk: extra mount points to track besides "/"
+  std::vector<std::string> kernel_modules;  // kernel-module: modules that must be loaded
+  std::vector<std::string> files;           // file: files that must exist
 
   // Logging
   std::string log_level = "info";

@@ -44,8 +44,8 @@ TEST(Time, ParsesUnixSecondsAndRfc3339) {
 }
 
 TEST(Time, RejectsGarbage) {
-  for (const char* s : {"", "abc", "2024-13-02T03:04:05Z", "2024-01-02", "12a", "2024-01-02T03:04:05",
-                        "99999999999999999999"})
+  for (const char* s : {"", "abc", "2024-13-02T03:04:05Z", "2024-01-02", "12a",
+                        "2024-01-02T03:04:05", "99999999999999999999"})
     EXPECT_FALSE(parse_time(s).has_value()) << s;
 }
 

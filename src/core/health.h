@@ -1,14 +1,14 @@
-// The health model shared by every component and surface: states, repair actions, events, metric samples.
+// The health model shared by every component and surface: states, repair actions, events, metric
+// samples.
 #pragma once
 
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace gpud {
 
@@ -78,8 +78,8 @@ struct CheckResult {
   std::vector<HealthState> states;
   std::string detail;
 
-  Health health() const;          // the worst of the states (Healthy when empty)
-  std::string summary() const;    // the reasons of the states, joined
+  Health health() const;        // the worst of the states (Healthy when empty)
+  std::string summary() const;  // the reasons of the states, joined
 };
 
 // Builds the single-state result most components return.

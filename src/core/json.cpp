@@ -29,10 +29,8 @@ nlohmann::json to_json(const HealthState& s) {
 
 nlohmann::json to_json(const Event& e) {
   nlohmann::json j = {
-      {"component", e.component},
-      {"time", format_rfc3339(e.time)},
-      {"name", e.name},
-      {"type", std::string(to_string(e.type))},
+      {"component", e.component}, {"time", format_rfc3339(e.time)},
+      {"name", e.name},           {"type", std::string(to_string(e.type))},
       {"message", e.message},
   };
   if (e.extra_info.is_object() && !e.extra_info.empty()) j["extra_info"] = e.extra_info;

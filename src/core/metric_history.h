@@ -1,4 +1,5 @@
-// MetricHistory: where sampled metric values are kept for /v1/metrics; the SQLite MetricStore implements it.
+// MetricHistory: where sampled metric values are kept for /v1/metrics; the SQLite MetricStore
+// implements it.
 #pragma once
 
 #include <string_view>

@@ -19,16 +19,22 @@ std::string series_key(std::string_view component, const Labels& labels) {
 
 void append_escaped(std::string& out, std::string_view v) {
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
 }
 
 void append_value(std::string& out, double v) {
-  if (std::isnan(v)) out += "NaN";
-  else if (std::isinf(v)) out += v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v))
+    out += "NaN";
+  else if (std::isinf(v))
+    out += v > 0 ? "+Inf" : "-Inf";
   else {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.17g", v);

@@ -1,5 +1,5 @@
-// MetricRegistry: the process's Prometheus gauges and counters, written by components, read by /metrics and
-// sampled into the metric history every minute.
+// MetricRegistry: the process's Prometheus gauges and counters, written by components, read by
+// /metrics and sampled into the metric history every minute.
 #pragma once
 
 #include <map>
@@ -18,18 +18,23 @@ enum class MetricKind { kGauge, kCounter };
 
 class MetricRegistry {
  public:
-  // Declares a metric family once (help text and kind); set()/add() declare it as a gauge/counter otherwise.
+  // Declares a metric family once (help text and kind); set()/add() declare it as a gauge/counter
+  // otherwise.
   void describe(std::string_view name, std::string_view help, MetricKind kind = MetricKind::kGauge);
 
   // Sets a gauge series. A non-empty component adds the label gpud_component=<component>.
-  void set(std::string_view component, std::string_view name, double value, const Labels& labels = {});
+  void set(std::string_view component, std::string_view name, double value,
+           const Labels& labels = {});
   // Adds to a counter series (created at 0).
-  void add(std::string_view component, std::string_view name, double delta, const Labels& labels = {});
-  // Drops every series of one component (e.g. a mount point that went away is re-set on the next check).
+  void add(std::string_view component, std::string_view name, double delta,
+           const Labels& labels = {});
+  // Drops every series of one component (e.g. a mount point that went away is re-set on the next
+  // check).
   void clear_component(std::string_view component);
   void clear_series(std::string_view component, std::string_view name);
 
-  // Component series only (those with gpud_component), stamped with now_ms: what the history stores.
+  // Component series only (those with gpud_component), stamped with now_ms: what the history
+  // stores.
   std::vector<MetricSample> snapshot(int64_t now_ms) const;
   // Prometheus text exposition format 0.0.4, families sorted by name.
   std::string prometheus_text() const;

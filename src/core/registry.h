@@ -11,8 +11,8 @@
 
 namespace gpud {
 
-// Whether a component is enabled by a --components list: empty, "*" or "all" enables all; plain names form an
-// allow-list; "-name" entries exclude (alone they mean "all but these").
+// Whether a component is enabled by a --components list: empty, "*" or "all" enables all; plain
+// names form an allow-list; "-name" entries exclude (alone they mean "all but these").
 bool component_enabled(std::string_view name, const std::vector<std::string>& selection);
 
 class Registry {

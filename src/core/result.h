@@ -1,4 +1,5 @@
-// Result<T>: errors as values, so failures travel without exceptions (g++-12/clang-14 lack <expected>).
+// Result<T>: errors as values, so failures travel without exceptions (g++-12/clang-14 lack
+// <expected>).
 #pragma once
 
 #include <optional>
@@ -17,7 +18,7 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -50,6 +51,8 @@ class [[nodiscard]] Result<void> {
   std::optional<Error> error_;
 };
 
-inline Error make_error(std::string message, int code = 0) { return Error{std::move(message), code}; }
+inline Error make_error(std::string message, int code = 0) {
+  return Error{std::move(message), code};
+}
 
 }  // namespace gpud

@@ -45,8 +45,10 @@ void Scheduler::worker_loop() {
     }
     auto now = SteadyClock::now();
     if (next == nullptr || earliest > now) {
-      if (earliest == SteadyClock::time_point::max()) cv_.wait(lock);
-      else cv_.wait_until(lock, earliest);
+      if (earliest == SteadyClock::time_point::max())
+        cv_.wait(lock);
+      else
+        cv_.wait_until(lock, earliest);
       continue;
     }
     std::string name(next->name());
@@ -63,8 +65,10 @@ void Scheduler::worker_loop() {
     last_[name] = std::move(r);
     running_[name] = false;
     auto interval = next->interval();
-    if (interval.count() > 0) next_due_[name] = SteadyClock::now() + interval;
-    else next_due_.erase(name);
+    if (interval.count() > 0)
+      next_due_[name] = SteadyClock::now() + interval;
+    else
+      next_due_.erase(name);
     cv_.notify_all();  // another worker may be waiting with no candidate
   }
 }

@@ -1,4 +1,5 @@
-// Scheduler: runs each component's check() on its interval on a small worker pool and caches the last result.
+// Scheduler: runs each component's check() on its interval on a small worker pool and caches the
+// last result.
 #pragma once
 
 #include <chrono>

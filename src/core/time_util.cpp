@@ -117,12 +117,18 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
     while (i < s.size() && ((s[i] >= 'a' && s[i] <= 'z'))) ++i;
     std::string_view unit = s.substr(ustart, i - ustart);
     double mult;
-    if (unit == "ms") mult = 1;
-    else if (unit == "s") mult = 1000;
-    else if (unit == "m") mult = 60'000;
-    else if (unit == "h") mult = 3'600'000;
-    else if (unit == "d") mult = 86'400'000;
-    else return std::nullopt;
+    if (unit == "ms")
+      mult = 1;
+    else if (unit == "s")
+      mult = 1000;
+    else if (unit == "m")
+      mult = 60'000;
+    else if (unit == "h")
+      mult = 3'600'000;
+    else if (unit == "d")
+      mult = 86'400'000;
+    else
+      return std::nullopt;
     total_ms += num * mult;
   }
   if (!std::isfinite(total_ms) || total_ms > 1e15) return std::nullopt;
@@ -137,9 +143,17 @@ std::string format_duration(std::chrono::seconds d) {
     s = -s;
   }
   int64_t h = s / 3600, m = (s % 3600) / 60, sec = s % 60;
-  if (h > 0) out += std::to_string(h) + "h";
-  if (h > 0 || m > 0) out += std::to_string(m) + "m";
-  out += std::to_string(sec) + "s";
+  // Appended piecewise: `out += to_string(x) + "h"` trips g++-12's false -Wrestrict.
+  if (h > 0) {
+    out.append(std::to_string(h));
+    out.push_back('h');
+  }
+  if (h > 0 || m > 0) {
+    out.append(std::to_string(m));
+    out.push_back('m');
+  }
+  out.append(std::to_string(sec));
+  out.push_back('s');
   return out;
 }
 

@@ -1,5 +1,5 @@
-// HostFs: reads the host's /proc, /sys and /etc through a root prefix (--host-root), so tests use fixture
-// trees and a containerised gpud can read /host/proc.
+// HostFs: reads the host's /proc, /sys and /etc through a root prefix (--host-root), so tests use
+// fixture trees and a containerised gpud can read /host/proc.
 #pragma once
 
 #include <optional>

@@ -1,4 +1,5 @@
-// End-to-end: starts build/gpud and checks every endpoint's status code and JSON shape against GPUd's OpenAPI.
+// End-to-end: starts build/gpud and checks every endpoint's status code and JSON shape against
+// GPUd's OpenAPI.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -32,8 +33,10 @@ class ApiE2E : public ::testing::Test {
     delete spec_;
   }
 
-  // GETs path, expects status, validates the body against the spec's schema for (spec_path, status).
-  nlohmann::json get_valid(const std::string& path, const std::string& spec_path, int status = 200) {
+  // GETs path, expects status, validates the body against the spec's schema for (spec_path,
+  // status).
+  nlohmann::json get_valid(const std::string& path, const std::string& spec_path,
+                           int status = 200) {
     auto r = daemon_->get(path);
     EXPECT_TRUE(r) << path;
     if (!r) return nullptr;
@@ -164,7 +167,8 @@ TEST_F(ApiE2E, PrometheusTextPassesPromtool) {
     GTEST_SKIP() << "promtool not installed (scripts/install-deps.sh installs prometheus)";
   std::string file = *dir_ + "/metrics.txt";
   std::ofstream(file) << r->body;
-  int rc = std::system(("/usr/bin/promtool check metrics < " + file + " > " + file + ".out 2>&1").c_str());
+  int rc = std::system(
+      ("/usr/bin/promtool check metrics < " + file + " > " + file + ".out 2>&1").c_str());
   std::ifstream out(file + ".out");
   std::stringstream ss;
   ss << out.rdbuf();

@@ -89,8 +89,9 @@ DaemonProcess::DaemonProcess(std::string data_dir, std::vector<std::string> extr
     : data_dir_(std::move(data_dir)), tls_(tls) {
   port_ = free_port();
   log_path_ = data_dir_ + ".log";
-  std::vector<std::string> args{GPUD_BINARY,       "run",      "--listen-address",
-                                "127.0.0.1:" + std::to_string(port_), "--data-dir", data_dir_};
+  std::vector<std::string> args{GPUD_BINARY,        "run",
+                                "--listen-address", "127.0.0.1:" + std::to_string(port_),
+                                "--data-dir",       data_dir_};
   if (!tls) args.push_back("--no-tls");
   args.insert(args.end(), extra.begin(), extra.end());
   auto start = std::chrono::steady_clock::now();
@@ -107,8 +108,9 @@ DaemonProcess::DaemonProcess(std::string data_dir, std::vector<std::string> extr
     auto r = get("/healthz");
     if (r && r->status == 200) {
       ready_ = true;
-      ready_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                      .count();
+      ready_ms_ =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
       break;
     }
     int status = 0;

@@ -1,14 +1,14 @@
-// Test helper: starts build/gpud as a child process on a free port with a temporary data dir, and talks to it.
+// Test helper: starts build/gpud as a child process on a free port with a temporary data dir, and
+// talks to it.
 #pragma once
 
+#include <httplib.h>
 #include <signal.h>
 #include <sys/types.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 namespace gpud::e2e {
 
@@ -24,7 +24,8 @@ std::string make_temp_dir();
 
 class DaemonProcess {
  public:
-  // Starts `gpud run --listen-address 127.0.0.1:<port> --data-dir <dir> <extra>`; waits for /healthz.
+  // Starts `gpud run --listen-address 127.0.0.1:<port> --data-dir <dir> <extra>`; waits for
+  // /healthz.
   DaemonProcess(std::string data_dir, std::vector<std::string> extra = {}, bool tls = true);
   ~DaemonProcess();
   bool ready() const { return ready_; }

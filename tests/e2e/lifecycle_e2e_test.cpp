@@ -1,5 +1,5 @@
-// End-to-end: the daemon's lifecycle (crash and restart, clean stop, bad flags, corrupt database) and the
-// one-shot verbs.
+// End-to-end: the daemon's lifecycle (crash and restart, clean stop, bad flags, corrupt database)
+// and the one-shot verbs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -125,8 +125,8 @@ TEST(Lifecycle, SecondDaemonOnSameDataDirRefuses) {
   std::string dir = make_temp_dir();
   DaemonProcess d(dir, {}, false);
   ASSERT_TRUE(d.ready()) << d.log();
-  auto r = run_gpud({"run", "--no-tls", "--listen-address", "127.0.0.1:" + std::to_string(free_port()),
-                     "--data-dir", dir},
+  auto r = run_gpud({"run", "--no-tls", "--listen-address",
+                     "127.0.0.1:" + std::to_string(free_port()), "--data-dir", dir},
                     20);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("another gpud"), std::string::npos) << r.out;
