@@ -1,0 +1,306 @@
+#include "components/host/os.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "core/time_util.h"
+
+namespace gpud::components {
+namespace {
+
+constexpr std::string_view kName = "os";
+constexpr std::string_view kRebootEvent = "reboot";
+constexpr std::string_view kBlockedPersistentEvent = "blocked_processes_persistent";
+constexpr std::string_view kBlockedRecoveredEvent = "blocked_processes_recovered";
+constexpr std::string_view kLeakDescription =
+    "check/restart user applications for leaky file descriptors";
+
+struct Finding {
+  Health health;
+  std::string reason;
+  std::optional<SuggestedActions> actions;
+};
+
+double percent(int64_t used, int64_t limit) {
+  return limit > 0 ? 100.0 * static_cast<double>(used) / static_cast<double>(limit) : 0.0;
+}
+
+SuggestedActions leak_action() {
+  return {std::string(kLeakDescription), {RepairAction::kCheckUserAppAndGpu}};
+}
+
+void usage_rule(std::vector<Finding>& out, std::string_view what, int64_t used, int64_t limit,
+                const OsThresholds& t) {
+  if (limit <= 0) return;
+  double pct = percent(used, limit);
+  Health h = pct > t.unhealthy_percent  ? Health::kUnhealthy
+             : pct > t.degraded_percent ? Health::kDegraded
+                                        : Health::kHealthy;
+  if (h == Health::kHealthy) return;
+  out.push_back(
+      {h, fmt::format("too many {}: {} of {} ({:.1f}%)", what, used, limit, pct), leak_action()});
+}
+
+bool is_nvidia_process(const BlockedProcess& p) { return p.comm.starts_with("nvidia"); }
+
+std::string format_uptime(double seconds) {
+  return format_duration(std::chrono::seconds(static_cast<int64_t>(seconds)));
+}
+
+}  // namespace
+
+std::vector<BlockedProcess> DStateTracker::update(const std::vector<host::ProcessStat>& blocked) {
+  std::map<std::pair<int64_t, std::string>, int> next;
+  std::vector<BlockedProcess> out;
+  for (const host::ProcessStat& p : blocked) {
+    auto key = std::make_pair(p.pid, p.comm);
+    auto it = streaks_.find(key);
+    int checks = (it == streaks_.end() ? 0 : it->second) + 1;
+    next[key] = checks;
+    out.push_back({p.pid, p.comm, checks});
+  }
+  streaks_ = std::move(next);
+  return out;
+}
+
+nlohmann::json to_json(const OsSnapshot& s) {
+  nlohmann::json blocked = nlohmann::json::array();
+  for (const auto& b : s.persistent_blocked)
+    blocked.push_back({{"pid", b.pid}, {"comm", b.comm}, {"checks", b.checks}});
+  const host::OsInfo& i = s.info;
+  nlohmann::json j = {
+      {"kernel_version", i.kernel_version},
+      {"os_image", i.os_image},
+      {"operating_system", i.operating_system},
+      {"hostname", i.hostname},
+      {"boot_id", i.boot_id},
+      {"machine_id", i.machine_id},
+      {"boot_time", i.boot_time ? format_rfc3339(*i.boot_time) : std::string()},
+      {"uptime_seconds", i.uptime_seconds ? static_cast<int64_t>(*i.uptime_seconds) : 0},
+      {"processes", s.processes},
+      {"processes_by_state", s.processes_by_state},
+      {"zombie_processes", s.zombies},
+      {"blocked_processes", s.blocked},
+      {"blocked_processes_persistent", std::move(blocked)},
+      {"blocked_persistence_checks", s.persistence},
+      {"pid_max", i.pid_max.value_or(0)},
+      {"file_handles_allocated", i.file_handles_allocated.value_or(0)},
+      {"file_max", i.file_max.value_or(0)},
+  };
+  return j;
+}
+
+int64_t pid_threshold(const OsSnapshot& s) { return s.info.pid_max.value_or(0); }
+
+int64_t file_handle_threshold(const OsSnapshot& s, const OsThresholds& t) {
+  if (!s.info.file_max || *s.info.file_max <= 0) return 0;
+  return std::min(*s.info.file_max, t.file_handles_cap);
+}
+
+OsEvaluation evaluate_os(const OsSnapshot& s, const OsThresholds& t) {
+  std::vector<Finding> findings;
+  if (s.zombies > t.zombies_unhealthy || s.zombies > t.zombies_degraded) {
+    bool bad = s.zombies > t.zombies_unhealthy;
+    findings.push_back({bad ? Health::kUnhealthy : Health::kDegraded,
+                        fmt::format("too many zombie processes: {} (threshold: {})", s.zombies,
+                                    bad ? t.zombies_unhealthy : t.zombies_degraded),
+                        leak_action()});
+  }
+  if (!s.persistent_blocked.empty()) {
+    std::vector<std::string> names;
+    bool nvidia = false;
+    for (const auto& b : s.persistent_blocked) {
+      names.push_back(fmt::format("{}({})", b.comm, b.pid));
+      nvidia = nvidia || is_nvidia_process(b);
+    }
+    std::string reason =
+        fmt::format("{} processes blocked in D state for {} checks: {}",
+                    s.persistent_blocked.size(), s.persistence, fmt::join(names, ", "));
+    if (nvidia) {
+      findings.push_back({Health::kUnhealthy, std::move(reason),
+                          SuggestedActions{"NVIDIA processes are stuck in uninterruptible sleep "
+                                           "(likely a hung driver); reboot the system",
+                                           {RepairAction::kRebootSystem}}});
+    } else {
+      findings.push_back({Health::kDegraded, std::move(reason), std::nullopt});
+    }
+  }
+  usage_rule(findings, "running PIDs", s.processes, pid_threshold(s), t);
+  usage_rule(findings, "allocated file handles", s.info.file_handles_allocated.value_or(0),
+             file_handle_threshold(s, t), t);
+
+  OsEvaluation ev;
+  if (findings.empty()) {
+    ev.reason = "ok";
+    return ev;
+  }
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    return severity(a.health) > severity(b.health);
+  });
+  ev.health = findings.front().health;
+  std::vector<std::string> reasons;
+  for (const Finding& f : findings) {
+    reasons.push_back(f.reason);
+    if (f.health != ev.health || !f.actions) continue;
+    if (!ev.actions) {
+      ev.actions = f.actions;
+      continue;
+    }
+    for (RepairAction a : f.actions->repair_actions)
+      if (std::find(ev.actions->repair_actions.begin(), ev.actions->repair_actions.end(), a) ==
+          ev.actions->repair_actions.end())
+        ev.actions->repair_actions.push_back(a);
+  }
+  ev.reason = fmt::format("{}", fmt::join(reasons, "; "));
+  return ev;
+}
+
+bool should_record_reboot(std::optional<TimePoint> last_recorded, TimePoint boot_time) {
+  if (!last_recorded) return true;
+  return boot_time - *last_recorded > std::chrono::seconds(60);
+}
+
+Event make_reboot_event(TimePoint boot_time) {
+  Event e;
+  e.component = std::string(kName);
+  e.time = std::chrono::time_point_cast<std::chrono::seconds>(boot_time);
+  e.name = std::string(kRebootEvent);
+  e.type = EventType::kWarning;
+  e.message = "system reboot detected " + format_rfc3339(e.time);
+  return e;
+}
+
+OsComponent::OsComponent(const ComponentContext& ctx) : Component(ctx), fs_(ctx.config->host_root) {
+  thresholds_.persistence = ctx.scan_mode ? 1 : 5;
+  if (MetricRegistry* m = ctx.metrics) {
+    m->describe("os_zombie_processes", "Number of zombie processes");
+    m->describe("os_running_pids", "Number of processes (PIDs in /proc)");
+    m->describe("os_blocked_processes", "Number of processes in uninterruptible sleep (D state)");
+    m->describe("os_blocked_processes_persistent",
+                "Number of processes in D state for the persistence threshold of checks");
+    m->describe("os_allocated_file_handles", "Allocated file handles (/proc/sys/fs/file-nr)");
+    m->describe("os_allocated_file_handles_percent",
+                "Allocated file handles as a percentage of min(file-max, 10000000)");
+    m->describe("os_threshold_running_pids", "PID limit the running PIDs are measured against");
+    m->describe("os_threshold_running_pids_percent", "Running PIDs as a percentage of pid_max");
+    m->describe("os_uptime_seconds", "Seconds since boot");
+  }
+}
+
+void OsComponent::start() {
+  auto boot = host::read_boot_time(fs_);
+  if (!boot) {
+    spdlog::warn("[os] cannot read the boot time; no reboot event recorded");
+    return;
+  }
+  if (ctx().events == nullptr) return;
+  std::optional<TimePoint> last;
+  auto events = ctx().events->query(kName, TimePoint{}, TimePoint::max());
+  if (!events) {
+    spdlog::warn("[os] failed to read reboot events: {}", events.error().message);
+  } else {
+    for (const Event& e : *events)
+      if (e.name == kRebootEvent && (!last || e.time > *last)) last = e.time;
+  }
+  if (should_record_reboot(last, *boot)) record(make_reboot_event(*boot));
+}
+
+CheckResult OsComponent::check() {
+  const TimePoint now = Clock::now();
+  OsSnapshot snap;
+  snap.info = host::read_os_info(fs_, now);
+  host::ProcessScan scan = host::scan_processes(fs_);
+  snap.processes = static_cast<int64_t>(scan.processes.size());
+  snap.zombies = scan.count('Z');
+  snap.blocked = scan.count('D');
+  for (const auto& [state, n] : scan.counts_by_state)
+    snap.processes_by_state[std::string(host::process_state_name(state))] += n;
+  std::vector<host::ProcessStat> in_d;
+  for (const auto& p : scan.processes)
+    if (p.state == 'D') in_d.push_back(p);
+
+  bool episode_started = false, episode_ended = false;
+  {
+    std::lock_guard lock(mu_);
+    snap.persistence = thresholds_.persistence;
+    for (const BlockedProcess& b : tracker_.update(in_d))
+      if (b.checks >= thresholds_.persistence) snap.persistent_blocked.push_back(b);
+    bool persistent = !snap.persistent_blocked.empty();
+    episode_started = persistent && !persistent_episode_;
+    episode_ended = !persistent && persistent_episode_;
+    persistent_episode_ = persistent;
+  }
+
+  OsEvaluation ev = evaluate_os(snap, thresholds_);
+  nlohmann::json data = to_json(snap);
+
+  if (episode_started) {
+    Event e{std::string(kName),
+            std::chrono::time_point_cast<std::chrono::seconds>(now),
+            std::string(kBlockedPersistentEvent),
+            EventType::kWarning,
+            fmt::format("{} processes blocked in D state for {} checks",
+                        snap.persistent_blocked.size(), snap.persistence),
+            {{"blocked_processes", data["blocked_processes_persistent"].dump()}}};
+    record(std::move(e));
+  } else if (episode_ended) {
+    record(Event{std::string(kName), std::chrono::time_point_cast<std::chrono::seconds>(now),
+                 std::string(kBlockedRecoveredEvent), EventType::kInfo,
+                 "no processes blocked in D state anymore", nlohmann::json::object()});
+  }
+
+  const int64_t pid_limit = pid_threshold(snap);
+  const int64_t fd_limit = file_handle_threshold(snap, thresholds_);
+  const int64_t fds = snap.info.file_handles_allocated.value_or(0);
+  if (MetricRegistry* m = ctx().metrics) {
+    m->set(kName, "os_zombie_processes", static_cast<double>(snap.zombies));
+    m->set(kName, "os_running_pids", static_cast<double>(snap.processes));
+    m->set(kName, "os_blocked_processes", static_cast<double>(snap.blocked));
+    m->set(kName, "os_blocked_processes_persistent",
+           static_cast<double>(snap.persistent_blocked.size()));
+    m->set(kName, "os_allocated_file_handles", static_cast<double>(fds));
+    m->set(kName, "os_allocated_file_handles_percent", percent(fds, fd_limit));
+    m->set(kName, "os_threshold_running_pids", static_cast<double>(pid_limit));
+    m->set(kName, "os_threshold_running_pids_percent", percent(snap.processes, pid_limit));
+    m->set(kName, "os_uptime_seconds", snap.info.uptime_seconds.value_or(0));
+  }
+
+  CheckResult r =
+      single_state(kName, ev.health, ev.reason, ev.actions, {{"data", data.dump()}}, now);
+  const host::OsInfo& i = snap.info;
+  r.detail = fmt::format(
+      "kernel: {} ({})\nboot: {} (up {}), boot id {}\nmachine id: {}\n"
+      "processes: {} (zombie {}, D-state {}, D-state for {}+ checks {})\n"
+      "pids: {} / {} ({:.1f}%)\nfile handles: {} / {} ({:.1f}%)\n",
+      i.kernel_version, i.os_image, i.boot_time ? format_rfc3339(*i.boot_time) : "unknown",
+      i.uptime_seconds ? format_uptime(*i.uptime_seconds) : "unknown", i.boot_id, i.machine_id,
+      snap.processes, snap.zombies, snap.blocked, snap.persistence, snap.persistent_blocked.size(),
+      snap.processes, pid_limit, percent(snap.processes, pid_limit), fds, fd_limit,
+      percent(fds, fd_limit));
+  return r;
+}
+
+Result<void> OsComponent::set_healthy() {
+  {
+    std::lock_guard lock(mu_);
+    tracker_.reset();
+    persistent_episode_ = false;
+  }
+  EventLog* log = ctx().events;
+  if (log == nullptr) return {};
+  // The reboot history shares this bucket and other components rely on it: keep it.
+  auto all = log->query(kName, TimePoint{}, TimePoint::max());
+  if (!all) return all.error();
+  auto purged = log->purge(kName, TimePoint::max());
+  if (!purged) return purged.error();
+  for (const Event& e : *all) {
+    if (e.name != kRebootEvent) continue;
+    if (auto r = log->insert(e); !r) return r.error();
+  }
+  return {};
+}
+
+}  // namespace gpud::components
