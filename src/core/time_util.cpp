@@ -139,7 +139,7 @@ std::string format_duration(std::chrono::seconds d) {
   int64_t s = d.count();
   std::string out;
   if (s < 0) {
-    out = "-";
+    out.push_back('-');
     s = -s;
   }
   int64_t h = s / 3600, m = (s % 3600) / 60, sec = s % 60;

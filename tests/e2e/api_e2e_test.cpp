@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "testing/swagger_validator.h"
 #include "tests/e2e/daemon_process.h"
@@ -156,7 +157,12 @@ TEST_F(ApiE2E, MachineInfoHasHostFields) {
 
 TEST_F(ApiE2E, PrometheusTextPassesPromtool) {
   ASSERT_TRUE(daemon_->ready());
+  // The first checks run right after start; wait until the cpu check (two samples) has published.
   auto r = daemon_->get("/metrics");
+  for (int i = 0; i < 100 && r && r->body.find("cpu_used_percent{") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    r = daemon_->get("/metrics");
+  }
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_NE(r->body.find("cpu_used_percent{gpud_component=\"cpu\"}"), std::string::npos) << r->body;
