@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/e2e/daemon_process.h"
 
@@ -199,6 +200,40 @@ TEST(Verbs, MachineInfoJsonParses) {
   auto doc = parse_json(r.out);
   ASSERT_FALSE(doc.is_discarded()) << r.out;
   EXPECT_TRUE(doc.contains("hostname"));
+}
+
+}  // namespace
+}  // namespace gpud::e2e
+
+namespace gpud::e2e {
+namespace {
+
+TEST(Lifecycle, MetricHistoryIsSampledAndServed) {
+  std::string dir = make_temp_dir();
+  DaemonProcess d(dir, {"--metrics-sample-interval", "1s"}, false);
+  ASSERT_TRUE(d.ready()) << d.log();
+  nlohmann::json cpu;
+  for (int i = 0; i < 100; ++i) {
+    auto r = d.get("/v1/metrics?components=cpu,memory&since=5m");
+    ASSERT_TRUE(r);
+    auto body = parse_json(r->body);
+    bool have = body.is_array() && body.size() == 2;
+    for (const auto& c : body) have = have && !c["metrics"].empty();
+    if (have) {
+      cpu = body;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(cpu.is_null()) << "no metric history within 10 s";
+  bool saw_mem_used = false;
+  for (const auto& c : cpu)
+    for (const auto& m : c["metrics"]) {
+      EXPECT_EQ(m["unix_seconds"].get<int64_t>(), m["unix_milliseconds"].get<int64_t>() / 1000);
+      saw_mem_used |= m["name"] == "memory_used_bytes";
+    }
+  EXPECT_TRUE(saw_mem_used) << cpu.dump();
+  fs::remove_all(dir);
 }
 
 }  // namespace
