@@ -14,6 +14,10 @@
 #include "kmsg/matchers.h"
 #include "kmsg/writer.h"
 
+#ifndef GPUD_SOURCE_DIR
+#define GPUD_SOURCE_DIR "."
+#endif
+
 namespace gpud::kmsg {
 namespace {
 
