@@ -1,0 +1,34 @@
+// Parses one kernel-log line in any of the formats of record.h, detecting the format by itself.
+// Matching never depends on recognising the timestamp: an unknown prefix leaves the whole line as
+// the message.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/health.h"
+#include "kmsg/record.h"
+
+namespace gpud::kmsg {
+
+struct ParseOptions {
+  // Boot time: raw /dev/kmsg and plain dmesg lines carry time since boot. Without it they get
+  // no time.
+  std::optional<TimePoint> boot_time;
+  // The year for syslog lines, which carry none (0: the current UTC year).
+  int year = 0;
+};
+
+// Parses a line (without its '\n'; a trailing '\r' is stripped). nullopt for lines that carry no
+// record: empty lines and /dev/kmsg continuation lines (" KEY=VALUE").
+std::optional<KmsgRecordView> parse_line_view(std::string_view line, const ParseOptions& opts = {});
+std::optional<KmsgRecord> parse_line(std::string_view line, const ParseOptions& opts = {});
+KmsgRecord to_record(const KmsgRecordView& v);
+
+// Valid UTF-8 out of any bytes: NUL and invalid sequences become U+FFFD.
+std::string sanitize_utf8(std::string_view s);
+// Boot time of this machine as the kernel's monotonic clock sees it (for /dev/kmsg times).
+TimePoint estimate_boot_time();
+
+}  // namespace gpud::kmsg

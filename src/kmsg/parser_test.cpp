@@ -1,0 +1,88 @@
+#include "kmsg/parser.h"
+
+#include <gtest/gtest.h>
+
+#include "core/time_util.h"
+
+namespace gpud::kmsg {
+namespace {
+
+const TimePoint kBoot = from_unix_seconds(1700000000);
+
+TEST(KmsgParser, RawKmsgRecord) {
+  auto r = parse_line("6,1234,5678901,-;NVRM: hello", {kBoot, 0});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->format, Format::kRawKmsg);
+  EXPECT_EQ(r->priority, 6);
+  EXPECT_EQ(r->seq, 1234u);
+  EXPECT_EQ(r->message, "NVRM: hello");
+  EXPECT_EQ(*r->time, kBoot + std::chrono::microseconds(5678901));
+  auto f = parse_line("43,7,1,c;syslog facility", {kBoot, 0});
+  EXPECT_EQ(f->facility, 5);
+  EXPECT_EQ(f->priority, 3);
+}
+
+TEST(KmsgParser, ContinuationAndEmptyLinesCarryNoRecord) {
+  EXPECT_FALSE(parse_line(" SUBSYSTEM=pci"));
+  EXPECT_FALSE(parse_line(" DEVICE=+pci:0000:05:00.0"));
+  EXPECT_FALSE(parse_line(""));
+  EXPECT_FALSE(parse_line("\r"));
+}
+
+TEST(KmsgParser, Dmesg) {
+  auto r = parse_line("[  123.456789] msg here", {kBoot, 0});
+  EXPECT_EQ(r->format, Format::kDmesg);
+  EXPECT_EQ(r->message, "msg here");
+  EXPECT_EQ(*r->time, kBoot + std::chrono::microseconds(123456789));
+  EXPECT_FALSE(parse_line("[  1.5] no boot time")->time);
+}
+
+TEST(KmsgParser, DmesgCtime) {
+  auto r = parse_line("[Mon Jan  1 00:00:05 2024] msg");
+  EXPECT_EQ(r->format, Format::kDmesgCtime);
+  EXPECT_EQ(r->message, "msg");
+  EXPECT_EQ(to_unix_seconds(*r->time), 1704067205);
+}
+
+TEST(KmsgParser, DmesgIso) {
+  auto r = parse_line("2024-01-01T01:00:00,123456+01:00 msg x");
+  EXPECT_EQ(r->format, Format::kDmesgIso);
+  EXPECT_EQ(r->message, "msg x");
+  EXPECT_EQ(to_unix_ms(*r->time), 1704067200123);
+}
+
+TEST(KmsgParser, SyslogAndJournal) {
+  auto r = parse_line("Jan 01 00:00:00 host kernel: msg a", {std::nullopt, 2024});
+  EXPECT_EQ(r->format, Format::kSyslog);
+  EXPECT_EQ(r->message, "msg a");
+  EXPECT_EQ(to_unix_seconds(*r->time), 1704067200);
+  auto s = parse_line("Feb  3 04:05:06 gpu-7 kernel: [  12.000] msg b", {std::nullopt, 2024});
+  EXPECT_EQ(s->message, "msg b");
+  auto iso = parse_line("2024-01-01T00:00:00.123456+00:00 host kernel: msg c");
+  EXPECT_EQ(iso->format, Format::kSyslogIso);
+  EXPECT_EQ(iso->message, "msg c");
+}
+
+TEST(KmsgParser, BareAndUnknownPrefixesKeepTheWholeLine) {
+  EXPECT_EQ(parse_line("NVRM: Xid (PCI:0000:3b:00): 79, x")->message,
+            "NVRM: Xid (PCI:0000:3b:00): 79, x");
+  EXPECT_EQ(parse_line("[not a time] text")->message, "[not a time] text");
+  EXPECT_EQ(parse_line("12,abc;text")->message, "12,abc;text");
+  EXPECT_EQ(parse_line("Jan 99 foo")->format, Format::kBare);
+  EXPECT_EQ(parse_line("<4>[  1.000000] prio")->priority, 4);
+  EXPECT_EQ(parse_line("<4>[  1.000000] prio")->message, "prio");
+}
+
+TEST(KmsgParser, CleansBytes) {
+  auto r = parse_line(std::string_view("a\0b\xff\xc3\x28 ok\r", 9));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->message,
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD\xEF\xBF\xBD( ok");
+  EXPECT_EQ(sanitize_utf8("h\xC3\xA9llo"), "h\xC3\xA9llo");
+  std::string huge(200000, 'x');
+  EXPECT_EQ(parse_line(huge)->message.size(), kMaxMessageBytes);
+}
+
+}  // namespace
+}  // namespace gpud::kmsg

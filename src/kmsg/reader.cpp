@@ -1,0 +1,230 @@
+#include "kmsg/reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+namespace gpud::kmsg {
+namespace {
+
+// Splits `fill` bytes into lines. Returns a read error only.
+template <typename ReadFn>
+Result<ReadStats> read_lines(ReadFn&& read_some, const RecordViewCallback& cb,
+                             const ReadOptions& opts) {
+  ReadStats st;
+  const size_t cap = std::max<size_t>(opts.buffer_bytes, 4096);
+  std::vector<char> buf(cap);
+  size_t have = 0;        // bytes in buf
+  bool skipping = false;  // inside an over-long line, dropping until '\n'
+  auto emit = [&](std::string_view line) {
+    ++st.lines;
+    if (auto v = parse_line_view(line, opts.parse)) {
+      ++st.records;
+      cb(*v);
+    }
+  };
+  for (;;) {
+    if (have == buf.size()) {
+      // A line fills the buffer: grow up to the line cap, then cut it.
+      if (buf.size() < opts.max_line_bytes) {
+        buf.resize(std::min(buf.size() * 2, std::max(opts.max_line_bytes, cap)));
+      } else {
+        emit(std::string_view(buf.data(), have));
+        ++st.truncated_lines;
+        have = 0;
+        skipping = true;
+      }
+    }
+    const ssize_t n = read_some(buf.data() + have, buf.size() - have);
+    if (n < 0) return make_error(std::string("read: ") + std::strerror(errno));
+    if (n == 0) break;
+    st.bytes += static_cast<uint64_t>(n);
+    const char* p = buf.data();
+    const char* end = buf.data() + have + n;
+    const char* scan = buf.data() + have;
+    for (;;) {
+      const char* nl =
+          static_cast<const char*>(memchr(scan, '\n', static_cast<size_t>(end - scan)));
+      if (nl == nullptr) break;
+      if (skipping) {
+        skipping = false;
+      } else {
+        emit(std::string_view(p, static_cast<size_t>(nl - p)));
+      }
+      p = nl + 1;
+      scan = p;
+    }
+    have = static_cast<size_t>(end - p);
+    if (skipping) {
+      have = 0;  // still inside the over-long line
+    } else if (p != buf.data() && have > 0) {
+      std::memmove(buf.data(), p, have);
+    }
+  }
+  if (have > 0 && !skipping) emit(std::string_view(buf.data(), have));
+  return st;
+}
+
+}  // namespace
+
+Result<ReadStats> read_saved_log(int fd, const RecordViewCallback& cb, const ReadOptions& opts) {
+  return read_lines(
+      [fd](char* p, size_t n) -> ssize_t {
+        for (;;) {
+          const ssize_t r = ::read(fd, p, n);
+          if (r < 0 && errno == EINTR) continue;
+          return r;
+        }
+      },
+      cb, opts);
+}
+
+Result<ReadStats> read_saved_log(std::istream& in, const RecordViewCallback& cb,
+                                 const ReadOptions& opts) {
+  return read_lines(
+      [&in](char* p, size_t n) -> ssize_t {
+        in.read(p, static_cast<std::streamsize>(n));
+        const auto got = in.gcount();
+        if (got == 0 && in.bad()) {
+          errno = EIO;
+          return -1;
+        }
+        return static_cast<ssize_t>(got);
+      },
+      cb, opts);
+}
+
+Result<ReadStats> read_saved_log_file(const std::string& path, const RecordViewCallback& cb,
+                                      const ReadOptions& opts) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error("open " + path + ": " + std::strerror(errno));
+  auto r = read_saved_log(fd, cb, opts);
+  ::close(fd);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+KmsgFollower::KmsgFollower(Options opts, Callback cb) : opts_(std::move(opts)), cb_(std::move(cb)) {
+  if (!opts_.parse.boot_time) opts_.parse.boot_time = estimate_boot_time();
+}
+
+KmsgFollower::~KmsgFollower() {
+  stop();
+  for (int& fd : stop_pipe_) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+}
+
+Result<void> KmsgFollower::start() {
+  if (thread_.joinable()) return make_error("kmsg follower already started");
+  fd_ = ::open(opts_.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) return make_error("open " + opts_.path + ": " + std::strerror(errno));
+  if (stop_pipe_[0] < 0 && ::pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+    return make_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  stopping_ = false;
+  thread_ = std::thread([this] { run(); });
+  return {};
+}
+
+void KmsgFollower::stop() {
+  if (!thread_.joinable()) return;
+  stopping_ = true;
+  const char b = 'x';
+  (void)!::write(stop_pipe_[1], &b, 1);
+  thread_.join();
+  char drain[16];
+  while (::read(stop_pipe_[0], drain, sizeof(drain)) > 0) {
+  }
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+bool KmsgFollower::wait(std::chrono::milliseconds timeout, bool on_fd) {
+  struct pollfd fds[2] = {{stop_pipe_[0], POLLIN, 0}, {fd_, POLLIN, 0}};
+  const int n = on_fd && fd_ >= 0 ? 2 : 1;
+  const int r = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(timeout.count()));
+  if (stopping_.load()) return false;
+  if (r > 0 && (fds[0].revents & POLLIN)) return false;
+  return true;
+}
+
+void KmsgFollower::deliver(std::string_view line) {
+  auto v = parse_line_view(line, opts_.parse);
+  if (!v) return;
+  ++records_;
+  cb_(to_record(*v));
+}
+
+void KmsgFollower::run() {
+  // /dev/kmsg records are at most ~8 KiB with their dictionary; files may hold anything.
+  std::vector<char> buf(64 * 1024);
+  auto backoff = opts_.min_backoff;
+  bool error_logged = false;
+  while (!stopping_.load()) {
+    if (fd_ < 0) {
+      fd_ = ::open(opts_.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd_ < 0) {
+        ++errors_;
+        if (!error_logged) spdlog::warn("kmsg: open {}: {}", opts_.path, std::strerror(errno));
+        error_logged = true;
+        if (!wait(backoff, false)) break;
+        backoff = std::min(backoff * 2, opts_.max_backoff);
+        continue;
+      }
+    }
+    const ssize_t n = ::read(fd_, buf.data(), buf.size());
+    if (n > 0) {
+      backoff = opts_.min_backoff;
+      error_logged = false;
+      pending_.append(buf.data(), static_cast<size_t>(n));
+      size_t start = 0;
+      for (;;) {
+        const size_t nl = pending_.find('\n', start);
+        if (nl == std::string::npos) break;
+        deliver(std::string_view(pending_).substr(start, nl - start));
+        start = nl + 1;
+      }
+      pending_.erase(0, start);
+      if (pending_.size() > kMaxMessageBytes * 2) {  // no newline in sight: cut
+        deliver(pending_);
+        pending_.clear();
+      }
+      continue;
+    }
+    if (n == 0) {  // EOF of a file or FIFO: the ring is read; re-check later
+      ring_done_ = true;
+      if (!wait(opts_.idle_poll, false)) break;
+      continue;
+    }
+    const int err = errno;
+    if (err == EINTR) continue;
+    if (err == EPIPE) {  // the ring overwrote records we had not read yet
+      ++overruns_;
+      continue;
+    }
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      ring_done_ = true;
+      if (!wait(std::chrono::milliseconds(1000), true)) break;
+      continue;
+    }
+    ++errors_;
+    if (!error_logged) spdlog::warn("kmsg: read {}: {}", opts_.path, std::strerror(err));
+    error_logged = true;
+    ::close(fd_);
+    fd_ = -1;
+    if (!wait(backoff, false)) break;
+    backoff = std::min(backoff * 2, opts_.max_backoff);
+  }
+}
+
+}  // namespace gpud::kmsg

@@ -1,0 +1,93 @@
+// Kernel-log readers: a fast streaming reader for saved logs and stdin, and KmsgFollower, the one
+// thread that reads /dev/kmsg (ring buffer first, then follows).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <istream>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/result.h"
+#include "kmsg/parser.h"
+#include "kmsg/record.h"
+
+namespace gpud::kmsg {
+
+struct ReadStats {
+  uint64_t bytes = 0;
+  uint64_t lines = 0;
+  uint64_t records = 0;
+  uint64_t truncated_lines = 0;  // lines longer than the line cap; the rest was dropped
+};
+
+// Called per record; the view (and its message) is valid only during the call.
+using RecordViewCallback = std::function<void(const KmsgRecordView&)>;
+
+struct ReadOptions {
+  ParseOptions parse;
+  size_t buffer_bytes = 1 << 20;
+  // Lines longer than this are cut (the message is capped at kMaxMessageBytes anyway).
+  size_t max_line_bytes = 1 << 20;
+};
+
+// Streams a saved log (any mix of the formats of record.h) in large reads, with no copy per
+// line. Errors are read errors only; odd content never fails.
+[[nodiscard]] Result<ReadStats> read_saved_log(int fd, const RecordViewCallback& cb,
+                                               const ReadOptions& opts = {});
+[[nodiscard]] Result<ReadStats> read_saved_log(std::istream& in, const RecordViewCallback& cb,
+                                               const ReadOptions& opts = {});
+[[nodiscard]] Result<ReadStats> read_saved_log_file(const std::string& path,
+                                                    const RecordViewCallback& cb,
+                                                    const ReadOptions& opts = {});
+
+// Follows a kmsg-like path on its own thread. /dev/kmsg gives one record per read(); a regular
+// file or FIFO (tests) gives arbitrary chunks: both are split into lines the same way.
+class KmsgFollower {
+ public:
+  struct Options {
+    std::string path = "/dev/kmsg";
+    ParseOptions parse;                          // boot_time defaults to estimate_boot_time()
+    std::chrono::milliseconds idle_poll{200};    // re-check interval at EOF (files, FIFOs)
+    std::chrono::milliseconds min_backoff{500};  // after an open/read error
+    std::chrono::milliseconds max_backoff{30000};
+  };
+  using Callback = std::function<void(const KmsgRecord&)>;
+
+  KmsgFollower(Options opts, Callback cb);
+  ~KmsgFollower();
+  KmsgFollower(const KmsgFollower&) = delete;
+  KmsgFollower& operator=(const KmsgFollower&) = delete;
+
+  // Opens the path and starts the thread; an error if the first open fails.
+  [[nodiscard]] Result<void> start();
+  // Stops and joins the thread promptly (the thread polls a stop pipe).
+  void stop();
+
+  bool ring_done() const { return ring_done_.load(); }  // the first EAGAIN/EOF was reached
+  uint64_t records() const { return records_.load(); }
+  uint64_t overruns() const { return overruns_.load(); }  // EPIPE: records lost to the ring
+  uint64_t errors() const { return errors_.load(); }
+
+ private:
+  void run();
+  bool wait(std::chrono::milliseconds timeout, bool on_fd);  // false: stop requested
+  void deliver(std::string_view line);
+
+  Options opts_;
+  Callback cb_;
+  int fd_ = -1;
+  int stop_pipe_[2] = {-1, -1};
+  std::thread thread_;
+  std::string pending_;
+  std::atomic<bool> ring_done_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> records_{0};
+  std::atomic<uint64_t> overruns_{0};
+  std::atomic<uint64_t> errors_{0};
+};
+
+}  // namespace gpud::kmsg
