@@ -14,6 +14,7 @@
 #include "core/time_util.h"
 #include "host/host_fs.h"
 #include "host/machine_info.h"
+#include "host/pci.h"
 
 namespace gpud::app {
 
@@ -68,6 +69,7 @@ Result<void> Daemon::start() {
   }
 
   ComponentContext ctx{&config_, events_.get(), &metrics_, false};
+  ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);
   if (auto r = components::register_all(registry_, ctx); !r) return r.error();
   for (Component* c : registry_.supported()) c->start();
 

@@ -11,6 +11,7 @@
 #include "components/registry.h"
 #include "core/json.h"
 #include "host/machine_info.h"
+#include "host/pci.h"
 #include "store/event_store.h"
 
 namespace gpud::app {
@@ -45,14 +46,15 @@ void add_scan(CLI::App& app, int* exit_code) {
     }
     store::EventStore events(**db);
     MetricRegistry metrics;
+    host::HostFs fs(flags->config.host_root);
     ComponentContext ctx{&flags->config, &events, &metrics, true};
+    ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);
     Registry registry;
     if (auto r = components::register_all(registry, ctx); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
       return;
     }
-    host::HostFs fs(flags->config.host_root);
     nlohmann::json info = host::collect_machine_info(fs);
 
     std::vector<ScanEntry> entries;

@@ -21,6 +21,10 @@ struct ComponentContext {
   EventLog* events = nullptr;
   MetricRegistry* metrics = nullptr;
   bool scan_mode = false;  // one-shot `gpud scan`: no history beyond this run
+  // An NVIDIA GPU is on the PCI bus (read once at start from sysfs), whether or not NVML loads.
+  bool nvidia_pci_present = false;
+  // `gpud scan --kernel-log FILE`: every component with a kernel-log matcher takes part, GPU or not.
+  bool kernel_log_scan = false;
 };
 
 class Component {
