@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 ARGS ?=
 
-.PHONY: all deps build run test test-asan bench clean format
+.PHONY: all deps build run run-fake test test-asan bench clean format
 
 all: build
 
@@ -20,6 +20,12 @@ build: deps $(BUILD)/CMakeCache.txt
 
 run: build
 	./$(BUILD)/gpud run $(ARGS)
+
+# The daemon against the fake libnvidia-ml.so.1 (testing/fake_nvml); pick another scenario with
+# FAKE_NVML_SCENARIO=testing/fixtures/nvml/<name>.json.
+FAKE_NVML_SCENARIO ?= testing/fixtures/nvml/h100x8-healthy.json
+run-fake: build
+	FAKE_NVML_SCENARIO=$(FAKE_NVML_SCENARIO) ./$(BUILD)/gpud run --nvml-lib $(BUILD)/libnvidia-ml.so.1 $(ARGS)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300

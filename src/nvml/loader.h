@@ -1,0 +1,180 @@
+// The NVML loader: dlopens libnvidia-ml.so.1 (or a fake of it), resolves every entry point by name
+// (newest versioned symbol first, older names as fallback) and initialises NVML on the NVML worker.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "nvml/abi.h"
+#include "nvml/worker.h"
+
+namespace gpud::nvml {
+
+inline constexpr const char* kDefaultLibraryName = "libnvidia-ml.so.1";
+inline constexpr const char* kLibraryPathEnv = "GPUD_NVML_LIBRARY_PATH";
+
+// Owns one dlopen handle.
+class DynamicLibrary {
+ public:
+  static Result<std::unique_ptr<DynamicLibrary>> open(const std::string& path);
+  ~DynamicLibrary();
+  DynamicLibrary(const DynamicLibrary&) = delete;
+  DynamicLibrary& operator=(const DynamicLibrary&) = delete;
+  void* symbol(const char* name) const;  // nullptr when absent
+
+ private:
+  explicit DynamicLibrary(void* handle) : handle_(handle) {}
+  void* handle_;
+};
+
+// The resolved entry points. A null pointer means the driver lacks the function ("not supported").
+struct Api {
+  PfnVoid init = nullptr;  // nvmlInit_v2 | nvmlInit
+  PfnVoid shutdown = nullptr;
+  PfnErrorString error_string = nullptr;
+  PfnString system_driver_version = nullptr;
+  PfnString system_nvml_version = nullptr;
+  PfnIntOut system_cuda_driver_version = nullptr;  // _v2 | unversioned
+  PfnUintOut device_count = nullptr;               // _v2 | unversioned
+  PfnHandleByIndex handle_by_index = nullptr;      // _v2 | unversioned
+
+  PfnDevString name = nullptr;
+  PfnDevString uuid = nullptr;
+  PfnDevString serial = nullptr;
+  PfnDevUint minor_number = nullptr;
+  PfnDevUint board_id = nullptr;
+  PfnDevUint index = nullptr;
+  PfnDevPci pci_info = nullptr;  // _v3 | _v2 | unversioned (busIdLegacy only)
+  PfnDevIntInt cuda_compute_capability = nullptr;
+  PfnDevEnumOut brand = nullptr;
+  PfnDevEnumOut persistence_mode = nullptr;
+  PfnDevEnumOut compute_mode = nullptr;
+
+  PfnDevTemperatureV temperature_v = nullptr;
+  PfnDevTemperature temperature = nullptr;  // deprecated, fallback
+  PfnDevThreshold temperature_threshold = nullptr;
+  PfnDevMargin margin_temperature = nullptr;
+  PfnDevUint power_usage = nullptr;
+  PfnDevUint enforced_power_limit = nullptr;
+  PfnDevUint power_management_limit = nullptr;
+  PfnDevClock clock_info = nullptr;
+  PfnDevClock max_clock_info = nullptr;
+  PfnDevUll clocks_event_reasons = nullptr;  // CurrentClocksEventReasons | ...ThrottleReasons
+
+  PfnDevMemoryV2 memory_info_v2 = nullptr;
+  PfnDevMemory memory_info = nullptr;
+  PfnDevUtilization utilization = nullptr;
+  PfnDevEnumEnumOut ecc_mode = nullptr;
+  PfnDevTotalEcc total_ecc_errors = nullptr;
+  PfnDevMemoryErrorCounter memory_error_counter = nullptr;
+  PfnDevRemappedRows remapped_rows = nullptr;
+  PfnDevRetiredPages retired_pages = nullptr;
+  PfnDevEnumOut retired_pages_pending = nullptr;
+
+  PfnDevProcesses compute_processes = nullptr;       // _v3 | _v2 (nvmlProcessInfo_t layout)
+  PfnDevProcessesV1 compute_processes_v1 = nullptr;  // unversioned (16-byte entries)
+
+  PfnDevNvLinkState nvlink_state = nullptr;
+  PfnDevNvLinkErrorCounter nvlink_error_counter = nullptr;
+  PfnDevUint pcie_replay_counter = nullptr;
+  PfnDevUint curr_pcie_link_generation = nullptr;
+  PfnDevUint curr_pcie_link_width = nullptr;
+  PfnDevUint max_pcie_link_generation = nullptr;
+  PfnDevUint max_pcie_link_width = nullptr;
+
+  PfnDevUintUint gsp_firmware_mode = nullptr;
+  PfnDevStringNoLen gsp_firmware_version = nullptr;
+  PfnDevFabricInfoV fabric_info_v = nullptr;
+  PfnDevFabricInfo fabric_info = nullptr;
+  PfnDevGpmSupport gpm_query_device_support = nullptr;
+
+  PfnEventSetCreate event_set_create = nullptr;
+  PfnEventSetFree event_set_free = nullptr;
+  PfnRegisterEvents register_events = nullptr;
+  PfnEventSetWait event_set_wait = nullptr;  // _v2 | unversioned
+
+  // Api field name -> the symbol it was resolved from (e.g. "init" -> "nvmlInit_v2").
+  std::map<std::string, std::string> resolved;
+};
+
+// Resolves every entry point of `lib` into an Api (missing optional ones stay null).
+Api resolve_api(const DynamicLibrary& lib);
+
+// "nvmlErrorString" text when available, else "NVML error <n>".
+std::string error_text(const Api& api, nvmlReturn_t ret);
+
+// The library and its entry points, kept alive together by whoever may still call into them
+// (including a job stuck on the worker).
+struct Library {
+  std::unique_ptr<DynamicLibrary> dl;
+  Api api;
+  std::string path;
+};
+
+struct DriverInfo {
+  std::string driver_version;        // "550.54.15"
+  int driver_major = 0;              // 550
+  std::string nvml_version;          // "12.550.54.15"
+  int cuda_version_raw = 0;          // 12040
+  int cuda_major = 0;                // 12
+  int cuda_minor = 0;                // 4
+  std::string cuda_version() const;  // "12.4" or "" when unknown
+};
+
+enum class NvmlStatus {
+  kNotFound,  // no library, or the driver is not loaded: not a GPU node, not an error
+  kErrored,   // NVML present but init / device enumeration failed: Unhealthy + REBOOT_SYSTEM
+  kReady,
+};
+std::string_view to_string(NvmlStatus s);
+
+struct OpenOptions {
+  std::string library_path;  // empty: $GPUD_NVML_LIBRARY_PATH, else the system search path
+  std::chrono::milliseconds deadline = kDefaultCallDeadline;
+};
+
+// One loaded, initialised NVML: the worker, the library, the device handles and the driver info.
+class Nvml {
+ public:
+  // Never fails: inspect status(). Every NVML call (init included) runs on the worker.
+  static std::unique_ptr<Nvml> open(const OpenOptions& options = {});
+  ~Nvml();  // nvmlShutdown on the worker unless it is stuck; the worker is stopped (or detached)
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+
+  NvmlStatus status() const { return status_; }
+  bool ready() const { return status_ == NvmlStatus::kReady; }
+  // "NVML not found: ...", "NVML initialization error: ...", or "NVML ready (8 GPUs)".
+  const std::string& message() const { return message_; }
+  // The nvmlReturn_t behind a kNotFound / kErrored status (NVML_SUCCESS when ready).
+  nvmlReturn_t init_return() const { return init_return_; }
+
+  Worker& worker() { return worker_; }
+  // Null when the library could not be loaded.
+  const std::shared_ptr<const Library>& library() const { return lib_; }
+  const std::vector<nvmlDevice_t>& devices() const { return devices_; }
+  const DriverInfo& driver() const { return driver_; }
+  const std::string& library_path() const { return path_; }
+
+ private:
+  Nvml() = default;
+
+  Worker worker_;
+  std::shared_ptr<const Library> lib_;
+  std::string path_;
+  NvmlStatus status_ = NvmlStatus::kNotFound;
+  std::string message_;
+  nvmlReturn_t init_return_ = NVML_SUCCESS;
+  bool initialized_ = false;
+  std::vector<nvmlDevice_t> devices_;
+  DriverInfo driver_;
+};
+
+// Resolution order of the library path: explicit > $GPUD_NVML_LIBRARY_PATH > "libnvidia-ml.so.1".
+std::string resolve_library_path(const std::string& explicit_path);
+
+}  // namespace gpud::nvml
