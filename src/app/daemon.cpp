@@ -68,12 +68,16 @@ Result<void> Daemon::start() {
     if (mid && !mid->empty()) (void)meta.set(store::kKeyMachineId, *mid);
   }
 
+  nvidia_ = std::make_unique<nvml::NvidiaSource>(config_.nvml_lib);
+  nvidia_->open();
   ComponentContext ctx{&config_, events_.get(), &metrics_, false};
   ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);
+  ctx.nvidia = nvidia_.get();
   if (auto r = components::register_all(registry_, ctx); !r) return r.error();
   for (Component* c : registry_.supported()) c->start();
 
   machine_info_ = host::collect_machine_info(fs);
+  nvidia_->fill_machine_info(machine_info_);
   machine_info_at_ = Clock::now();
 
   scheduler_ = std::make_unique<Scheduler>(registry_, 2);
@@ -105,6 +109,16 @@ nlohmann::json Daemon::machine_info() {
 
 void Daemon::housekeeping(TimePoint now) {
   int64_t now_ms = to_unix_ms(now);
+  // A node whose driver was missing at start gets its NVIDIA components once the library loads.
+  if (nvidia_->status() == nvml::NvmlStatus::kNotFound) {
+    nvidia_->maybe_reload();
+    if (nvidia_->status() != nvml::NvmlStatus::kNotFound) {
+      auto info = host::collect_machine_info(host::HostFs(config_.host_root));
+      nvidia_->fill_machine_info(info);
+      std::lock_guard lock(mu_);
+      machine_info_ = std::move(info);
+    }
+  }
   metrics_.set("", "gpud_sqlite_db_size_bytes", static_cast<double>(db_->size_bytes().value_or(0)));
   if (auto r = history_->insert(metrics_.snapshot(now_ms)); !r)
     spdlog::warn("[daemon] metric history insert failed: {}", r.error().message);

@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/registry.h"
 #include "core/scheduler.h"
+#include "nvml/source.h"
 #include "server/server.h"
 #include "store/database.h"
 #include "store/event_store.h"
@@ -43,6 +44,7 @@ class Daemon {
   std::unique_ptr<store::EventStore> events_;
   std::unique_ptr<store::MetricStore> history_;
   MetricRegistry metrics_;
+  std::unique_ptr<nvml::NvidiaSource> nvidia_;
   Registry registry_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<server::Server> server_;

@@ -45,6 +45,8 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--kernel-modules", f.kernel_modules,
                  "Comma-separated kernel modules that must be loaded (kernel-module component)");
   cmd.add_option("--files", f.files, "Comma-separated files that must exist (file component)");
+  cmd.add_option("--nvml-lib", f.config.nvml_lib,
+                 "libnvidia-ml.so.1 to load (default: $GPUD_NVML_LIBRARY_PATH, else the system's)");
 }
 
 void add_store_flags(CLI::App& cmd, RunFlags& f) {

@@ -12,6 +12,7 @@
 #include "core/json.h"
 #include "host/machine_info.h"
 #include "host/pci.h"
+#include "nvml/source.h"
 #include "store/event_store.h"
 
 namespace gpud::app {
@@ -47,8 +48,11 @@ void add_scan(CLI::App& app, int* exit_code) {
     store::EventStore events(**db);
     MetricRegistry metrics;
     host::HostFs fs(flags->config.host_root);
+    nvml::NvidiaSource nvidia(flags->config.nvml_lib);
+    nvidia.open();
     ComponentContext ctx{&flags->config, &events, &metrics, true};
     ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);
+    ctx.nvidia = &nvidia;
     Registry registry;
     if (auto r = components::register_all(registry, ctx); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
@@ -56,6 +60,7 @@ void add_scan(CLI::App& app, int* exit_code) {
       return;
     }
     nlohmann::json info = host::collect_machine_info(fs);
+    nvidia.fill_machine_info(info);
 
     std::vector<ScanEntry> entries;
     for (Component* c : registry.supported()) {

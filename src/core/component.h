@@ -14,6 +14,10 @@
 
 namespace gpud {
 
+namespace nvml {
+class NvidiaSource;
+}
+
 // What the daemon (or scan) hands every component. Pointers are never null once constructed by
 // make_context(); tests point them at their own instances.
 struct ComponentContext {
@@ -23,8 +27,12 @@ struct ComponentContext {
   bool scan_mode = false;  // one-shot `gpud scan`: no history beyond this run
   // An NVIDIA GPU is on the PCI bus (read once at start from sysfs), whether or not NVML loads.
   bool nvidia_pci_present = false;
-  // `gpud scan --kernel-log FILE`: every component with a kernel-log matcher takes part, GPU or not.
+  // `gpud scan --kernel-log FILE`: every component with a kernel-log matcher takes part, GPU or
+  // not.
   bool kernel_log_scan = false;
+  // The shared NVML instance and snapshot cache; null where NVIDIA components are not built (unit
+  // tests).
+  nvml::NvidiaSource* nvidia = nullptr;
 };
 
 class Component {

@@ -30,6 +30,8 @@ struct Config {
   std::vector<std::string> mount_points;    // disk: extra mount points to track besides "/"
   std::vector<std::string> kernel_modules;  // kernel-module: modules that must be loaded
   std::vector<std::string> files;           // file: files that must exist
+  std::string
+      nvml_lib;  // libnvidia-ml.so.1 to load; empty: $GPUD_NVML_LIBRARY_PATH, else the system's
 
   // Logging
   std::string log_level = "info";

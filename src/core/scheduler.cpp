@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace gpud {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -16,7 +18,9 @@ void Scheduler::start() {
   if (!threads_.empty()) return;
   stopping_ = false;
   auto now = SteadyClock::now();
-  for (Component* c : registry_.supported()) next_due_[std::string(c->name())] = now;
+  // Unsupported components are scheduled too: one may become supported later (NVML loads after
+  // start).
+  for (Component* c : registry_.all()) next_due_[std::string(c->name())] = now;
   for (size_t i = 0; i < worker_count_; ++i) threads_.emplace_back([this] { worker_loop(); });
 }
 
@@ -54,6 +58,12 @@ void Scheduler::worker_loop() {
     std::string name(next->name());
     running_[name] = true;
     lock.unlock();
+    if (!next->supported()) {
+      lock.lock();
+      running_[name] = false;
+      next_due_[name] = SteadyClock::now() + std::max(next->interval(), std::chrono::seconds(60));
+      continue;
+    }
     CheckResult r;
     try {
       r = next->check();

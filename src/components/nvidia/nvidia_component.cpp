@@ -1,0 +1,59 @@
+#include "components/nvidia/nvidia_component.h"
+
+namespace gpud::components {
+
+std::vector<std::string> NvidiaComponent::tags() const {
+  return {"accelerator", "gpu", "nvidia", std::string(name())};
+}
+
+bool NvidiaComponent::supported() const {
+  if (ctx().nvidia == nullptr) return false;
+  return ctx().nvidia->status() != nvml::NvmlStatus::kNotFound;
+}
+
+CheckResult NvidiaComponent::check() {
+  auto status = source().status();
+  auto snap =
+      status == nvml::NvmlStatus::kReady
+          ? source().snapshot()
+          : Result<std::shared_ptr<const nvml::NvmlSnapshot>>(make_error(source().message()));
+  if (auto early = nvidia_preamble(name(), status, source().message(), snap)) return *early;
+  return evaluate(**snap);
+}
+
+std::optional<CheckResult> nvidia_preamble(
+    std::string_view component, nvml::NvmlStatus status, const std::string& status_message,
+    const Result<std::shared_ptr<const nvml::NvmlSnapshot>>& snap) {
+  SuggestedActions reboot{"", {RepairAction::kRebootSystem}};
+  if (status == nvml::NvmlStatus::kNotFound)
+    return single_state(component, Health::kHealthy, "no NVIDIA GPU / NVML not found");
+  if (status == nvml::NvmlStatus::kErrored)
+    return single_state(component, Health::kUnhealthy, status_message, reboot);
+  if (!snap) {
+    auto r = single_state(component, Health::kUnhealthy, snap.error().message, reboot);
+    r.states[0].error = snap.error().message;
+    return r;
+  }
+  std::string lost;
+  for (const auto& g : (*snap)->gpus) {
+    if (!g.lost && !g.reset_required) continue;
+    if (!lost.empty()) lost += "; ";
+    lost += gpu_label(g) + (g.lost ? " GPU lost" : " GPU requires reset");
+  }
+  if (!lost.empty()) return single_state(component, Health::kUnhealthy, lost, reboot);
+  return std::nullopt;
+}
+
+std::string gpu_label(const nvml::GpuSnapshot& gpu) {
+  std::string s = "GPU " + std::to_string(gpu.index);
+  if (gpu.pci_bus_id.ok()) s += " (" + gpu.pci_bus_id.value + ")";
+  return s;
+}
+
+Labels gpu_labels(const nvml::GpuSnapshot& gpu) {
+  return {{"uuid", gpu.uuid.ok() ? gpu.uuid.value : ""},
+          {"gpu", std::to_string(gpu.index)},
+          {"pci_bus_id", gpu.pci_bus_id.ok() ? gpu.pci_bus_id.value : ""}};
+}
+
+}  // namespace gpud::components

@@ -1,0 +1,39 @@
+// NvidiaComponent: the skeleton every NVML-based component shares. It is supported when NVML loaded
+// (or loaded but failed: then every NVIDIA component is Unhealthy with REBOOT_SYSTEM instead of
+// hidden), takes the shared snapshot, turns a hung driver, an init failure and lost GPUs into
+// Unhealthy states, and hands a good snapshot to the component's evaluate().
+#pragma once
+
+#include <optional>
+
+#include "core/component.h"
+#include "nvml/source.h"
+
+namespace gpud::components {
+
+class NvidiaComponent : public Component {
+ public:
+  using Component::Component;
+  std::vector<std::string> tags() const override;
+  bool supported() const override;
+  CheckResult check() final;
+
+ protected:
+  // The component's rule over a snapshot in which no GPU is lost or needs a reset.
+  virtual CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) = 0;
+  nvml::NvidiaSource& source() const { return *ctx().nvidia; }
+};
+
+// The preamble as a pure function (tests call it): an Unhealthy result for an errored NVML, a
+// failed collection (timeout or enumeration failure) or lost / reset-required GPUs; nullopt when
+// the snapshot is fit for evaluate().
+std::optional<CheckResult> nvidia_preamble(
+    std::string_view component, nvml::NvmlStatus status, const std::string& status_message,
+    const Result<std::shared_ptr<const nvml::NvmlSnapshot>>& snap);
+
+// A GPU's short label for reasons: "GPU 0 (0000:3b:00.0)".
+std::string gpu_label(const nvml::GpuSnapshot& gpu);
+// Labels every NVIDIA metric carries: uuid, gpu (index), pci_bus_id.
+Labels gpu_labels(const nvml::GpuSnapshot& gpu);
+
+}  // namespace gpud::components

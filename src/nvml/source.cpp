@@ -1,0 +1,109 @@
+#include "nvml/source.h"
+
+#include <spdlog/spdlog.h>
+
+namespace gpud::nvml {
+
+NvidiaSource::NvidiaSource(std::string library_path, std::chrono::milliseconds deadline)
+    : library_path_(std::move(library_path)), deadline_(deadline) {}
+
+NvidiaSource::~NvidiaSource() = default;
+
+void NvidiaSource::open() {
+  std::lock_guard lock(mu_);
+  if (nvml_ && nvml_->ready()) return;
+  OpenOptions opts;
+  opts.library_path = library_path_;
+  opts.deadline = deadline_;
+  nvml_ = Nvml::open(opts);
+  last_open_ = std::chrono::steady_clock::now();
+  cached_.reset();
+  if (nvml_->ready())
+    spdlog::info("[nvml] {}", nvml_->message());
+  else
+    spdlog::warn("[nvml] {}", nvml_->message());
+}
+
+void NvidiaSource::maybe_reload(std::chrono::seconds retry_every) {
+  {
+    std::lock_guard lock(mu_);
+    if (nvml_ && nvml_->status() != NvmlStatus::kNotFound) return;
+    if (nvml_ && std::chrono::steady_clock::now() - last_open_ < retry_every) return;
+  }
+  open();
+}
+
+NvmlStatus NvidiaSource::status() const {
+  std::lock_guard lock(mu_);
+  return nvml_ ? nvml_->status() : NvmlStatus::kNotFound;
+}
+
+std::string NvidiaSource::message() const {
+  std::lock_guard lock(mu_);
+  return nvml_ ? nvml_->message() : "NVML not loaded yet";
+}
+
+DriverInfo NvidiaSource::driver() const {
+  std::lock_guard lock(mu_);
+  return nvml_ ? nvml_->driver() : DriverInfo{};
+}
+
+size_t NvidiaSource::gpu_count() const {
+  std::lock_guard lock(mu_);
+  return nvml_ ? nvml_->devices().size() : 0;
+}
+
+Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::snapshot(
+    std::chrono::milliseconds max_age) {
+  std::lock_guard lock(mu_);
+  if (!nvml_ || nvml_->status() == NvmlStatus::kNotFound)
+    return make_error(nvml_ ? nvml_->message() : "NVML not loaded");
+  if (nvml_->status() == NvmlStatus::kErrored) return make_error(nvml_->message());
+  auto now = std::chrono::steady_clock::now();
+  if (cached_ && now - cached_at_ <= max_age) return cached_;
+  auto snap = collect(*nvml_, deadline_);
+  if (!snap) return snap.error();
+  cached_ = std::make_shared<const NvmlSnapshot>(std::move(*snap));
+  cached_at_ = now;
+  return cached_;
+}
+
+void NvidiaSource::fill_machine_info(nlohmann::json& info) {
+  if (status() != NvmlStatus::kReady) return;
+  DriverInfo d = driver();
+  info["gpuDriverVersion"] = d.driver_version;
+  info["cudaVersion"] = d.cuda_version();
+  auto snap = snapshot();
+  if (!snap) return;
+  nlohmann::json gpus = nlohmann::json::array();
+  std::string product, arch, memory;
+  for (const auto& g : (*snap)->gpus) {
+    if (product.empty() && g.name.ok()) product = sanitize_product_name(g.name.value);
+    if (arch.empty()) arch = g.architecture;
+    if (memory.empty() && g.memory.ok())
+      memory = std::to_string(g.memory.value.total_bytes / (1024 * 1024)) + " MiB";
+    gpus.push_back({{"uuid", g.uuid.ok() ? g.uuid.value : ""},
+                    {"busID", g.pci_bus_id.ok() ? g.pci_bus_id.value : ""},
+                    {"sn", g.serial.ok() ? g.serial.value : ""},
+                    {"minorID", g.minor_number.ok() ? std::to_string(g.minor_number.value) : ""},
+                    {"boardID", g.board_id.ok() ? g.board_id.value : 0}});
+  }
+  info["gpuInfo"] = {{"product", product},
+                     {"manufacturer", "NVIDIA"},
+                     {"architecture", arch},
+                     {"memory", memory},
+                     {"gpus", gpus}};
+}
+
+std::string sanitize_product_name(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                c == '-' || c == '_' || c == '.' || c == ' ';
+    if (!keep) continue;
+    out.push_back(c == ' ' ? '-' : c);
+  }
+  return out;
+}
+
+}  // namespace gpud::nvml
