@@ -149,8 +149,11 @@ TEST(ScenariosB, NvlinkDownIsDegradedOrUnhealthyWithExpectation) {
     auto v = h.verdicts["accelerator-nvidia-nvlink"];
     EXPECT_EQ(v.health, Health::kDegraded);
     EXPECT_TRUE(contains(v.reason, "GPU 0 (0000:18:00.0): link(s) 3, 7 inactive")) << v.reason;
-    for (const auto& [name, o] : h.verdicts)
-      if (name != "accelerator-nvidia-nvlink") EXPECT_EQ(o.health, Health::kHealthy) << name;
+    for (const auto& [name, o] : h.verdicts) {
+      if (name != "accelerator-nvidia-nvlink") {
+        EXPECT_EQ(o.health, Health::kHealthy) << name;
+      }
+    }
     std::string text = h.metrics_.prometheus_text();
     EXPECT_TRUE(contains(text, "accelerator_nvidia_nvlink_replay_errors{gpu=\"0\"")) << text;
   }
