@@ -55,6 +55,43 @@ echo "gpud CPU seconds including start-up: $g_total"
 echo "gpud RSS / node_exporter RSS: $(awk -v a=$g_hwm -v b=$n_hwm 'BEGIN{printf "%.2f", a/b}') (target <= 0.75)"
 echo "gpud idle CPU-seconds per minute: $(awk -v c=$g_cpu -v s=$idle_s 'BEGIN{printf "%.3f", c*60/s}') (target < 0.2)"
 
+# nvidia (B): eight fake GPUs (testing/fake_nvml) through the real NVML loader.
+fake_nvml=$build/libnvidia-ml.so.1
+if [[ -f $fake_nvml ]]; then
+  scenario=$(cd "$(dirname "$0")/.." && pwd)/testing/fixtures/nvml/h100x8-healthy.json
+  echo
+  echo "== eight fake GPUs (h100x8-healthy.json) =="
+  scan_ms=()
+  for i in 1 2 3 4 5; do
+    t0=$(date +%s%N)
+    FAKE_NVML_SCENARIO=$scenario $gpud scan --nvml-lib "$fake_nvml" >/dev/null 2>&1 || true
+    t1=$(date +%s%N)
+    scan_ms+=($(( (t1 - t0) / 1000000 )))
+  done
+  scan_median=$(printf '%s\n' "${scan_ms[@]}" | sort -n | sed -n 3p)
+  echo "gpud scan wall time, median of 5: ${scan_median} ms (runs: ${scan_ms[*]}; target < 1000 ms)"
+  fport=$(free_port)
+  FAKE_NVML_SCENARIO=$scenario $gpud run --listen-address 127.0.0.1:$fport --data-dir "$work/idle-gpu" \
+    --nvml-lib "$fake_nvml" --log-level warn 2>"$work/idle-gpu.log" &
+  fpid=$!; pids+=($fpid)
+  until curl -skf "https://127.0.0.1:$fport/healthz" >/dev/null 2>&1; do sleep 0.01; done
+  f_cpu0=$(cpu_seconds $fpid)
+  end=$(( $(date +%s) + idle_s ))
+  while (( $(date +%s) < end )); do
+    curl -skf "https://127.0.0.1:$fport/metrics" >/dev/null || true
+    sleep 15
+  done
+  f_cpu1=$(cpu_seconds $fpid); f_hwm=$(hwm_kib $fpid)
+  f_cpu=$(awk -v a=$f_cpu0 -v b=$f_cpu1 'BEGIN{printf "%.3f", b-a}')
+  kill $fpid 2>/dev/null || true
+  echo "gpud with 8 fake GPUs: peak RSS $(awk -v k=$f_hwm 'BEGIN{printf "%.1f", k/1024}') MiB," \
+    "idle CPU $f_cpu s over ${idle_s} s"
+  echo "gpud (8 GPUs) RSS / node_exporter RSS: $(awk -v a=$f_hwm -v b=$n_hwm 'BEGIN{printf "%.2f", a/b}') (target <= 0.75)"
+  echo "gpud (8 GPUs) idle CPU-seconds per minute: $(awk -v c=$f_cpu -v s=$idle_s 'BEGIN{printf "%.3f", c*60/s}') (target < 0.3)"
+else
+  echo; echo "bench: $fake_nvml missing (build the fake_nvml target): skipping the eight-GPU figures"
+fi
+
 if [[ -x $build/gpud_bench ]]; then
   echo
   echo "== micro-benchmarks =="

@@ -68,7 +68,7 @@ Result<void> Daemon::start() {
     if (mid && !mid->empty()) (void)meta.set(store::kKeyMachineId, *mid);
   }
 
-  nvidia_ = std::make_unique<nvml::NvidiaSource>(config_.nvml_lib);
+  nvidia_ = std::make_unique<nvml::NvidiaSource>(config_.nvml_lib, config_.nvml_call_timeout);
   nvidia_->open();
   ComponentContext ctx{&config_, events_.get(), &metrics_, false};
   ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);

@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "components/registry.h"
 #include "core/time_util.h"
@@ -47,6 +49,30 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--files", f.files, "Comma-separated files that must exist (file component)");
   cmd.add_option("--nvml-lib", f.config.nvml_lib,
                  "libnvidia-ml.so.1 to load (default: $GPUD_NVML_LIBRARY_PATH, else the system's)");
+  // nvidia (B)
+  cmd.add_option_function<std::string>(
+      "--nvlink-expected-link-states",
+      [&f](const std::string& s) {
+        auto j = nlohmann::json::parse(s, nullptr, false);
+        const char* key = "at_least_gpus_with_all_links_feature_enabled";
+        if (!j.is_object() || (j.contains(key) && !j[key].is_number_integer()) ||
+            j.value(key, 0) < 0)
+          throw CLI::ValidationError("--nvlink-expected-link-states",
+                                     "want JSON like {\"" + std::string(key) + "\":8}");
+        f.config.nvlink_expected_gpus_all_links = j.value(key, 0);
+      },
+      "Expected NVLink states, e.g. '{\"at_least_gpus_with_all_links_feature_enabled\":8}'");
+  auto duration_flag = [&cmd](const char* name, auto* out, std::chrono::milliseconds min) {
+    cmd.add_option_function<std::string>(name, [name, out, min](const std::string& s) {
+         auto d = parse_duration(s);
+         if (!d || *d < min) throw CLI::ValidationError(name, "invalid duration \"" + s + "\"");
+         *out = std::chrono::duration_cast<std::remove_pointer_t<decltype(out)>>(*d);
+       })->group("");  // hidden: for tests
+  };
+  duration_flag("--nvidia-check-interval", &f.config.nvidia_check_interval,
+                std::chrono::seconds(1));
+  duration_flag("--nvml-call-timeout", &f.config.nvml_call_timeout,
+                std::chrono::milliseconds(10));
 }
 
 void add_store_flags(CLI::App& cmd, RunFlags& f) {

@@ -48,7 +48,7 @@ void add_scan(CLI::App& app, int* exit_code) {
     store::EventStore events(**db);
     MetricRegistry metrics;
     host::HostFs fs(flags->config.host_root);
-    nvml::NvidiaSource nvidia(flags->config.nvml_lib);
+    nvml::NvidiaSource nvidia(flags->config.nvml_lib, flags->config.nvml_call_timeout);
     nvidia.open();
     ComponentContext ctx{&flags->config, &events, &metrics, true};
     ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);

@@ -12,6 +12,15 @@
 #include "components/host/library.h"
 #include "components/host/memory.h"
 #include "components/host/os.h"
+// nvidia (B)
+#include "components/nvidia/bad_envs.h"
+#include "components/nvidia/fabric_manager.h"
+#include "components/nvidia/gpm.h"
+#include "components/nvidia/gsp_firmware_mode.h"
+#include "components/nvidia/nvlink.h"
+#include "components/nvidia/pcie.h"
+#include "components/nvidia/persistence_mode.h"
+#include "components/nvidia/processes.h"
 
 namespace gpud::components {
 namespace {
@@ -34,6 +43,15 @@ const std::vector<std::pair<const char*, Factory>>& all_components() {
       entry<LibraryComponent>("library"),
       entry<MemoryComponent>("memory"),
       entry<OsComponent>("os"),
+      // nvidia (B)
+      entry<BadEnvsComponent>("accelerator-nvidia-bad-envs"),
+      entry<FabricManagerComponent>("accelerator-nvidia-fabric-manager"),
+      entry<GpmComponent>("accelerator-nvidia-gpm"),
+      entry<GspFirmwareModeComponent>("accelerator-nvidia-gsp-firmware-mode"),
+      entry<NvlinkComponent>("accelerator-nvidia-nvlink"),
+      entry<PcieComponent>("accelerator-nvidia-pcie"),
+      entry<PersistenceModeComponent>("accelerator-nvidia-persistence-mode"),
+      entry<ProcessesComponent>("accelerator-nvidia-processes"),
   };
   return kAll;
 }

@@ -33,6 +33,13 @@ struct Config {
   std::string
       nvml_lib;  // libnvidia-ml.so.1 to load; empty: $GPUD_NVML_LIBRARY_PATH, else the system's
 
+  // nvidia (B)
+  // --nvlink-expected-link-states {"at_least_gpus_with_all_links_feature_enabled": N}; 0: unset.
+  int nvlink_expected_gpus_all_links = 0;
+  // Hidden: the NVIDIA components' check interval (tests use 1s) and the per-NVML-call deadline.
+  std::chrono::seconds nvidia_check_interval{60};
+  std::chrono::milliseconds nvml_call_timeout{10'000};
+
   // Logging
   std::string log_level = "info";
   std::string log_file;

@@ -85,7 +85,8 @@ CommandResult run_gpud(const std::vector<std::string>& args, int timeout_s) {
   return r;
 }
 
-DaemonProcess::DaemonProcess(std::string data_dir, std::vector<std::string> extra, bool tls)
+DaemonProcess::DaemonProcess(std::string data_dir, std::vector<std::string> extra, bool tls,
+                             std::vector<std::string> env)
     : data_dir_(std::move(data_dir)), tls_(tls) {
   port_ = free_port();
   log_path_ = data_dir_ + ".log";
@@ -100,6 +101,7 @@ DaemonProcess::DaemonProcess(std::string data_dir, std::vector<std::string> extr
     int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
+    for (auto& kv : env) ::putenv(kv.data());
     auto argv = argv_of(args);
     ::execv(argv[0], argv.data());
     _exit(127);

@@ -25,8 +25,9 @@ std::string make_temp_dir();
 class DaemonProcess {
  public:
   // Starts `gpud run --listen-address 127.0.0.1:<port> --data-dir <dir> <extra>`; waits for
-  // /healthz.
-  DaemonProcess(std::string data_dir, std::vector<std::string> extra = {}, bool tls = true);
+  // /healthz. `env` entries ("KEY=VALUE") are added to the child's environment.
+  DaemonProcess(std::string data_dir, std::vector<std::string> extra = {}, bool tls = true,
+                std::vector<std::string> env = {});
   ~DaemonProcess();
   bool ready() const { return ready_; }
   int port() const { return port_; }

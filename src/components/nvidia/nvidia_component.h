@@ -16,6 +16,7 @@ class NvidiaComponent : public Component {
   using Component::Component;
   std::vector<std::string> tags() const override;
   bool supported() const override;
+  std::chrono::seconds interval() const override { return config().nvidia_check_interval; }
   CheckResult check() final;
 
  protected:

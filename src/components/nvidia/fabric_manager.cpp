@@ -1,0 +1,241 @@
+#include "components/nvidia/fabric_manager.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "components/nvidia/nvidia_b_common.h"
+
+namespace gpud::components {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The longest key contained in `product`, or "".
+std::string longest_match(const std::string& product, std::initializer_list<const char*> keys) {
+  std::string best;
+  for (const char* k : keys)
+    if (product.find(k) != std::string::npos && std::string_view(k).size() > best.size()) best = k;
+  return best;
+}
+
+std::string_view state_name(uint8_t state) {
+  switch (state) {
+    case nvml::NVML_GPU_FABRIC_STATE_NOT_SUPPORTED: return "Not Supported";
+    case nvml::NVML_GPU_FABRIC_STATE_NOT_STARTED: return "Not Started";
+    case nvml::NVML_GPU_FABRIC_STATE_IN_PROGRESS: return "In Progress";
+    case nvml::NVML_GPU_FABRIC_STATE_COMPLETED: return "Completed";
+    default: return "Unknown";
+  }
+}
+
+std::string_view summary_name(uint8_t s) {
+  switch (s) {
+    case nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY: return "Healthy";
+    case nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY: return "Unhealthy";
+    case nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY: return "Limited Capacity";
+    default: return "Not Supported";
+  }
+}
+
+}  // namespace
+
+bool fabric_state_supported(std::string_view product) {
+  std::string p = lower(product);
+  if (p.find("pcie") != std::string::npos || p.find("gh200") != std::string::npos) return false;
+  return !longest_match(p, {"gb200", "h100", "h200"}).empty();
+}
+
+bool fabric_manager_supported(std::string_view product) {
+  std::string p = lower(product);
+  if (p.find("pcie") != std::string::npos) return false;
+  std::string m =
+      longest_match(p, {"a100", "b100", "b200", "h100", "h200", "gb200", "gh200", "a10"});
+  return m == "a100" || m == "b100" || m == "b200" || m == "h100" || m == "h200";
+}
+
+std::optional<int> count_nvswitches(const host::HostFs& fs) {
+  auto devs = fs.list("/sys/bus/pci/devices");
+  if (!devs) return std::nullopt;
+  int n = 0;
+  for (const auto& d : *devs) {
+    std::string base = "/sys/bus/pci/devices/" + d;
+    auto vendor = fs.read_line(base + "/vendor");
+    auto cls = fs.read_line(base + "/class");
+    if (vendor && cls && *vendor == "0x10de" && cls->rfind("0x0680", 0) == 0) ++n;
+  }
+  return n;
+}
+
+bool executable_on_path(std::string_view name, std::string_view path_env) {
+  size_t start = 0;
+  while (start <= path_env.size()) {
+    size_t end = path_env.find(':', start);
+    if (end == std::string_view::npos) end = path_env.size();
+    std::string dir(path_env.substr(start, end - start));
+    if (!dir.empty()) {
+      std::string p = dir + "/" + std::string(name);
+      struct stat st;
+      if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0)
+        return true;
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+bool tcp_port_answers(int port, std::chrono::milliseconds timeout) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = false;
+  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  if (rc == 0) {
+    ok = true;
+  } else if (errno == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) == 1) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+bool fabric_manager_service_expected(std::string_view product, const FabricManagerProbe& probe) {
+  if (!fabric_manager_supported(product)) return false;
+  if (probe.nvswitches) return *probe.nvswitches > 0;
+  return probe.binary_found;
+}
+
+CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
+                                    const FabricManagerProbe& probe) {
+  std::string product = snapshot.gpus.empty() ? "" : snapshot.gpus.front().name.value;
+  nlohmann::json gpus = nlohmann::json::array();
+  std::vector<std::vector<std::string>> rows = {
+      {"GPU", "UUID", "STATE", "STATUS", "SUMMARY", "HEALTH"}};
+  std::string issues;
+  bool state_supported = fabric_state_supported(product);
+  if (state_supported) {
+    for (const auto& g : snapshot.gpus) {
+      const auto& f = g.fabric;
+      if (!f.supported()) {
+        rows.push_back({std::to_string(g.index), g.uuid.value, "not supported", "-", "-", "-"});
+        continue;
+      }
+      std::vector<std::string> gi;
+      if (f.status == nvml::FieldStatus::kError) {
+        gi.push_back(f.error);
+        rows.push_back({std::to_string(g.index), g.uuid.value, "error", "-", "-", "-"});
+      } else {
+        const auto& v = f.value;
+        if (v.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED)
+          gi.push_back("state=" + std::string(state_name(v.state)));
+        else if (v.status != nvml::NVML_SUCCESS)
+          gi.push_back("status=" + std::to_string(v.status));
+        if (v.health_summary == nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY ||
+            v.health_summary == nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY)
+          gi.push_back("summary=" + std::string(summary_name(v.health_summary)));
+        if (v.health_degraded_bandwidth()) gi.push_back("degraded bandwidth");
+        if (v.health_route_recovery_in_progress()) gi.push_back("route recovery in progress");
+        if (v.health_route_unhealthy()) gi.push_back("route unhealthy");
+        if (v.health_access_timeout_recovery()) gi.push_back("access timeout recovery in progress");
+        gpus.push_back({{"gpu_uuid", g.uuid.value},
+                        {"bus_id", g.pci_bus_id.value},
+                        {"clique_id", v.clique_id},
+                        {"cluster_uuid", v.cluster_uuid},
+                        {"state", state_name(v.state)},
+                        {"status", v.status},
+                        {"summary", summary_name(v.health_summary)},
+                        {"health",
+                         {{"bandwidth", v.health_degraded_bandwidth() ? "Degraded" : "Full"},
+                          {"route_recovery_in_progress", v.health_route_recovery_in_progress()},
+                          {"route_unhealthy", v.health_route_unhealthy()},
+                          {"access_timeout_recovery", v.health_access_timeout_recovery()}}}});
+        std::string h;
+        for (size_t i = (v.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED ? 1 : 0); i < gi.size();
+             ++i)
+          h += (h.empty() ? "" : ", ") + gi[i];
+        rows.push_back({std::to_string(g.index), g.uuid.value, std::string(state_name(v.state)),
+                        std::to_string(v.status), std::string(summary_name(v.health_summary)),
+                        gi.empty() ? "ok" : (h.empty() ? "-" : h)});
+      }
+      if (!gi.empty()) {
+        std::string s;
+        for (const auto& x : gi) s += (s.empty() ? "" : ", ") + x;
+        issues += (issues.empty() ? "" : "; ") + std::string("GPU ") + g.uuid.value + ": " + s;
+      }
+    }
+  }
+  bool service_expected = fabric_manager_service_expected(product, probe);
+  nlohmann::json data = {{"product", product},
+                         {"fabric_state_supported", state_supported},
+                         {"fabric_manager_supported", fabric_manager_supported(product)},
+                         {"gpus", gpus},
+                         {"service_checked", service_expected}};
+  if (probe.nvswitches) data["nvswitches"] = *probe.nvswitches;
+  if (service_expected) {
+    data["fabric_manager_found"] = probe.binary_found;
+    data["fabric_manager_active"] = probe.port_open;
+  }
+  std::string detail = state_supported ? render_table(rows) : "";
+  std::string reason;
+  Health h = Health::kHealthy;
+  if (!issues.empty()) {
+    h = Health::kUnhealthy;
+    reason = product + " with unhealthy fabric state: " + issues;
+  }
+  std::string svc;
+  if (!fabric_manager_supported(product)) {
+    svc = "does not support fabric manager";
+  } else if (!service_expected) {
+    svc = "NVSwitch not detected, skipping fabric manager check";
+  } else if (!probe.binary_found) {
+    h = Health::kUnhealthy;
+    svc = "fabric manager supported but nv-fabricmanager executable not found";
+  } else if (!probe.port_open) {
+    h = Health::kUnhealthy;
+    svc = "fabric manager found but not active (localhost:" + std::to_string(kFabricManagerPort) +
+          " not answering)";
+  } else {
+    svc = "fabric manager found and active";
+  }
+  if (reason.empty() && state_supported) reason = "fabric state healthy on all GPUs";
+  reason += (reason.empty() ? "" : "; ") + svc;
+  detail += "fabric manager: " + svc + "\n";
+  return b_result(kFabricManagerName, h, reason, data, detail);
+}
+
+FabricManagerComponent::FabricManagerComponent(const ComponentContext& ctx)
+    : NvidiaComponent(ctx), fs_(ctx.config->host_root) {}
+
+CheckResult FabricManagerComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
+  FabricManagerProbe probe;
+  std::string product = snapshot.gpus.empty() ? "" : snapshot.gpus.front().name.value;
+  if (fabric_manager_supported(product)) {
+    probe.nvswitches = count_nvswitches(fs_);
+    const char* path = std::getenv("PATH");
+    probe.binary_found = executable_on_path("nv-fabricmanager", path != nullptr ? path : "");
+    if (fabric_manager_service_expected(product, probe) && probe.binary_found)
+      probe.port_open = tcp_port_answers(kFabricManagerPort, std::chrono::seconds(1));
+  }
+  return evaluate_fabric_manager(snapshot, probe);
+}
+
+}  // namespace gpud::components

@@ -1,0 +1,149 @@
+#include "components/nvidia/nvlink.h"
+
+#include "components/nvidia/nvidia_b_common.h"
+#include "host/os_info.h"
+
+namespace gpud::components {
+namespace {
+
+struct GpuLinks {
+  bool supported = false;
+  bool all_active = false;
+  std::vector<unsigned int> inactive;
+  uint64_t replay = 0, recovery = 0, crc = 0;
+};
+
+GpuLinks summarize(const nvml::GpuSnapshot& g) {
+  GpuLinks s;
+  if (!g.nvlinks.ok()) return s;
+  s.supported = true;
+  for (const auto& l : g.nvlinks.value) {
+    if (!(l.active.ok() && l.active.value)) s.inactive.push_back(l.link);
+    if (l.replay_errors.ok()) s.replay += l.replay_errors.value;
+    if (l.recovery_errors.ok()) s.recovery += l.recovery_errors.value;
+    if (l.crc_flit_errors.ok()) s.crc += l.crc_flit_errors.value;
+  }
+  s.all_active = !g.nvlinks.value.empty() && s.inactive.empty();
+  return s;
+}
+
+std::string join_links(const std::vector<unsigned int>& links) {
+  std::string s;
+  for (auto l : links) s += (s.empty() ? "" : ", ") + std::to_string(l);
+  return s;
+}
+
+}  // namespace
+
+CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpus_all_links,
+                            const std::vector<Event>& post_rx_detect_failures) {
+  nlohmann::json gpus = nlohmann::json::array();
+  std::vector<std::vector<std::string>> rows = {
+      {"GPU", "UUID", "LINKS", "INACTIVE", "REPLAY", "RECOVERY", "CRC"}};
+  std::string errors, inactive_reason;
+  int supported = 0, active = 0;
+  for (const auto& g : snapshot.gpus) {
+    GpuLinks s = summarize(g);
+    nlohmann::json links = nlohmann::json::array();
+    if (g.nvlinks.ok()) {
+      for (const auto& l : g.nvlinks.value) {
+        nlohmann::json jl = {{"link", l.link},
+                             {"feature_enabled", l.active.ok() && l.active.value}};
+        if (l.replay_errors.ok()) jl["replay_errors"] = l.replay_errors.value;
+        if (l.recovery_errors.ok()) jl["recovery_errors"] = l.recovery_errors.value;
+        if (l.crc_flit_errors.ok()) jl["crc_errors"] = l.crc_flit_errors.value;
+        links.push_back(jl);
+      }
+    }
+    gpus.push_back({{"uuid", g.uuid.value},
+                    {"bus_id", g.pci_bus_id.value},
+                    {"supported", s.supported},
+                    {"all_feature_enabled", s.all_active},
+                    {"links", links}});
+    if (g.nvlinks.status == nvml::FieldStatus::kError)
+      errors += (errors.empty() ? "" : "; ") + gpu_label(g) + ": " + g.nvlinks.error;
+    if (!s.supported) {
+      rows.push_back({std::to_string(g.index), g.uuid.value,
+                      g.nvlinks.status == nvml::FieldStatus::kError ? "error" : "not supported",
+                      "-", "-", "-", "-"});
+      continue;
+    }
+    ++supported;
+    if (s.all_active) ++active;
+    if (!s.inactive.empty())
+      inactive_reason += (inactive_reason.empty() ? "" : "; ") + gpu_label(g) + ": link(s) " +
+                         join_links(s.inactive) + " inactive";
+    rows.push_back({std::to_string(g.index), g.uuid.value, std::to_string(g.nvlinks.value.size()),
+                    s.inactive.empty() ? "-" : join_links(s.inactive), std::to_string(s.replay),
+                    std::to_string(s.recovery), std::to_string(s.crc)});
+  }
+  nlohmann::json data = {{"gpus", gpus},
+                         {"gpus_with_all_links_feature_enabled", active},
+                         {"expected_gpus_with_all_links_feature_enabled", expected_gpus_all_links}};
+  std::string detail = render_table(rows);
+
+  if (!post_rx_detect_failures.empty())
+    return b_result(kNvlinkName, Health::kUnhealthy,
+                    "NVIDIA driver failed to update an NVLink post-RX-detection link mask (" +
+                        post_rx_detect_failures.front().message + ")",
+                    data, detail, SuggestedActions{"", {RepairAction::kRebootSystem}});
+  if (!errors.empty()) return b_result(kNvlinkName, Health::kUnhealthy, errors, data, detail);
+  if (expected_gpus_all_links > 0) {
+    if (active >= expected_gpus_all_links)
+      return b_result(kNvlinkName, Health::kHealthy,
+                      "nvlink threshold met: " + std::to_string(active) +
+                          " GPU(s) with all links active (require >=" +
+                          std::to_string(expected_gpus_all_links) + ")",
+                      data, detail);
+    std::string reason =
+        "nvlink threshold violated: require >=" + std::to_string(expected_gpus_all_links) +
+        " GPUs with all links active; got " + std::to_string(active);
+    if (!inactive_reason.empty()) reason += " (" + inactive_reason + ")";
+    return b_result(kNvlinkName, Health::kUnhealthy, reason, data, detail);
+  }
+  if (supported == 0)
+    return b_result(kNvlinkName, Health::kHealthy, "NVLink not supported (not applicable)", data,
+                    detail);
+  if (!inactive_reason.empty())
+    return b_result(kNvlinkName, Health::kDegraded, inactive_reason, data, detail);
+  return b_result(
+      kNvlinkName, Health::kHealthy,
+      "all NVLink links active on " + std::to_string(active) + " GPU(s) (nvlink threshold not set)",
+      data, detail);
+}
+
+CheckResult NvlinkComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
+  auto* m = ctx().metrics;
+  m->describe("accelerator_nvidia_nvlink_supported", "1 when the GPU supports NVLink");
+  m->describe("accelerator_nvidia_nvlink_feature_enabled",
+              "1 when all of the GPU's links are active");
+  m->describe("accelerator_nvidia_nvlink_replay_errors", "NVLink replay errors (sum over links)",
+              MetricKind::kCounter);
+  m->describe("accelerator_nvidia_nvlink_recovery_errors",
+              "NVLink recovery errors (sum over links)", MetricKind::kCounter);
+  m->describe("accelerator_nvidia_nvlink_crc_errors", "NVLink CRC flit errors (sum over links)",
+              MetricKind::kCounter);
+  for (const auto& g : snapshot.gpus) {
+    GpuLinks s = summarize(g);
+    Labels l = gpu_labels(g);
+    m->set(kNvlinkName, "accelerator_nvidia_nvlink_supported", s.supported ? 1 : 0, l);
+    m->set(kNvlinkName, "accelerator_nvidia_nvlink_feature_enabled", s.all_active ? 1 : 0, l);
+    if (!s.supported) continue;
+    m->set(kNvlinkName, "accelerator_nvidia_nvlink_replay_errors", static_cast<double>(s.replay),
+           l);
+    m->set(kNvlinkName, "accelerator_nvidia_nvlink_recovery_errors",
+           static_cast<double>(s.recovery), l);
+    m->set(kNvlinkName, "accelerator_nvidia_nvlink_crc_errors", static_cast<double>(s.crc), l);
+  }
+  // Post-RX-detect failures count since the current boot: only a reboot clears them.
+  std::vector<Event> failures;
+  host::HostFs fs(config().host_root);
+  TimePoint since = host::read_boot_time(fs).value_or(TimePoint{});
+  if (auto evs = ctx().events->query(kNvlinkName, since, Clock::now() + std::chrono::minutes(1))) {
+    for (auto& e : *evs)
+      if (e.name == kNvlinkPostRxDetectEvent) failures.push_back(std::move(e));
+  }
+  return evaluate_nvlink(snapshot, config().nvlink_expected_gpus_all_links, failures);
+}
+
+}  // namespace gpud::components

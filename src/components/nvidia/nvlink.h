@@ -1,0 +1,29 @@
+// accelerator-nvidia-nvlink: per-link NVLink state and error counters, the expected number of GPUs
+// with every link active (--nvlink-expected-link-states), and the driver's post-RX-detect failure
+// events the kernel-log reader records under this component.
+#pragma once
+
+#include "components/nvidia/nvidia_component.h"
+
+namespace gpud::components {
+
+inline constexpr std::string_view kNvlinkName = "accelerator-nvidia-nvlink";
+inline constexpr std::string_view kNvlinkPostRxDetectEvent = "nvlink_post_rx_detect_failure";
+
+// The rule (GPUd §2.2.9, in this order): a post-RX-detect failure event since boot ⇒ Unhealthy +
+// REBOOT_SYSTEM; with an expectation N > 0, fewer than N GPUs with all links active ⇒ Unhealthy;
+// without one, a GPU supporting NVLink with an inactive link ⇒ Degraded. NOT_SUPPORTED on a GPU
+// means no NVLink (not applicable).
+CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpus_all_links,
+                            const std::vector<Event>& post_rx_detect_failures);
+
+class NvlinkComponent : public NvidiaComponent {
+ public:
+  explicit NvlinkComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {}
+  std::string_view name() const override { return kNvlinkName; }
+
+ protected:
+  CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override;
+};
+
+}  // namespace gpud::components

@@ -1,0 +1,131 @@
+#include "components/nvidia/processes.h"
+
+#include "components/nvidia/nvidia_b_common.h"
+
+namespace gpud::components {
+namespace {
+
+std::vector<std::string> split_nul(std::string_view block) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < block.size()) {
+    size_t end = block.find('\0', start);
+    if (end == std::string_view::npos) end = block.size();
+    if (end > start) out.emplace_back(block.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> bad_env_vars_in_environ(std::string_view environ_block) {
+  std::vector<std::string> out;
+  for (const auto& kv : split_nul(environ_block)) {
+    auto key = std::string_view(kv).substr(0, kv.find('='));
+    if (is_bad_cuda_env_var(key)) out.emplace_back(key);
+  }
+  return out;
+}
+
+std::optional<ProcInfo> read_proc_info(const host::HostFs& fs, uint32_t pid) {
+  std::string dir = "/proc/" + std::to_string(pid);
+  if (!fs.exists(dir)) return std::nullopt;
+  ProcInfo info;
+  if (auto c = fs.read(dir + "/cmdline", 64 << 10)) info.cmdline = split_nul(*c);
+  if (auto e = fs.read(dir + "/environ", 1 << 20)) info.bad_env_vars = bad_env_vars_in_environ(*e);
+  return info;
+}
+
+bool processes_have_error(const nvml::NvmlSnapshot& snapshot) {
+  for (const auto& g : snapshot.gpus)
+    if (g.processes.status == nvml::FieldStatus::kError) return true;
+  return false;
+}
+
+CheckResult evaluate_processes(const nvml::NvmlSnapshot& snapshot,
+                               const std::map<uint32_t, std::optional<ProcInfo>>& procs,
+                               int consecutive_errors) {
+  nlohmann::json gpus = nlohmann::json::array();
+  std::vector<std::vector<std::string>> rows = {
+      {"GPU", "PID", "USED MEMORY", "BAD ENV", "COMMAND"}};
+  std::string bad, errors;
+  size_t total = 0, supported = 0;
+  for (const auto& g : snapshot.gpus) {
+    nlohmann::json jg = {{"uuid", g.uuid.value}, {"bus_id", g.pci_bus_id.value}};
+    const auto& f = g.processes;
+    if (f.supported()) ++supported;
+    if (f.status == nvml::FieldStatus::kError) {
+      errors += (errors.empty() ? "" : "; ") + gpu_label(g) + ": " + f.error;
+      jg["error"] = f.error;
+    }
+    nlohmann::json list = nlohmann::json::array();
+    if (f.ok()) {
+      total += f.value.size();
+      for (const auto& p : f.value) {
+        auto it = procs.find(p.pid);
+        if (it == procs.end() || !it->second) continue;  // vanished
+        const ProcInfo& info = *it->second;
+        nlohmann::json jp = {{"pid", p.pid},
+                             {"cmd_args", info.cmdline},
+                             {"bad_env_vars_for_cuda", info.bad_env_vars}};
+        bool mem_known = p.used_memory_bytes != nvml::NVML_VALUE_NOT_AVAILABLE_ULL;
+        if (mem_known) jp["gpu_used_memory_bytes"] = p.used_memory_bytes;
+        list.push_back(jp);
+        std::string cmd = info.cmdline.empty() ? "" : info.cmdline.front();
+        std::string envs;
+        for (const auto& v : info.bad_env_vars) {
+          envs += (envs.empty() ? "" : ",") + v;
+          bad += (bad.empty() ? "" : "; ") + std::string("pid ") + std::to_string(p.pid) + " on " +
+                 gpu_label(g) + " has " + v + " set";
+        }
+        rows.push_back({std::to_string(g.index), std::to_string(p.pid),
+                        mem_known ? std::to_string(p.used_memory_bytes >> 20) + " MiB" : "n/a",
+                        envs.empty() ? "-" : envs, cmd});
+      }
+    }
+    jg["processes"] = list;
+    gpus.push_back(jg);
+  }
+  nlohmann::json data = {{"gpus", gpus}, {"running_total", total}};
+  std::string detail = rows.size() > 1 ? render_table(rows) : "no GPU compute processes\n";
+  if (!errors.empty()) {
+    std::string reason = errors + " (detected " + std::to_string(consecutive_errors) + "/" +
+                         std::to_string(kProcessesErrorThreshold) + " consecutive checks)";
+    Health h =
+        consecutive_errors >= kProcessesErrorThreshold ? Health::kUnhealthy : Health::kHealthy;
+    auto r = b_result(kProcessesName, h, reason, data, detail);
+    r.states[0].error = errors;
+    return r;
+  }
+  if (!bad.empty())
+    return b_result(kProcessesName, Health::kDegraded, "bad CUDA environment variables set: " + bad,
+                    data, detail,
+                    SuggestedActions{"unset the profiling/debugging variables in the workload",
+                                     {RepairAction::kCheckUserAppAndGpu}});
+  std::string reason = supported == 0 ? "process listing not supported (not applicable)"
+                                      : std::to_string(total) + " GPU compute process(es) running";
+  return b_result(kProcessesName, Health::kHealthy, reason, data, detail);
+}
+
+ProcessesComponent::ProcessesComponent(const ComponentContext& ctx)
+    : NvidiaComponent(ctx), fs_(ctx.config->host_root) {}
+
+CheckResult ProcessesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
+  consecutive_errors_ = processes_have_error(snapshot) ? consecutive_errors_ + 1 : 0;
+  std::map<uint32_t, std::optional<ProcInfo>> procs;
+  for (const auto& g : snapshot.gpus) {
+    if (!g.processes.ok()) continue;
+    for (const auto& p : g.processes.value)
+      if (procs.count(p.pid) == 0) procs[p.pid] = read_proc_info(fs_, p.pid);
+  }
+  ctx().metrics->describe("accelerator_nvidia_processes_running_total",
+                          "Compute processes running on the GPU");
+  for (const auto& g : snapshot.gpus)
+    if (g.processes.ok())
+      ctx().metrics->set(kProcessesName, "accelerator_nvidia_processes_running_total",
+                         static_cast<double>(g.processes.value.size()), gpu_labels(g));
+  return evaluate_processes(snapshot, procs, consecutive_errors_);
+}
+
+}  // namespace gpud::components

@@ -1,0 +1,53 @@
+// accelerator-nvidia-processes: the compute processes running on each GPU (pid, used memory, and
+// from /proc/<pid> the command line and environment), flagging GPUd's bad CUDA environment
+// variables set in a process.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "components/nvidia/nvidia_component.h"
+#include "host/host_fs.h"
+
+namespace gpud::components {
+
+inline constexpr std::string_view kProcessesName = "accelerator-nvidia-processes";
+inline constexpr int kProcessesErrorThreshold = 5;  // consecutive checks with NVML errors
+
+// What /proc says about one GPU process; nullopt when it vanished.
+struct ProcInfo {
+  std::vector<std::string> cmdline;
+  std::vector<std::string> bad_env_vars;  // names of kBadCudaEnvVars set in its environment
+};
+
+// Reads /proc/<pid>/cmdline and /proc/<pid>/environ through the host root; nullopt when the
+// process is gone (or unreadable: then cmdline is empty and no variable is flagged).
+std::optional<ProcInfo> read_proc_info(const host::HostFs& fs, uint32_t pid);
+// The bad CUDA variables set in a NUL-separated environ block.
+std::vector<std::string> bad_env_vars_in_environ(std::string_view environ_block);
+
+// The rule. `procs` maps pid -> what /proc said (absent or nullopt: vanished, skipped in the
+// data). `consecutive_errors` counts checks in a row (this one included) with a generic NVML
+// error.
+CheckResult evaluate_processes(const nvml::NvmlSnapshot& snapshot,
+                               const std::map<uint32_t, std::optional<ProcInfo>>& procs,
+                               int consecutive_errors);
+// True when any GPU's process list answered an error other than NOT_SUPPORTED.
+bool processes_have_error(const nvml::NvmlSnapshot& snapshot);
+
+class ProcessesComponent : public NvidiaComponent {
+ public:
+  explicit ProcessesComponent(const ComponentContext& ctx);
+  std::string_view name() const override { return kProcessesName; }
+
+ protected:
+  CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override;
+
+ private:
+  host::HostFs fs_;
+  int consecutive_errors_ = 0;
+};
+
+}  // namespace gpud::components

@@ -1,0 +1,230 @@
+// End-to-end: the daemon on the fake libnvidia-ml: eight GPUs in the API, a GPU lost mid-run and
+// recovered after a restart, and a hung driver that stops neither /healthz nor the host components.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/e2e/daemon_process.h"
+
+namespace gpud::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string fixture(const std::string& name) {
+  return std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/nvml/" + name;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Atomically replaces `path` with `body`, so the fake never reads half a file.
+void write_atomic(const std::string& path, const std::string& body) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << body;
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+const std::vector<std::string> kNvidiaB = {"accelerator-nvidia-fabric-manager",
+                                           "accelerator-nvidia-gpm",
+                                           "accelerator-nvidia-gsp-firmware-mode",
+                                           "accelerator-nvidia-nvlink",
+                                           "accelerator-nvidia-pcie",
+                                           "accelerator-nvidia-persistence-mode",
+                                           "accelerator-nvidia-processes"};
+
+// component -> its first state, from /v1/states.
+std::map<std::string, nlohmann::json> states(const DaemonProcess& d) {
+  std::map<std::string, nlohmann::json> out;
+  auto r = d.get("/v1/states");
+  if (!r || r->status != 200) return out;
+  auto body = parse_json(r->body);
+  if (!body.is_array()) return out;
+  for (const auto& c : body)
+    if (c.contains("states") && !c["states"].empty()) out[c["component"]] = c["states"][0];
+  return out;
+}
+
+// Polls until pred(states) holds or timeout.
+template <typename Pred>
+bool wait_states(const DaemonProcess& d, Pred pred, std::chrono::seconds timeout,
+                 std::map<std::string, nlohmann::json>* last = nullptr) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  std::map<std::string, nlohmann::json> s;
+  while (std::chrono::steady_clock::now() < end) {
+    s = states(d);
+    if (pred(s)) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  if (last != nullptr) *last = s;
+  return pred(s);
+}
+
+bool all_nvidia(const std::map<std::string, nlohmann::json>& s, const std::string& health,
+                const std::string& action = "") {
+  for (const auto& n : kNvidiaB) {
+    auto it = s.find(n);
+    if (it == s.end() || it->second.value("health", "") != health) return false;
+    if (!action.empty()) {
+      const auto& sa = it->second.value("suggested_actions", nlohmann::json());
+      if (!sa.is_object() || sa["repair_actions"] != nlohmann::json::array({action})) return false;
+    }
+  }
+  return true;
+}
+
+std::vector<std::string> fake_args(const std::string& extra_interval = "1s") {
+  return {"--nvml-lib", GPUD_FAKE_NVML, "--nvidia-check-interval", extra_interval};
+}
+
+TEST(NvmlE2E, EightFakeGpusInTheApi) {
+  std::string dir = make_temp_dir();
+  DaemonProcess d(dir, fake_args(), true, {"FAKE_NVML_SCENARIO=" + fixture("h100x8-healthy.json")});
+  ASSERT_TRUE(d.ready()) << d.log();
+  auto comps = parse_json(d.get("/v1/components")->body);
+  for (const auto& n : kNvidiaB)
+    EXPECT_NE(std::find(comps.begin(), comps.end(), n), comps.end()) << n;
+  EXPECT_NE(std::find(comps.begin(), comps.end(), "accelerator-nvidia-bad-envs"), comps.end());
+  auto mi = parse_json(d.get("/machine-info")->body);
+  EXPECT_EQ(mi["gpuInfo"]["gpus"].size(), 8U) << mi.dump();
+  std::map<std::string, nlohmann::json> last;
+  EXPECT_TRUE(wait_states(
+      d, [](const auto& s) { return all_nvidia(s, "Healthy"); }, 20s, &last))
+      << nlohmann::json(last).dump();
+  auto metrics = d.get("/metrics")->body;
+  EXPECT_NE(metrics.find("accelerator_nvidia_nvlink_feature_enabled{gpu=\"7\""), std::string::npos);
+  EXPECT_NE(metrics.find("uuid=\"GPU-"), std::string::npos);
+  EXPECT_NE(metrics.find("accelerator_nvidia_pcie_link_width{"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(NvmlE2E, GpuLostMidRunThenRecoveredAfterRestart) {
+  std::string dir = make_temp_dir();
+  std::string scenario = dir + "-scenario.json";
+  write_atomic(scenario, slurp(fixture("h100x8-healthy.json")));
+  std::vector<std::string> env{"FAKE_NVML_SCENARIO=" + scenario};
+  std::map<std::string, nlohmann::json> last;
+  {
+    DaemonProcess d(dir, fake_args(), true, env);
+    ASSERT_TRUE(d.ready()) << d.log();
+    ASSERT_TRUE(wait_states(
+        d, [](const auto& s) { return all_nvidia(s, "Healthy"); }, 20s, &last))
+        << nlohmann::json(last).dump();
+    write_atomic(scenario, slurp(fixture("h100x8-gpu-lost.json")));
+    EXPECT_TRUE(wait_states(
+        d, [](const auto& s) { return all_nvidia(s, "Unhealthy", "REBOOT_SYSTEM"); }, 30s, &last))
+        << nlohmann::json(last).dump();
+    EXPECT_NE(last["accelerator-nvidia-nvlink"].value("reason", "").find("GPU 3"),
+              std::string::npos);
+    EXPECT_EQ(last["cpu"].value("health", ""), "Healthy");
+    d.stop();
+  }
+  write_atomic(scenario, slurp(fixture("h100x8-healthy.json")));
+  DaemonProcess d(dir, fake_args(), true, env);
+  ASSERT_TRUE(d.ready()) << d.log();
+  EXPECT_TRUE(wait_states(
+      d, [](const auto& s) { return all_nvidia(s, "Healthy"); }, 20s, &last))
+      << nlohmann::json(last).dump();
+  d.stop();
+  std::filesystem::remove(scenario);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(NvmlE2E, HungDriverStopsNeitherHealthzNorHostComponents) {
+  std::string dir = make_temp_dir();
+  auto args = fake_args();
+  args.insert(args.end(), {"--nvml-call-timeout", "200ms"});
+  DaemonProcess d(dir, args, true, {"FAKE_NVML_SCENARIO=" + fixture("h100x8-hung-driver.json")});
+  ASSERT_TRUE(d.ready()) << d.log();
+  std::map<std::string, nlohmann::json> last;
+  auto timed_out = [](const auto& s) {
+    for (const auto& n : kNvidiaB) {
+      auto it = s.find(n);
+      if (it == s.end() || it->second.value("health", "") != "Unhealthy" ||
+          it->second.value("reason", "").find("NVML call timed out") == std::string::npos)
+        return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(wait_states(d, timed_out, 30s, &last)) << nlohmann::json(last).dump();
+  for (int i = 0; i < 5; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto r = d.get("/healthz");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+    std::this_thread::sleep_for(300ms);
+  }
+  auto s = states(d);
+  EXPECT_EQ(s["cpu"].value("health", ""), "Healthy") << s["cpu"].dump();
+  EXPECT_EQ(s["memory"].value("health", ""), "Healthy") << s["memory"].dump();
+  d.stop();
+  std::filesystem::remove_all(dir);
+}
+
+// scripts/device-check.sh's comparison logic, with a fake nvidia-smi: a saved scan (every field),
+// then the real `gpud scan --json` on the fake NVML (fields other components own may be missing).
+int run_shell(const std::string& cmd, std::string* out) {
+  std::string path = make_temp_dir() + "/out";
+  int rc = std::system((cmd + " >" + path + " 2>&1").c_str());
+  *out = slurp(path);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(DeviceCheckScript, ComparesSavedScanWithNvidiaSmi) {
+  std::string src = GPUD_SOURCE_DIR;
+  std::string base = "SCAN_JSON=" + src +
+                     "/testing/fixtures/device-check/scan.json NVIDIA_SMI=" + src +
+                     "/testing/fixtures/device-check/nvidia-smi ";
+  std::string out;
+  EXPECT_EQ(run_shell(base + "bash " + src + "/scripts/device-check.sh", &out), 0) << out;
+  EXPECT_NE(out.find("2 GPU(s), 0 difference(s)"), std::string::npos) << out;
+  EXPECT_EQ(
+      run_shell("FAKE_SMI_TEMP_OFFSET=10 " + base + "bash " + src + "/scripts/device-check.sh",
+                &out),
+      1)
+      << out;
+  EXPECT_NE(out.find("temp_c        45"), std::string::npos) << out;
+  EXPECT_NE(out.find("DIFF"), std::string::npos) << out;
+}
+
+TEST(DeviceCheckScript, RunsGpudScanOnTheFakeDriver) {
+  std::string dir = make_temp_dir();
+  std::string smi = dir + "/nvidia-smi";
+  {
+    std::ofstream out(smi);
+    out << "#!/bin/sh\n";
+    const char* bus[] = {"18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"};
+    for (int i = 0; i < 8; ++i)
+      out << "echo '" << i << ", NVIDIA H100 80GB HBM3, GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e0"
+          << i << ", 00000000:" << bus[i]
+          << ":00.0, 34, 71.00, 81559, Enabled, Enabled, 345, 2619'\n";
+  }
+  std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
+  std::string src = GPUD_SOURCE_DIR;
+  std::string out;
+  int rc = run_shell("cd " + src +
+                         " && DEVICE_CHECK_ALLOW_MISSING=1 GPUD=" GPUD_BINARY
+                         " GPUD_NVML_LIBRARY_PATH=" GPUD_FAKE_NVML " FAKE_NVML_SCENARIO=" +
+                         fixture("h100x8-healthy.json") + " NVIDIA_SMI=" + smi +
+                         " bash scripts/device-check.sh",
+                     &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("8 GPU(s), 0 difference(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("persistence   Enabled"), std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpud::e2e
