@@ -47,6 +47,13 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--files", f.files, "Comma-separated files that must exist (file component)");
   cmd.add_option("--nvml-lib", f.config.nvml_lib,
                  "libnvidia-ml.so.1 to load (default: $GPUD_NVML_LIBRARY_PATH, else the system's)");
+  // nvidia (A)
+  cmd.add_option("--gpu-count", f.config.gpu_count,
+                 "Expected number of NVIDIA GPUs; a different NVML count is Unhealthy (0: off)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--threshold-celsius-slowdown-margin", f.config.threshold_celsius_slowdown_margin,
+                 "Degraded when a GPU's margin to its slowdown temperature is at most this (0: off)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 void add_store_flags(CLI::App& cmd, RunFlags& f) {
