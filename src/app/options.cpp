@@ -73,6 +73,13 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
                 std::chrono::seconds(1));
   duration_flag("--nvml-call-timeout", &f.config.nvml_call_timeout,
                 std::chrono::milliseconds(10));
+  // nvidia (A)
+  cmd.add_option("--gpu-count", f.config.gpu_count,
+                 "Expected number of NVIDIA GPUs; a different NVML count is Unhealthy (0: off)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--threshold-celsius-slowdown-margin", f.config.threshold_celsius_slowdown_margin,
+                 "Degraded when a GPU's margin to its slowdown temperature is at most this (0: off)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 void add_store_flags(CLI::App& cmd, RunFlags& f) {

@@ -21,6 +21,18 @@
 #include "components/nvidia/pcie.h"
 #include "components/nvidia/persistence_mode.h"
 #include "components/nvidia/processes.h"
+// nvidia (A)
+#include "components/nvidia/clock_speed.h"
+#include "components/nvidia/ecc.h"
+#include "components/nvidia/gpu_counts.h"
+#include "components/nvidia/hw_slowdown.h"
+#include "components/nvidia/info.h"
+#include "components/nvidia/memory.h"
+#include "components/nvidia/power.h"
+#include "components/nvidia/remapped_rows.h"
+#include "components/nvidia/retired_pages.h"
+#include "components/nvidia/temperature.h"
+#include "components/nvidia/utilization.h"
 
 namespace gpud::components {
 namespace {
@@ -52,6 +64,18 @@ const std::vector<std::pair<const char*, Factory>>& all_components() {
       entry<PcieComponent>("accelerator-nvidia-pcie"),
       entry<PersistenceModeComponent>("accelerator-nvidia-persistence-mode"),
       entry<ProcessesComponent>("accelerator-nvidia-processes"),
+      // nvidia (A)
+      entry<ClockSpeedComponent>("accelerator-nvidia-clock-speed"),
+      entry<EccComponent>("accelerator-nvidia-ecc"),
+      entry<GpuCountsComponent>("accelerator-nvidia-gpu-counts"),
+      entry<HwSlowdownComponent>("accelerator-nvidia-hw-slowdown"),
+      entry<InfoComponent>("accelerator-nvidia-info"),
+      entry<GpuMemoryComponent>("accelerator-nvidia-memory"),
+      entry<PowerComponent>("accelerator-nvidia-power"),
+      entry<RemappedRowsComponent>("accelerator-nvidia-remapped-rows"),
+      entry<RetiredPagesComponent>("accelerator-nvidia-retired-pages"),
+      entry<TemperatureComponent>("accelerator-nvidia-temperature"),
+      entry<UtilizationComponent>("accelerator-nvidia-utilization"),
   };
   return kAll;
 }

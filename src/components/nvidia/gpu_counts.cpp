@@ -1,0 +1,102 @@
+#include "components/nvidia/gpu_counts.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "host/pci.h"
+
+namespace gpud::components {
+
+namespace {
+constexpr const char* kName = "accelerator-nvidia-gpu-counts";
+constexpr const char* kOsComponent = "os";
+constexpr const char* kRebootEvent = "reboot";
+}  // namespace
+
+std::optional<RepairAction> evaluate_suggested_actions(std::vector<TimePoint> reboots,
+                                                       std::vector<TimePoint> failures,
+                                                       int max_reboots) {
+  if (reboots.empty()) return RepairAction::kRebootSystem;
+  std::sort(reboots.begin(), reboots.end());
+  std::sort(failures.begin(), failures.end());
+  if (!failures.empty() && reboots.back() > failures.back()) return std::nullopt;
+  if (reboots.size() == 1 || failures.size() <= 1) return RepairAction::kRebootSystem;
+  std::set<TimePoint> preceding;  // distinct reboots each followed by a failure
+  for (TimePoint f : failures) {
+    auto it = std::upper_bound(reboots.begin(), reboots.end(), f);
+    if (it == reboots.begin()) continue;
+    preceding.insert(*std::prev(it));
+  }
+  if (static_cast<int>(preceding.size()) >= max_reboots) return RepairAction::kHardwareInspection;
+  return RepairAction::kRebootSystem;
+}
+
+CheckResult evaluate_gpu_counts(const GpuCountInput& in, TimePoint now) {
+  std::map<std::string, std::string> extra = {
+      {"data", nlohmann::json({{"count_nvml", in.nvml_count},
+                               {"count_sysfs", in.sysfs_count},
+                               {"expected", in.expected}})
+                   .dump()}};
+  std::string detail =
+      fmt::format("NVML GPUs: {}\nPCI (sysfs) NVIDIA GPUs: {}\nexpected: {}\n", in.nvml_count,
+                  in.sysfs_count, in.expected > 0 ? std::to_string(in.expected) : "not set");
+  CheckResult r;
+  if (in.expected <= 0) {
+    r = single_state(kName, Health::kHealthy, "GPU count thresholds not set, skipping",
+                     std::nullopt, extra, now);
+  } else if (in.nvml_count == static_cast<size_t>(in.expected)) {
+    r = single_state(kName, Health::kHealthy,
+                     fmt::format("nvidia gpu count matches the expected {}", in.expected),
+                     std::nullopt, extra, now);
+  } else {
+    std::optional<SuggestedActions> actions;
+    if (auto a = evaluate_suggested_actions(in.reboots, in.mismatches)) {
+      actions = SuggestedActions{*a == RepairAction::kHardwareInspection
+                                     ? "GPU count still wrong after repeated reboots: inspect "
+                                       "the GPUs and their seating"
+                                     : "reboot the system to re-enumerate the GPUs",
+                                 {*a}};
+    }
+    r = single_state(kName, Health::kUnhealthy,
+                     fmt::format("nvidia gpu count mismatch (found {}, expected {})", in.nvml_count,
+                                 in.expected),
+                     actions, extra, now);
+  }
+  r.detail = std::move(detail);
+  return r;
+}
+
+GpuCountsComponent::GpuCountsComponent(const ComponentContext& ctx)
+    : NvidiaComponent(ctx), fs_(ctx.config->host_root) {}
+
+CheckResult GpuCountsComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
+  const TimePoint now = Clock::now();
+  GpuCountInput in;
+  in.nvml_count = snapshot.gpus.size();
+  in.expected = config().gpu_count;
+  in.sysfs_count = host::find_nvidia_gpus(fs_).size();
+  if (in.expected > 0 && in.nvml_count != static_cast<size_t>(in.expected)) {
+    Event e;
+    e.time = std::chrono::time_point_cast<std::chrono::seconds>(now);
+    e.name = kGpuCountMismatchEvent;
+    e.type = EventType::kWarning;
+    e.message = fmt::format("nvidia gpu count mismatch (found {}, expected {})", in.nvml_count,
+                            in.expected);
+    record(e);
+    const TimePoint since = now - kGpuCountLookback;
+    if (ctx().events != nullptr) {
+      if (auto mine = events(since, now + std::chrono::seconds(1)))
+        for (const auto& ev : *mine)
+          if (ev.name == kGpuCountMismatchEvent) in.mismatches.push_back(ev.time);
+      if (auto os = ctx().events->query(kOsComponent, since, now))
+        for (const auto& ev : *os)
+          if (ev.name == kRebootEvent) in.reboots.push_back(ev.time);
+    }
+    if (in.mismatches.empty()) in.mismatches.push_back(now);
+  }
+  return evaluate_gpu_counts(in, now);
+}
+
+}  // namespace gpud::components

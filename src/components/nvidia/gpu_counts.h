@@ -1,0 +1,48 @@
+// GpuCountsComponent ("accelerator-nvidia-gpu-counts"): the NVML GPU count against --gpu-count. A
+// mismatch is Unhealthy; the suggested action follows the reboot history (reboot first, hardware
+// inspection once reboots did not help twice).
+#pragma once
+
+#include <optional>
+
+#include "components/nvidia/nvidia_component.h"
+#include "host/host_fs.h"
+
+namespace gpud::components {
+
+inline constexpr const char* kGpuCountMismatchEvent = "gpu-count-mismatch";
+inline constexpr std::chrono::hours kGpuCountLookback{72};
+
+// GPUd's EvaluateSuggestedActions (pkg/eventstore/suggested_actions.go), pure; local here until
+// src/core has a shared one. No reboot ⇒ REBOOT_SYSTEM; the newest reboot after the newest failure
+// ⇒ nullopt (resolved); one reboot or one failure ⇒ REBOOT_SYSTEM; else the number of distinct
+// reboots that preceded a failure ≥ max_reboots ⇒ HARDWARE_INSPECTION, else REBOOT_SYSTEM.
+std::optional<RepairAction> evaluate_suggested_actions(std::vector<TimePoint> reboots,
+                                                       std::vector<TimePoint> failures,
+                                                       int max_reboots = 2);
+
+struct GpuCountInput {
+  size_t nvml_count = 0;
+  int expected = 0;                   // --gpu-count; 0: not checked
+  size_t sysfs_count = 0;             // NVIDIA display controllers on the PCI bus (information)
+  std::vector<TimePoint> reboots;     // "reboot" events of the os component in the lookback
+  std::vector<TimePoint> mismatches;  // this component's gpu-count-mismatch events (incl. now)
+};
+
+// The rule (pure).
+CheckResult evaluate_gpu_counts(const GpuCountInput& in, TimePoint now = Clock::now());
+
+class GpuCountsComponent : public NvidiaComponent {
+ public:
+  explicit GpuCountsComponent(const ComponentContext& ctx);
+  std::string_view name() const override { return "accelerator-nvidia-gpu-counts"; }
+  bool can_set_healthy() const override { return true; }
+
+ protected:
+  CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override;
+
+ private:
+  host::HostFs fs_;
+};
+
+}  // namespace gpud::components

@@ -1,0 +1,73 @@
+// GpuIssues: what the per-GPU NVIDIA components share to turn per-GPU findings (NVML errors, rule
+// hits) into one state: worst health, joined reasons, the strongest repair action.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/health.h"
+#include "nvml/device.h"
+
+namespace gpud::components {
+
+class GpuIssues {
+ public:
+  // A per-GPU NVML error other than lost / reset (the preamble handles those): Unhealthy with the
+  // error text.
+  void nvml_error(const nvml::GpuSnapshot& gpu, std::string_view what, const std::string& error);
+  // True when the field can be used; an errored field is recorded as an NVML error, a
+  // NOT_SUPPORTED one is "not applicable" (false, no issue).
+  template <typename T>
+  bool usable(const nvml::GpuSnapshot& gpu, const nvml::Field<T>& field, std::string_view what) {
+    if (field.status == nvml::FieldStatus::kError) nvml_error(gpu, what, field.error);
+    return field.ok();
+  }
+  void add(Health health, std::string reason, std::optional<RepairAction> action = std::nullopt);
+
+  bool empty() const { return reasons_.empty(); }
+  Health health() const { return health_; }
+  std::string reason() const;  // reasons joined with "; "
+  std::string error() const;   // NVML error texts joined with "; "
+  // HARDWARE_INSPECTION wins over REBOOT_SYSTEM; nullopt when no finding asked for an action.
+  std::optional<SuggestedActions> actions(std::string description = "") const;
+
+  // One state for `component`: the issues, or `healthy_reason` when there are none; extra_info
+  // {"data": data}.
+  CheckResult result(std::string_view component, std::string healthy_reason,
+                     const nlohmann::json& data, std::string detail,
+                     TimePoint now = Clock::now()) const;
+
+ private:
+  Health health_ = Health::kHealthy;
+  std::vector<std::string> reasons_;
+  std::vector<std::string> errors_;
+  bool reboot_ = false;
+  bool inspect_ = false;
+  bool check_app_ = false;
+};
+
+// uuid, bus_id and index of a GPU, the start of every per-GPU JSON object.
+nlohmann::json gpu_identity_json(const nvml::GpuSnapshot& gpu);
+// A field as JSON: its value when ok, null otherwise.
+template <typename T>
+nlohmann::json field_json(const nvml::Field<T>& f) {
+  return f.ok() ? nlohmann::json(f.value) : nlohmann::json(nullptr);
+}
+// A field for the detail table: its value, "n/a" when not supported, "error" when errored.
+template <typename T>
+std::string field_text(const nvml::Field<T>& f) {
+  if (f.ok()) {
+    if constexpr (std::is_same_v<T, std::string>)
+      return f.value;
+    else
+      return std::to_string(f.value);
+  }
+  return f.supported() ? "error" : "n/a";
+}
+// Renders rows as an aligned table (first row: header), for CheckResult::detail.
+std::string format_table(const std::vector<std::vector<std::string>>& rows);
+
+}  // namespace gpud::components

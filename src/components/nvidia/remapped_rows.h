@@ -1,0 +1,35 @@
+// RemappedRowsComponent ("accelerator-nvidia-remapped-rows"): HBM row remapping on the products
+// that have it (A100, A10, H100, H200, B100, B200, GB200): a pending remap needs a GPU reset
+// (reboot), a failed remap is an RMA case.
+#pragma once
+
+#include <atomic>
+
+#include "components/nvidia/nvidia_component.h"
+
+namespace gpud::components {
+
+// GPUd's memory-error-management table: a product name containing a100, a10, b100, b200, gb200,
+// h100 or h200 (case-insensitive) supports row remapping.
+bool product_supports_row_remapping(std::string_view product);
+
+// The rule over one snapshot (pure; unit tests call it).
+CheckResult evaluate_remapped_rows(const nvml::NvmlSnapshot& snapshot);
+
+class RemappedRowsComponent : public NvidiaComponent {
+ public:
+  explicit RemappedRowsComponent(const ComponentContext& ctx);
+  std::string_view name() const override { return "accelerator-nvidia-remapped-rows"; }
+  // False once a check (or, in scan, a probe) saw a product without row remapping.
+  bool supported() const override;
+  bool can_set_healthy() const override { return true; }
+
+ protected:
+  CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override;
+
+ private:
+  enum Support : int { kUnknown, kYes, kNo };
+  mutable std::atomic<int> support_{kUnknown};
+};
+
+}  // namespace gpud::components

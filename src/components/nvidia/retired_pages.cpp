@@ -1,0 +1,195 @@
+#include "components/nvidia/retired_pages.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "components/nvidia/gpu_issues.h"
+
+namespace gpud::components {
+
+namespace {
+constexpr const char* kName = "accelerator-nvidia-retired-pages";
+constexpr const char* kSbe = "accelerator_nvidia_retired_pages_single_bit";
+constexpr const char* kDbe = "accelerator_nvidia_retired_pages_double_bit";
+constexpr const char* kPendingMetric = "accelerator_nvidia_retired_pages_pending";
+
+std::string uuid_of(const nvml::GpuSnapshot& g) {
+  return g.uuid.ok() ? g.uuid.value : std::to_string(g.index);
+}
+
+// uuid -> DBE page count of the oldest and newest event in `history`.
+struct Range {
+  TimePoint oldest_time = TimePoint::max();
+  uint32_t oldest = 0;
+  TimePoint newest_time = TimePoint::min();
+  uint32_t newest = 0;
+};
+std::map<std::string, Range> dbe_history(const std::vector<Event>& history) {
+  std::map<std::string, Range> out;
+  for (const auto& e : history) {
+    if (e.name != kRetiredPagesDbeEvent) continue;
+    auto uuid = e.extra_info.find("gpu_uuid");
+    auto dbe = e.extra_info.find("double_bit");
+    if (uuid == e.extra_info.end() || dbe == e.extra_info.end() || !uuid->is_string() ||
+        !dbe->is_number_unsigned())
+      continue;
+    Range& r = out[uuid->get<std::string>()];
+    uint32_t v = dbe->get<uint32_t>();
+    if (e.time < r.oldest_time) r.oldest_time = e.time, r.oldest = v;
+    if (e.time >= r.newest_time) r.newest_time = e.time, r.newest = v;
+  }
+  return out;
+}
+}  // namespace
+
+bool architecture_retires_pages(std::string_view a) {
+  return a == "volta" || a == "turing" || a == "pascal" || a == "maxwell" || a == "kepler" ||
+         a == "fermi" || a == "tesla";
+}
+
+bool snapshot_retires_pages(const nvml::NvmlSnapshot& snapshot) {
+  for (const auto& g : snapshot.gpus)
+    if (architecture_retires_pages(g.architecture) && g.retired_pages.supported()) return true;
+  return false;
+}
+
+std::vector<Event> retired_pages_events(const nvml::NvmlSnapshot& snapshot,
+                                        const std::vector<Event>& history, TimePoint now) {
+  auto known = dbe_history(history);
+  std::vector<Event> out;
+  for (const auto& g : snapshot.gpus) {
+    if (!architecture_retires_pages(g.architecture) || !g.retired_pages.ok()) continue;
+    uint32_t dbe = g.retired_pages.value.double_bit;
+    auto it = known.find(uuid_of(g));
+    if (it != known.end() && it->second.newest == dbe) continue;
+    Event e;
+    e.component = kName;
+    e.time = std::chrono::time_point_cast<std::chrono::seconds>(now);
+    e.name = kRetiredPagesDbeEvent;
+    e.type = EventType::kInfo;
+    e.message = fmt::format("{}: {} page(s) retired for double-bit errors", uuid_of(g), dbe);
+    e.extra_info = {{"gpu_uuid", uuid_of(g)}, {"double_bit", dbe}};
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+CheckResult evaluate_retired_pages(const nvml::NvmlSnapshot& snapshot,
+                                   const std::vector<Event>& history, TimePoint now) {
+  auto known = dbe_history(history);
+  GpuIssues issues;
+  nlohmann::json gpus = nlohmann::json::array();
+  std::vector<std::vector<std::string>> rows = {
+      {"GPU", "ARCH", "SBE PAGES", "DBE PAGES", "DBE +7d", "PENDING"}};
+  size_t applicable = 0;
+  for (const auto& g : snapshot.gpus) {
+    nlohmann::json j = gpu_identity_json(g);
+    j["architecture"] = g.architecture;
+    if (!architecture_retires_pages(g.architecture)) {
+      j["supported"] = false;
+      rows.push_back({std::to_string(g.index), g.architecture, "n/a", "n/a", "n/a", "n/a"});
+      gpus.push_back(std::move(j));
+      continue;
+    }
+    j["supported"] = g.retired_pages.supported();
+    std::vector<std::string> row = {std::to_string(g.index), g.architecture};
+    if (issues.usable(g, g.retired_pages, "retired pages")) {
+      ++applicable;
+      const nvml::RetiredPages& p = g.retired_pages.value;
+      uint32_t growth = 0;
+      if (auto it = known.find(uuid_of(g)); it != known.end() && p.double_bit > it->second.oldest)
+        growth = p.double_bit - it->second.oldest;
+      j["single_bit"] = p.single_bit;
+      j["double_bit"] = p.double_bit;
+      j["double_bit_growth_7d"] = growth;
+      row.insert(row.end(), {std::to_string(p.single_bit), std::to_string(p.double_bit),
+                             std::to_string(growth)});
+      if (p.single_bit + p.double_bit >= kMaxRetiredPages)
+        issues.add(Health::kUnhealthy,
+                   fmt::format("{} has {} retired pages (limit {})", gpu_label(g),
+                               p.single_bit + p.double_bit, kMaxRetiredPages),
+                   RepairAction::kHardwareInspection);
+      else if (p.double_bit > kDbeRetiredPagesSoftLimit && growth > 1)
+        issues.add(Health::kUnhealthy,
+                   fmt::format("{} has {} pages retired for double-bit errors (limit {}), {} new "
+                               "in the last 7 days",
+                               gpu_label(g), p.double_bit, kDbeRetiredPagesSoftLimit, growth),
+                   RepairAction::kHardwareInspection);
+    } else {
+      std::string t = g.retired_pages.supported() ? "error" : "n/a";
+      row.insert(row.end(), {t, t, t});
+    }
+    if (issues.usable(g, g.retired_pages_pending, "retired pages pending status")) {
+      j["pending"] = g.retired_pages_pending.value;
+      row.push_back(g.retired_pages_pending.value ? "yes" : "no");
+      if (g.retired_pages_pending.value)
+        issues.add(Health::kUnhealthy, gpu_label(g) + " has pages pending retirement (needs reset)",
+                   RepairAction::kRebootSystem);
+    } else {
+      row.push_back(g.retired_pages_pending.supported() ? "error" : "n/a");
+    }
+    rows.push_back(std::move(row));
+    gpus.push_back(std::move(j));
+  }
+  std::string healthy = applicable == 0 ? "page retirement not supported (not applicable)"
+                                        : fmt::format(
+                                              "all {} GPU(s) were checked, no retired "
+                                              "pages issue found",
+                                              applicable);
+  auto r = issues.result(kName, healthy, {{"gpus", gpus}}, format_table(rows), now);
+  if (auto& a = r.states[0].suggested_actions)
+    a->description = a->repair_actions.front() == RepairAction::kHardwareInspection
+                         ? "retired pages beyond DCGM's limits: the GPU qualifies for RMA"
+                         : "pages pending retirement take effect after a GPU reset or reboot";
+  return r;
+}
+
+RetiredPagesComponent::RetiredPagesComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
+  if (ctx.metrics == nullptr) return;
+  ctx.metrics->describe(kSbe, "Pages retired for multiple single-bit ECC errors");
+  ctx.metrics->describe(kDbe, "Pages retired for double-bit ECC errors");
+  ctx.metrics->describe(kPendingMetric, "1 when pages wait for retirement at the next reset");
+}
+
+bool RetiredPagesComponent::supported() const {
+  if (!NvidiaComponent::supported()) return false;
+  int s = support_.load();
+  // As for remapped rows: scan probes before its check; the daemon learns it from the first check.
+  if (s == kUnknown && ctx().scan_mode && source().status() == nvml::NvmlStatus::kReady) {
+    if (auto snap = source().snapshot(); snap.ok()) {
+      s = snapshot_retires_pages(**snap) ? kYes : kNo;
+      support_.store(s);
+    }
+  }
+  return s != kNo;
+}
+
+CheckResult RetiredPagesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
+  const TimePoint now = Clock::now();
+  support_.store(snapshot_retires_pages(snapshot) ? kYes : kNo);
+  if (MetricRegistry* m = ctx().metrics) {
+    for (const auto& g : snapshot.gpus) {
+      if (!architecture_retires_pages(g.architecture)) continue;
+      Labels l = gpu_labels(g);
+      if (g.retired_pages.ok()) {
+        m->set(kName, kSbe, g.retired_pages.value.single_bit, l);
+        m->set(kName, kDbe, g.retired_pages.value.double_bit, l);
+      }
+      if (g.retired_pages_pending.ok())
+        m->set(kName, kPendingMetric, g.retired_pages_pending.value ? 1 : 0, l);
+    }
+  }
+  std::vector<Event> history;
+  if (!ctx().scan_mode) {
+    if (auto h = events(now - kDbeRetirementWindow, now)) history = std::move(*h);
+  }
+  for (auto& e : retired_pages_events(snapshot, history, now)) {
+    record(e);
+    history.push_back(std::move(e));
+  }
+  if (ctx().scan_mode) history.clear();
+  return evaluate_retired_pages(snapshot, history, now);
+}
+
+}  // namespace gpud::components

@@ -1,0 +1,337 @@
+// The NVIDIA (A) components over the fake libnvidia-ml, loaded through the real loader, for every
+// scenario in testing/fixtures/nvml/.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "components/nvidia/clock_speed.h"
+#include "components/nvidia/ecc.h"
+#include "components/nvidia/gpu_counts.h"
+#include "components/nvidia/hw_slowdown.h"
+#include "components/nvidia/info.h"
+#include "components/nvidia/memory.h"
+#include "components/nvidia/power.h"
+#include "components/nvidia/remapped_rows.h"
+#include "components/nvidia/retired_pages.h"
+#include "components/nvidia/temperature.h"
+#include "components/nvidia/utilization.h"
+#include "nvml/source.h"
+#include "store/database.h"
+#include "store/event_store.h"
+
+namespace gpud::components {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string fixture_dir() { return std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/nvml/"; }
+
+const std::vector<std::string>& component_names() {
+  static const std::vector<std::string> kNames = {
+      "accelerator-nvidia-info",          "accelerator-nvidia-gpu-counts",
+      "accelerator-nvidia-temperature",   "accelerator-nvidia-power",
+      "accelerator-nvidia-clock-speed",   "accelerator-nvidia-hw-slowdown",
+      "accelerator-nvidia-ecc",           "accelerator-nvidia-remapped-rows",
+      "accelerator-nvidia-retired-pages", "accelerator-nvidia-memory",
+      "accelerator-nvidia-utilization"};
+  return kNames;
+}
+
+std::unique_ptr<Component> make(const std::string& name, const ComponentContext& ctx) {
+  static const std::map<std::string,
+                        std::function<std::unique_ptr<Component>(const ComponentContext&)>>
+      kMake = {
+          {"accelerator-nvidia-info", [](auto& c) { return std::make_unique<InfoComponent>(c); }},
+          {"accelerator-nvidia-gpu-counts",
+           [](auto& c) { return std::make_unique<GpuCountsComponent>(c); }},
+          {"accelerator-nvidia-temperature",
+           [](auto& c) { return std::make_unique<TemperatureComponent>(c); }},
+          {"accelerator-nvidia-power", [](auto& c) { return std::make_unique<PowerComponent>(c); }},
+          {"accelerator-nvidia-clock-speed",
+           [](auto& c) { return std::make_unique<ClockSpeedComponent>(c); }},
+          {"accelerator-nvidia-hw-slowdown",
+           [](auto& c) { return std::make_unique<HwSlowdownComponent>(c); }},
+          {"accelerator-nvidia-ecc", [](auto& c) { return std::make_unique<EccComponent>(c); }},
+          {"accelerator-nvidia-remapped-rows",
+           [](auto& c) { return std::make_unique<RemappedRowsComponent>(c); }},
+          {"accelerator-nvidia-retired-pages",
+           [](auto& c) { return std::make_unique<RetiredPagesComponent>(c); }},
+          {"accelerator-nvidia-memory",
+           [](auto& c) { return std::make_unique<GpuMemoryComponent>(c); }},
+          {"accelerator-nvidia-utilization",
+           [](auto& c) { return std::make_unique<UtilizationComponent>(c); }},
+      };
+  return kMake.at(name)(ctx);
+}
+
+// One daemon-like (or scan) setup over one scenario.
+struct Rig {
+  explicit Rig(const std::string& scenario, bool scan_mode = false,
+               std::chrono::milliseconds deadline = 5s, int gpu_count = 0) {
+    setenv("FAKE_NVML_SCENARIO", (fixture_dir() + scenario).c_str(), 1);
+    db = store::Database::open_in_memory().value();
+    events = std::make_unique<store::EventStore>(*db);
+    config.gpu_count = gpu_count;
+    config.threshold_celsius_slowdown_margin = 0;
+    config.host_root = std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/nonexistent-root";
+    source = std::make_unique<nvml::NvidiaSource>(GPUD_FAKE_NVML, deadline);
+    source->open();
+    ctx.config = &config;
+    ctx.events = events.get();
+    ctx.metrics = &metrics;
+    ctx.scan_mode = scan_mode;
+    ctx.nvidia = source.get();
+    for (const auto& n : component_names()) components[n] = make(n, ctx);
+  }
+  CheckResult check(const std::string& name) { return components.at(name)->check(); }
+  Component& at(const std::string& name) { return *components.at(name); }
+
+  std::unique_ptr<store::Database> db;
+  std::unique_ptr<store::EventStore> events;
+  MetricRegistry metrics;
+  Config config;
+  std::unique_ptr<nvml::NvidiaSource> source;
+  ComponentContext ctx;
+  std::map<std::string, std::unique_ptr<Component>> components;
+};
+
+struct Expect {
+  Health health = Health::kHealthy;
+  std::string reason_part;  // "" : anything
+  std::optional<RepairAction> action;
+};
+
+// Expected verdicts per scenario; components not named are Healthy without an action.
+const std::map<std::string, std::map<std::string, Expect>>& expectations() {
+  static const std::map<std::string, std::map<std::string, Expect>> kExpect = {
+      {"h100x8-healthy.json", {}},
+      {"a100x8-healthy.json", {}},
+      {"h100x8-row-remap-pending.json",
+       {{"accelerator-nvidia-remapped-rows",
+         {Health::kUnhealthy, "GPU 2 (0000:3a:00.0) needs reset", RepairAction::kRebootSystem}},
+        {"accelerator-nvidia-ecc",
+         {Health::kUnhealthy, "GPU 2 (0000:3a:00.0) has 1 volatile uncorrectable",
+          RepairAction::kRebootSystem}}}},
+      {"h100x8-row-remap-failed.json",
+       {{"accelerator-nvidia-remapped-rows",
+         {Health::kUnhealthy, "GPU 5 (0000:ab:00.0) qualifies for RMA",
+          RepairAction::kHardwareInspection}}}},
+      {"h100x8-hw-slowdown.json",
+       {{"accelerator-nvidia-hw-slowdown", {Health::kHealthy, "GPU 6 (0000:ba:00.0)", {}}}}},
+      {"h100x8-gpu-lost.json", {}},  // every component: see GpuLostMakesEveryComponentReboot
+      {"h100x8-hbm-overheat.json",
+       {{"accelerator-nvidia-temperature",
+         {Health::kDegraded, "HBM temperature anomalies: GPU 4 (0000:9a:00.0)", {}}}}},
+      {"h100x8-nvlink-down.json", {}},
+      {"h100x8-persistence-off.json", {}},
+      {"h100x8-fabric-degraded.json", {}},
+      {"h100x8-hung-driver.json", {}},  // see HungDriverTimesOutWithinTheDeadline
+      {"rtx4090x1-no-ecc.json",
+       {{"accelerator-nvidia-ecc", {Health::kHealthy, "ECC not supported", {}}},
+        {"accelerator-nvidia-remapped-rows",
+         {Health::kHealthy, "does not support row remapping", {}}}}},
+      {"h100x8-ecc-volatile-uncorrectable.json",
+       {{"accelerator-nvidia-ecc",
+         {Health::kUnhealthy,
+          "GPU 3 (0000:5d:00.0) has 2 volatile uncorrectable ECC error(s) in "
+          "dram",
+          RepairAction::kRebootSystem}}}},
+      {"v100x8-retired-pages-pending.json",
+       {{"accelerator-nvidia-retired-pages",
+         {Health::kUnhealthy, "GPU 5 (0000:ab:00.0) has pages pending retirement",
+          RepairAction::kRebootSystem}},
+        {"accelerator-nvidia-remapped-rows",
+         {Health::kHealthy, "does not support row remapping", {}}}}},
+      {"v100x8-retired-pages-limit.json",
+       {{"accelerator-nvidia-retired-pages",
+         {Health::kUnhealthy, "GPU 2 (0000:3a:00.0) has 65 retired pages",
+          RepairAction::kHardwareInspection}},
+        {"accelerator-nvidia-remapped-rows",
+         {Health::kHealthy, "does not support row remapping", {}}}}},
+  };
+  return kExpect;
+}
+
+std::optional<RepairAction> action_of(const CheckResult& r) {
+  const auto& a = r.states.at(0).suggested_actions;
+  if (!a || a->repair_actions.empty()) return std::nullopt;
+  return a->repair_actions.front();
+}
+
+std::vector<std::string> scenario_files() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(fixture_dir()))
+    if (e.path().extension() == ".json") out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(NvidiaScenariosA, EveryScenarioGivesTheExpectedVerdicts) {
+  auto files = scenario_files();
+  ASSERT_GE(files.size(), 12U);
+  for (const auto& file : files) {
+    if (file == "h100x8-gpu-lost.json" || file == "h100x8-hung-driver.json") continue;
+    SCOPED_TRACE(file);
+    Rig rig(file);
+    ASSERT_EQ(rig.source->status(), nvml::NvmlStatus::kReady) << rig.source->message();
+    auto known = expectations().find(file);
+    for (const auto& name : component_names()) {
+      SCOPED_TRACE(name);
+      CheckResult r = rig.check(name);
+      ASSERT_EQ(r.states.size(), 1U);
+      EXPECT_EQ(r.states[0].component, name);
+      EXPECT_FALSE(r.states[0].reason.empty());
+      EXPECT_EQ(r.states[0].extra_info.count("data"), 1U);
+      if (known == expectations().end()) continue;  // a scenario another component added
+      Expect want;
+      if (auto it = known->second.find(name); it != known->second.end()) want = it->second;
+      EXPECT_EQ(r.health(), want.health) << r.summary();
+      EXPECT_NE(r.summary().find(want.reason_part), std::string::npos) << r.summary();
+      EXPECT_EQ(action_of(r), want.action) << r.summary();
+    }
+  }
+}
+
+TEST(NvidiaScenariosA, GpuLostMakesEveryComponentReboot) {
+  Rig rig("h100x8-gpu-lost.json");
+  for (const auto& name : component_names()) {
+    CheckResult r = rig.check(name);
+    EXPECT_EQ(r.health(), Health::kUnhealthy) << name;
+    EXPECT_NE(r.summary().find("GPU 3"), std::string::npos) << name << ": " << r.summary();
+    EXPECT_NE(r.summary().find("GPU lost"), std::string::npos) << name << ": " << r.summary();
+    EXPECT_EQ(action_of(r), RepairAction::kRebootSystem) << name;
+  }
+}
+
+TEST(NvidiaScenariosA, HungDriverTimesOutWithinTheDeadline) {
+  Rig rig("h100x8-hung-driver.json", false, 300ms);
+  for (const auto& name : component_names()) {
+    auto start = std::chrono::steady_clock::now();
+    CheckResult r = rig.check(name);
+    // At most one deadline (300 ms) per check, never the driver's 1.5 s.
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1000ms) << name;
+    EXPECT_EQ(r.health(), Health::kUnhealthy) << name;
+    EXPECT_NE(r.summary().find("NVML call timed out"), std::string::npos)
+        << name << ": " << r.summary();
+  }
+}
+
+TEST(NvidiaScenariosA, HwSlowdownRecordsEventsAndEscalatesAfterSixMinutes) {
+  Rig rig("h100x8-hw-slowdown.json");
+  auto& c = rig.at("accelerator-nvidia-hw-slowdown");
+  EXPECT_EQ(c.check().health(), Health::kHealthy);
+  auto ev = c.events(TimePoint::min(), Clock::now() + 1min);
+  ASSERT_TRUE(ev.ok());
+  ASSERT_EQ(ev->size(), 2U);  // GPU 1 and GPU 6, this minute
+  std::set<std::string> messages;
+  for (const auto& e : *ev) messages.insert(e.message);
+  EXPECT_EQ(messages.count("GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e01: HW Slowdown"), 1U);
+  // Five earlier minutes with events make six of the last ten.
+  TimePoint now = std::chrono::time_point_cast<std::chrono::minutes>(Clock::now());
+  for (int i = 1; i <= 5; ++i) {
+    Event e = ev->front();
+    e.time = now - std::chrono::minutes(i);
+    ASSERT_TRUE(rig.events->insert(e).ok());
+  }
+  CheckResult r = c.check();
+  EXPECT_EQ(r.health(), Health::kUnhealthy) << r.summary();
+  EXPECT_EQ(action_of(r), RepairAction::kHardwareInspection);
+  ASSERT_TRUE(c.set_healthy().ok());
+  EXPECT_EQ(c.check().health(), Health::kHealthy);
+}
+
+TEST(NvidiaScenariosA, ScanJudgesOnlyTheCurrentHwSlowdownSample) {
+  Rig rig("h100x8-hw-slowdown.json", /*scan_mode=*/true);
+  CheckResult r = rig.check("accelerator-nvidia-hw-slowdown");
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_NE(r.summary().find("GPU 1 (0000:2a:00.0): HW Slowdown"), std::string::npos)
+      << r.summary();
+}
+
+TEST(NvidiaScenariosA, GpuCountMismatchNeedsReboot) {
+  Rig match("h100x8-healthy.json", false, 5s, 8);
+  EXPECT_EQ(match.check("accelerator-nvidia-gpu-counts").health(), Health::kHealthy);
+  Rig rig("rtx4090x1-no-ecc.json", false, 5s, 8);
+  CheckResult r = rig.check("accelerator-nvidia-gpu-counts");
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_NE(r.summary().find("found 1, expected 8"), std::string::npos) << r.summary();
+  EXPECT_EQ(action_of(r), RepairAction::kRebootSystem);
+}
+
+TEST(NvidiaScenariosA, ProductsWithoutTheFeatureHideTheComponent) {
+  Rig scan("rtx4090x1-no-ecc.json", /*scan_mode=*/true);
+  EXPECT_FALSE(scan.at("accelerator-nvidia-remapped-rows").supported());
+  EXPECT_FALSE(scan.at("accelerator-nvidia-retired-pages").supported());
+  EXPECT_TRUE(scan.at("accelerator-nvidia-ecc").supported());
+  // The daemon learns it from the first check, never from an API request.
+  Rig daemon("h100x8-healthy.json");
+  EXPECT_TRUE(daemon.at("accelerator-nvidia-retired-pages").supported());
+  daemon.check("accelerator-nvidia-retired-pages");
+  EXPECT_FALSE(daemon.at("accelerator-nvidia-retired-pages").supported());
+  EXPECT_TRUE(daemon.at("accelerator-nvidia-remapped-rows").supported());
+  Rig v100("v100x8-retired-pages-pending.json", /*scan_mode=*/true);
+  EXPECT_TRUE(v100.at("accelerator-nvidia-retired-pages").supported());
+  EXPECT_FALSE(v100.at("accelerator-nvidia-remapped-rows").supported());
+}
+
+TEST(NvidiaScenariosA, PrometheusTextHasEveryMetricWithGpuLabels) {
+  Rig rig("h100x8-row-remap-pending.json");
+  for (const auto& name : component_names()) rig.check(name);
+  std::string text = rig.metrics.prometheus_text();
+  for (const char* metric : {
+           "accelerator_nvidia_info{",
+           "accelerator_nvidia_temperature_current_celsius{",
+           "accelerator_nvidia_temperature_current_hbm_celsius{",
+           "accelerator_nvidia_temperature_slowdown_threshold_celsius{",
+           "accelerator_nvidia_temperature_mem_max_threshold_celsius{",
+           "accelerator_nvidia_temperature_slowdown_used_percent{",
+           "accelerator_nvidia_temperature_mem_max_used_percent{",
+           "accelerator_nvidia_temperature_margin_celsius{",
+           "accelerator_nvidia_power_current_usage_milli_watts{",
+           "accelerator_nvidia_power_enforced_limit_milli_watts{",
+           "accelerator_nvidia_power_used_percent{",
+           "accelerator_nvidia_clock_speed_graphics_mhz{",
+           "accelerator_nvidia_clock_speed_memory_mhz{",
+           "accelerator_nvidia_clock_speed_sm_mhz{",
+           "accelerator_nvidia_clock_hw_slowdown{",
+           "accelerator_nvidia_clock_hw_slowdown_thermal{",
+           "accelerator_nvidia_clock_hw_slowdown_power_brake{",
+           "accelerator_nvidia_ecc_aggregate_total_corrected{",
+           "accelerator_nvidia_ecc_aggregate_total_uncorrected{",
+           "accelerator_nvidia_ecc_volatile_total_corrected{",
+           "accelerator_nvidia_ecc_volatile_total_uncorrected{",
+           "accelerator_nvidia_remapped_rows_due_to_uncorrectable_errors{",
+           "accelerator_nvidia_remapped_rows_due_to_correctable_errors{",
+           "accelerator_nvidia_remapped_rows_remapping_pending{",
+           "accelerator_nvidia_remapped_rows_remapping_failed{",
+           "accelerator_nvidia_memory_total_bytes{",
+           "accelerator_nvidia_memory_reserved_bytes{",
+           "accelerator_nvidia_memory_used_bytes{",
+           "accelerator_nvidia_memory_free_bytes{",
+           "accelerator_nvidia_memory_used_percent{",
+           "accelerator_nvidia_utilization_gpu_util_percent{",
+           "accelerator_nvidia_utilization_memory_util_percent{",
+       }) {
+    EXPECT_NE(text.find(metric), std::string::npos) << metric;
+  }
+  EXPECT_NE(text.find("# TYPE accelerator_nvidia_ecc_volatile_total_uncorrected counter"),
+            std::string::npos);
+  EXPECT_NE(text.find("driver_version=\"550.54.15\""), std::string::npos);
+  // GPU 2's series carry uuid, gpu and pci_bus_id; the remap uses the uncorrectable count.
+  const std::string labels =
+      "gpu=\"2\",gpud_component=\"accelerator-nvidia-remapped-rows\",pci_bus_id=\"0000:3a:00.0\","
+      "uuid=\"GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e02\"}";
+  EXPECT_NE(
+      text.find("accelerator_nvidia_remapped_rows_due_to_uncorrectable_errors{" + labels + " 1"),
+      std::string::npos)
+      << text.substr(0, 4000);
+  EXPECT_NE(text.find("accelerator_nvidia_remapped_rows_remapping_pending{" + labels + " 1"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpud::components
