@@ -77,8 +77,9 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--gpu-count", f.config.gpu_count,
                  "Expected number of NVIDIA GPUs; a different NVML count is Unhealthy (0: off)")
       ->check(CLI::NonNegativeNumber);
-  cmd.add_option("--threshold-celsius-slowdown-margin", f.config.threshold_celsius_slowdown_margin,
-                 "Degraded when a GPU's margin to its slowdown temperature is at most this (0: off)")
+  auto& margin = f.config.threshold_celsius_slowdown_margin;
+  cmd.add_option("--threshold-celsius-slowdown-margin", margin,
+                 "Degraded when a GPU is this close (°C) to its slowdown temperature (0: off)")
       ->check(CLI::NonNegativeNumber);
 }
 

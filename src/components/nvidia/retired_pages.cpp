@@ -180,15 +180,14 @@ CheckResult RetiredPagesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) 
         m->set(kName, kPendingMetric, g.retired_pages_pending.value ? 1 : 0, l);
     }
   }
+  // Scan has no history: it judges the current counts only and records no baseline.
+  if (ctx().scan_mode) return evaluate_retired_pages(snapshot, {}, now);
   std::vector<Event> history;
-  if (!ctx().scan_mode) {
-    if (auto h = events(now - kDbeRetirementWindow, now)) history = std::move(*h);
-  }
+  if (auto h = events(now - kDbeRetirementWindow, now)) history = std::move(*h);
   for (auto& e : retired_pages_events(snapshot, history, now)) {
     record(e);
     history.push_back(std::move(e));
   }
-  if (ctx().scan_mode) history.clear();
   return evaluate_retired_pages(snapshot, history, now);
 }
 
