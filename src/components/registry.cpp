@@ -11,7 +11,14 @@
 #include "components/host/kernel_module.h"
 #include "components/host/library.h"
 #include "components/host/memory.h"
+#include "components/host/nfs.h"
 #include "components/host/os.h"
+#include "components/host/pci.h"
+#include "components/nvidia/infiniband.h"
+#include "components/nvidia/nccl.h"
+#include "components/nvidia/peermem.h"
+#include "components/nvidia/sxid.h"
+#include "components/nvidia/xid.h"
 
 namespace gpud::components {
 namespace {
@@ -26,6 +33,11 @@ std::pair<const char*, Factory> entry(const char* name) {
 // Every component gpud has, by name. Adding a component means adding one line here.
 const std::vector<std::pair<const char*, Factory>>& all_components() {
   static const std::vector<std::pair<const char*, Factory>> kAll = {
+      entry<XidComponent>("accelerator-nvidia-error-xid"),
+      entry<SxidComponent>("accelerator-nvidia-error-sxid"),
+      entry<InfinibandComponent>("accelerator-nvidia-infiniband"),
+      entry<NcclComponent>("accelerator-nvidia-nccl"),
+      entry<PeermemComponent>("accelerator-nvidia-peermem"),
       entry<CpuComponent>("cpu"),
       entry<DiskComponent>("disk"),
       entry<FdComponent>("fd"),
@@ -33,7 +45,9 @@ const std::vector<std::pair<const char*, Factory>>& all_components() {
       entry<KernelModuleComponent>("kernel-module"),
       entry<LibraryComponent>("library"),
       entry<MemoryComponent>("memory"),
+      entry<NfsComponent>("nfs"),
       entry<OsComponent>("os"),
+      entry<PciComponent>("pci"),
   };
   return kAll;
 }

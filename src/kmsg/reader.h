@@ -44,6 +44,14 @@ struct ReadOptions {
                                                     const RecordViewCallback& cb,
                                                     const ReadOptions& opts = {});
 
+// $GPUD_KMSG_PATH when set (tests), else /dev/kmsg.
+std::string kmsg_path_from_env();
+
+// Reads the /dev/kmsg ring buffer once, non-blocking, until EAGAIN/EOF (`gpud scan`). EPIPE
+// (records overwritten while reading) is skipped. An error when the path cannot be opened.
+[[nodiscard]] Result<ReadStats> read_kmsg_ring(const std::string& path, const ParseOptions& parse,
+                                               const std::function<void(const KmsgRecord&)>& cb);
+
 // Follows a kmsg-like path on its own thread. /dev/kmsg gives one record per read(); a regular
 // file or FIFO (tests) gives arbitrary chunks: both are split into lines the same way.
 class KmsgFollower {
