@@ -84,13 +84,15 @@ ErrorVerdict replay_errors(std::vector<ErrorRecord> records, const RebootThresho
   std::map<int, int> reboots_seen;  // code -> reboots since its first sighting
   int level = 0;
   const ErrorRecord* last = nullptr;
-  std::optional<RepairAction> action;
+  // A plain pair instead of std::optional: g++-12 -O2 warns maybe-uninitialized on the latter.
+  bool has_action = false;
+  RepairAction action = RepairAction::kIgnoreNoActionRequired;
   for (const ErrorRecord& r : records) {
     if (r.reboot) {
-      if (last != nullptr && (!action || *action == RepairAction::kRebootSystem ||
-                              *action == RepairAction::kCheckUserAppAndGpu)) {
+      if (last != nullptr && has_action &&
+          (action == RepairAction::kRebootSystem || action == RepairAction::kCheckUserAppAndGpu)) {
         last = nullptr;
-        action.reset();
+        has_action = false;
         level = 0;
       }
       for (auto& [code, n] : reboots_seen) ++n;
@@ -100,8 +102,9 @@ ErrorVerdict replay_errors(std::vector<ErrorRecord> records, const RebootThresho
     if (l < level) continue;  // a more severe error stays sticky
     level = l;
     last = &r;
-    action = r.action;
-    if (action == RepairAction::kRebootSystem) {
+    has_action = r.action.has_value();
+    action = r.action.value_or(RepairAction::kIgnoreNoActionRequired);
+    if (has_action && action == RepairAction::kRebootSystem) {
       auto [it, first] = reboots_seen.emplace(r.code, 0);
       if (!first && it->second >= thresholds.threshold(r.code))
         action = RepairAction::kHardwareInspection;
@@ -112,9 +115,9 @@ ErrorVerdict replay_errors(std::vector<ErrorRecord> records, const RebootThresho
   v.last_code = last->code;
   v.health = level == 2 ? Health::kUnhealthy : level == 1 ? Health::kDegraded : Health::kHealthy;
   v.reason = last->reason;
-  if (action && v.health != Health::kHealthy) {
+  if (has_action && v.health != Health::kHealthy) {
     std::string desc;
-    switch (*action) {
+    switch (action) {
       case RepairAction::kRebootSystem: desc = "reboot the system to recover from the error"; break;
       case RepairAction::kHardwareInspection:
         desc = "the error persisted across reboots or needs a hardware inspection";
@@ -124,7 +127,7 @@ ErrorVerdict replay_errors(std::vector<ErrorRecord> records, const RebootThresho
         break;
       default: desc = "no action required";
     }
-    v.actions = SuggestedActions{desc, {*action}};
+    v.actions = SuggestedActions{desc, {action}};
   }
   return v;
 }

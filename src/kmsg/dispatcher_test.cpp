@@ -11,8 +11,13 @@
 namespace gpud::kmsg {
 namespace {
 
+std::unique_ptr<store::Database> memory_db() {
+  auto r = store::Database::open_in_memory();
+  return std::move(*r);
+}
+
 struct Fixture {
-  std::unique_ptr<store::Database> db = std::move(*store::Database::open_in_memory());
+  std::unique_ptr<store::Database> db = memory_db();
   store::EventStore events{*db};
   MetricRegistry metrics;
   std::vector<std::string> triggered;

@@ -11,6 +11,11 @@
 namespace gpud::components {
 namespace {
 
+std::unique_ptr<store::Database> memory_db() {
+  auto r = store::Database::open_in_memory();
+  return std::move(*r);
+}
+
 const TimePoint kT0 = Clock::now() - std::chrono::hours(10);
 TimePoint at(int h) { return kT0 + std::chrono::hours(h); }
 
@@ -77,7 +82,7 @@ TEST(SxidRule, FatalSxidIsUnhealthy) {
 }
 
 struct Env {
-  std::unique_ptr<store::Database> db = std::move(*store::Database::open_in_memory());
+  std::unique_ptr<store::Database> db = memory_db();
   store::EventStore events{*db};
   MetricRegistry metrics;
   Config config;
