@@ -42,7 +42,10 @@ Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs, const
   const TimePoint now = Clock::now();
   for (const std::string& path : config.kernel_logs) {
     auto cb = [&](const kmsg::KmsgRecordView& rec) { dispatcher.feed(rec, now); };
-    auto r = path == "-" ? kmsg::read_saved_log(0, cb) : kmsg::read_saved_log_file(path, cb);
+    kmsg::ReadOptions opts;
+    opts.want_line = [&](std::string_view raw) { return dispatcher.wants(raw); };
+    auto r =
+        path == "-" ? kmsg::read_saved_log(0, cb, opts) : kmsg::read_saved_log_file(path, cb, opts);
     if (!r) return make_error("--kernel-log " + path + ": " + r.error().message);
     spdlog::info("[scan] {}: {} lines, {} kernel-log events so far", path, r->lines,
                  dispatcher.stored());

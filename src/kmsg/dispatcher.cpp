@@ -112,6 +112,12 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
   return 1;
 }
 
+bool KernelLogDispatcher::wants(std::string_view raw_line) const {
+  if (may_match(raw_line)) return true;
+  std::lock_guard lock(mu_);
+  return matcher_.pending();
+}
+
 uint64_t KernelLogDispatcher::matched() const {
   std::lock_guard lock(mu_);
   return matched_;

@@ -46,6 +46,9 @@ class KernelLogDispatcher {
   // Stores one match (e.g. from NVML) through the same dedup, metrics and callback.
   int dispatch(const Match& m, TimePoint t);
 
+  // False when no matcher can use this raw line (any prefix): the reader may skip parsing it.
+  bool wants(std::string_view raw_line) const;
+
   uint64_t matched() const;  // matches seen, before dedup
   uint64_t stored() const;
 

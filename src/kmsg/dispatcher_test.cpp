@@ -93,8 +93,9 @@ TEST(Dispatcher, HostEventsGoToTheirComponents) {
   d.feed_message("Buffer I/O error on dev nvme0n1p1, logical block 0, async page read", kT);
   d.feed_message(sxid_line(20034, "0000:05:00.0"), kT);
   std::set<std::string> comps;
-  for (const Event& e : *f.events.query("", TimePoint{}, TimePoint::max()))
-    comps.insert(e.component);
+  auto all = f.events.query("", TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(all);
+  for (const Event& e : *all) comps.insert(e.component);
   EXPECT_EQ(comps, (std::set<std::string>{"cpu", "disk", std::string(kComponentSxid)}));
   EXPECT_NE(f.metrics.prometheus_text().find("accelerator_nvidia_sxid_errors_total"),
             std::string::npos);

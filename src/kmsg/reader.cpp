@@ -24,6 +24,7 @@ Result<ReadStats> read_lines(ReadFn&& read_some, const RecordViewCallback& cb,
   bool skipping = false;  // inside an over-long line, dropping until '\n'
   auto emit = [&](std::string_view line) {
     ++st.lines;
+    if (opts.want_line && !opts.want_line(line)) return;
     if (auto v = parse_line_view(line, opts.parse)) {
       ++st.records;
       cb(*v);

@@ -46,7 +46,10 @@ namespace {
 ErrorVerdict evaluate(const std::vector<Event>& events, const std::vector<TimePoint>& reboots,
                       const RebootThresholds& t, std::string_view key, bool skip_remap_codes) {
   std::vector<ErrorRecord> records;
-  for (const Event& e : events) {
+  // The store answers newest first; replaying oldest first keeps the log's order among events of
+  // the same second (a saved log scanned at once).
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    const Event& e = *it;
     ErrorRecord r = to_error_record(e, key);
     if (skip_remap_codes && (r.code == 63 || r.code == 64)) continue;
     records.push_back(std::move(r));
