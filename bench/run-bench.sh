@@ -97,3 +97,6 @@ if [[ -x $build/gpud_bench ]]; then
   echo "== micro-benchmarks =="
   $build/gpud_bench --benchmark_min_time=0.2 --benchmark_filter=-BM_StartupToHealthz
 fi
+
+echo
+"$(dirname "$0")/kmsg-scan-bench.sh" "$build"

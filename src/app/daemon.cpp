@@ -14,7 +14,9 @@
 #include "core/time_util.h"
 #include "host/host_fs.h"
 #include "host/machine_info.h"
+#include "host/os_info.h"
 #include "host/pci.h"
+#include "kmsg/writer.h"
 
 namespace gpud::app {
 
@@ -82,6 +84,8 @@ Result<void> Daemon::start() {
 
   scheduler_ = std::make_unique<Scheduler>(registry_, 2);
   scheduler_->start();
+  start_kernel_log();
+  maybe_start_xid_watcher();
 
   server::ServerDeps deps;
   deps.config = &config_;
@@ -102,6 +106,59 @@ Result<void> Daemon::start() {
   return {};
 }
 
+std::string Daemon::uuid_for_bus(std::string_view bus) {
+  if (!nvidia_ || nvidia_->status() != nvml::NvmlStatus::kReady) return "";
+  // A minute-old snapshot is fine: GPUs do not move between bus ids.
+  auto snap = nvidia_->snapshot(std::chrono::seconds(60));
+  if (!snap || !*snap) return "";
+  for (const auto& g : (*snap)->gpus)
+    if (g.pci_bus_id.ok() && g.pci_bus_id.value == bus && g.uuid.ok()) return g.uuid.value;
+  return "";
+}
+
+void Daemon::start_kernel_log() {
+  dispatcher_ = std::make_unique<kmsg::KernelLogDispatcher>(
+      *events_, metrics_,
+      [this](std::string_view component) {
+        if (scheduler_) scheduler_->trigger(component);
+      },
+      [this](std::string_view component) { return registry_.find(component) != nullptr; },
+      [this](std::string_view bus) { return uuid_for_bus(bus); });
+  kmsg::KmsgFollower::Options opts;
+  opts.path = kmsg::kmsg_path_from_env();
+  // /proc/stat's btime is stable across restarts (the monotonic estimate jitters), so a record
+  // re-read after a restart gets the same second and the store ignores it.
+  if (auto boot = host::read_boot_time(host::HostFs(config_.host_root)); boot)
+    opts.parse.boot_time = *boot;
+  else
+    opts.parse.boot_time = kmsg::estimate_boot_time();
+  follower_ = std::make_unique<kmsg::KmsgFollower>(
+      opts, [this](const kmsg::KmsgRecord& r) { dispatcher_->feed(r); });
+  if (auto r = follower_->start(); !r) {
+    spdlog::warn("[kmsg] kernel log not followed ({}); kernel-log components see no new events",
+                 r.error().message);
+    follower_.reset();
+    return;
+  }
+  spdlog::info("[kmsg] following {}", opts.path);
+}
+
+void Daemon::maybe_start_xid_watcher() {
+  if (xid_watcher_ || !nvidia_ || !dispatcher_) return;
+  nvml::Nvml* nvml = nvidia_->ready_nvml();
+  if (nvml == nullptr) return;
+  auto w = nvml::XidWatcher::start(*nvml, [this](const nvml::XidEvent& e) {
+    dispatcher_->dispatch(kmsg::nvml_xid_match(static_cast<int>(e.xid), e.pci_bus_id, e.uuid),
+                          e.time == TimePoint{} ? Clock::now() : e.time);
+  });
+  if (!w) {
+    spdlog::warn("[nvml] Xid event watcher not started: {}", w.error().message);
+    return;
+  }
+  xid_watcher_ = std::move(*w);
+  spdlog::info("[nvml] watching Xid events");
+}
+
 nlohmann::json Daemon::machine_info() {
   std::lock_guard lock(mu_);
   return machine_info_;
@@ -115,8 +172,11 @@ void Daemon::housekeeping(TimePoint now) {
     if (nvidia_->status() != nvml::NvmlStatus::kNotFound) {
       auto info = host::collect_machine_info(host::HostFs(config_.host_root));
       nvidia_->fill_machine_info(info);
-      std::lock_guard lock(mu_);
-      machine_info_ = std::move(info);
+      {
+        std::lock_guard lock(mu_);
+        machine_info_ = std::move(info);
+      }
+      maybe_start_xid_watcher();
     }
   }
   metrics_.set("", "gpud_sqlite_db_size_bytes", static_cast<double>(db_->size_bytes().value_or(0)));
@@ -163,6 +223,8 @@ void Daemon::stop() {
   cv_.notify_all();
   if (loop_thread_.joinable()) loop_thread_.join();
   if (server_) server_->stop();
+  if (xid_watcher_) xid_watcher_->stop();
+  if (follower_) follower_->stop();
   if (scheduler_) scheduler_->stop();
   if (lock_fd_ >= 0) {
     ::close(lock_fd_);

@@ -12,7 +12,10 @@
 #include "core/config.h"
 #include "core/registry.h"
 #include "core/scheduler.h"
+#include "kmsg/dispatcher.h"
+#include "kmsg/reader.h"
 #include "nvml/source.h"
+#include "nvml/xid_watcher.h"
 #include "server/server.h"
 #include "store/database.h"
 #include "store/event_store.h"
@@ -36,6 +39,9 @@ class Daemon {
 
  private:
   void loop();
+  void start_kernel_log();
+  void maybe_start_xid_watcher();
+  std::string uuid_for_bus(std::string_view bus);
   nlohmann::json machine_info();
 
   Config config_;
@@ -48,6 +54,9 @@ class Daemon {
   Registry registry_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<server::Server> server_;
+  std::unique_ptr<kmsg::KernelLogDispatcher> dispatcher_;
+  std::unique_ptr<kmsg::KmsgFollower> follower_;
+  std::unique_ptr<nvml::XidWatcher> xid_watcher_;
 
   std::mutex mu_;
   std::condition_variable cv_;

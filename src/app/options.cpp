@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <type_traits>
+#include <tuple>
 
 #include "components/registry.h"
+#include "core/reboot_rules.h"
 #include "core/time_util.h"
 
 namespace gpud::app {
@@ -81,6 +83,20 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--threshold-celsius-slowdown-margin", margin,
                  "Degraded when a GPU is this close (°C) to its slowdown temperature (0: off)")
       ->check(CLI::NonNegativeNumber);
+  // kernel log
+  cmd.add_option("--xid-reboot-threshold", f.config.xid_reboot_threshold,
+                 "Reboots after which a repeated Xid/SXid escalates to HARDWARE_INSPECTION")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--xid-thresholds", f.config.xid_thresholds,
+                 "Per-Xid reboot thresholds, JSON "
+                 "'{\"overrides\":{\"94\":{\"rebootThreshold\":1000}}}' (94 -> 1000 by default)");
+  cmd.add_option("--sxid-thresholds", f.config.sxid_thresholds,
+                 "Per-SXid reboot thresholds, same JSON shape as --xid-thresholds");
+  cmd.add_option("--xid-lookback-period", f.xid_lookback,
+                 "How far back Xid events count (Go duration; default: the events retention)");
+  cmd.add_option("--sxid-lookback-period", f.sxid_lookback,
+                 "How far back SXid events count (Go duration; default: the events retention)");
 }
 
 void add_store_flags(CLI::App& cmd, RunFlags& f) {
@@ -113,6 +129,22 @@ Result<void> finalize(RunFlags& f) {
       return make_error("unknown component \"" + n + "\" in --components; known: " + list);
     }
   }
+  // kernel log
+  for (auto [text, out, flag] :
+       {std::tuple{&f.xid_lookback, &c.xid_lookback, "--xid-lookback-period"},
+        std::tuple{&f.sxid_lookback, &c.sxid_lookback, "--sxid-lookback-period"}}) {
+    if (text->empty()) continue;
+    auto d = parse_duration(*text);
+    if (!d || d->count() < 1000)
+      return make_error(std::string("invalid ") + flag + " \"" + *text +
+                        "\": want a duration of at least 1s such as 72h");
+    *out = std::chrono::duration_cast<std::chrono::seconds>(*d);
+  }
+  if (c.xid_reboot_threshold < 1) return make_error("--xid-reboot-threshold must be at least 1");
+  if (auto t = parse_reboot_thresholds(c.xid_thresholds, {}); !t)
+    return make_error("--xid-thresholds: " + t.error().message);
+  if (auto t = parse_reboot_thresholds(c.sxid_thresholds, {}); !t)
+    return make_error("--sxid-thresholds: " + t.error().message);
   c.mount_points = split_list(f.mount_points);
   c.kernel_modules = split_list(f.kernel_modules);
   c.files = split_list(f.files);

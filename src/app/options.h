@@ -18,6 +18,9 @@ struct RunFlags {
   std::string mount_points;
   std::string kernel_modules;
   std::string files;
+  // kernel log
+  std::string xid_lookback;  // Go duration; "": the events retention
+  std::string sxid_lookback;
 };
 
 // /var/lib/gpud as root (when /var/lib exists), ~/.gpud otherwise.

@@ -11,11 +11,49 @@
 #include "components/registry.h"
 #include "core/json.h"
 #include "host/machine_info.h"
+#include "host/os_info.h"
 #include "host/pci.h"
+#include "kmsg/dispatcher.h"
+#include "kmsg/reader.h"
 #include "nvml/source.h"
 #include "store/event_store.h"
 
 namespace gpud::app {
+
+namespace {
+
+// Feeds the saved logs (or, without any, the /dev/kmsg ring when readable) through the matchers
+// into the scan's in-memory store.
+Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs, const Registry& registry,
+                             EventLog& events, MetricRegistry& metrics) {
+  kmsg::KernelLogDispatcher dispatcher(events, metrics, {}, [&](std::string_view component) {
+    return registry.find(component) != nullptr;
+  });
+  if (config.kernel_logs.empty()) {
+    kmsg::ParseOptions parse;
+    parse.boot_time = host::read_boot_time(fs);
+    if (!parse.boot_time) parse.boot_time = kmsg::estimate_boot_time();
+    const std::string path = kmsg::kmsg_path_from_env();
+    auto r = kmsg::read_kmsg_ring(path, parse,
+                                  [&](const kmsg::KmsgRecord& rec) { dispatcher.feed(rec); });
+    if (!r) spdlog::info("[scan] kernel log not read: {}", r.error().message);
+    return {};
+  }
+  const TimePoint now = Clock::now();
+  for (const std::string& path : config.kernel_logs) {
+    auto cb = [&](const kmsg::KmsgRecordView& rec) { dispatcher.feed(rec, now); };
+    kmsg::ReadOptions opts;
+    opts.want_line = [&](std::string_view raw) { return dispatcher.wants(raw); };
+    auto r =
+        path == "-" ? kmsg::read_saved_log(0, cb, opts) : kmsg::read_saved_log_file(path, cb, opts);
+    if (!r) return make_error("--kernel-log " + path + ": " + r.error().message);
+    spdlog::info("[scan] {}: {} lines, {} kernel-log events so far", path, r->lines,
+                 dispatcher.stored());
+  }
+  return {};
+}
+
+}  // namespace
 
 void add_scan(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<RunFlags>();
@@ -25,6 +63,10 @@ void add_scan(CLI::App& app, int* exit_code) {
   cmd->alias("check");
   add_component_flags(*cmd, *flags);
   cmd->add_flag("--json", *json, "Print a JSON document instead of the report");
+  // kernel log
+  cmd->add_option("--kernel-log", flags->config.kernel_logs,
+                  "Scan this saved kernel log (dmesg, dmesg -T, journalctl -k, kern.log, raw "
+                  "/dev/kmsg; repeatable; - for stdin) instead of /dev/kmsg");
   cmd->add_option("--log-level,-l", flags->config.log_level, "debug, info, warn or error")
       ->capture_default_str();
   cmd->callback([flags, json, exit_code] {
@@ -53,8 +95,14 @@ void add_scan(CLI::App& app, int* exit_code) {
     ComponentContext ctx{&flags->config, &events, &metrics, true};
     ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);
     ctx.nvidia = &nvidia;
+    ctx.kernel_log_scan = !flags->config.kernel_logs.empty();
     Registry registry;
     if (auto r = components::register_all(registry, ctx); !r) {
+      std::cerr << "✘ " << r.error().message << "\n";
+      *exit_code = kExitUsage;
+      return;
+    }
+    if (auto r = scan_kernel_log(flags->config, fs, registry, events, metrics); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
       return;

@@ -14,6 +14,7 @@ void add_machine_info(CLI::App& app, int* exit_code);
 void add_set_healthy(CLI::App& app, int* exit_code);
 void add_compact(CLI::App& app, int* exit_code);
 void add_version(CLI::App& app, int* exit_code);
+void add_inject_fault(CLI::App& app, int* exit_code);
 
 // Exit codes shared by the verbs.
 inline constexpr int kExitOk = 0;

@@ -11,6 +11,7 @@
 #include "components/host/kernel_module.h"
 #include "components/host/library.h"
 #include "components/host/memory.h"
+#include "components/host/nfs.h"
 #include "components/host/os.h"
 // nvidia (B)
 #include "components/nvidia/bad_envs.h"
@@ -33,6 +34,12 @@
 #include "components/nvidia/retired_pages.h"
 #include "components/nvidia/temperature.h"
 #include "components/nvidia/utilization.h"
+#include "components/host/pci.h"
+#include "components/nvidia/infiniband.h"
+#include "components/nvidia/nccl.h"
+#include "components/nvidia/peermem.h"
+#include "components/nvidia/sxid.h"
+#include "components/nvidia/xid.h"
 
 namespace gpud::components {
 namespace {
@@ -47,6 +54,11 @@ std::pair<const char*, Factory> entry(const char* name) {
 // Every component gpud has, by name. Adding a component means adding one line here.
 const std::vector<std::pair<const char*, Factory>>& all_components() {
   static const std::vector<std::pair<const char*, Factory>> kAll = {
+      entry<XidComponent>("accelerator-nvidia-error-xid"),
+      entry<SxidComponent>("accelerator-nvidia-error-sxid"),
+      entry<InfinibandComponent>("accelerator-nvidia-infiniband"),
+      entry<NcclComponent>("accelerator-nvidia-nccl"),
+      entry<PeermemComponent>("accelerator-nvidia-peermem"),
       entry<CpuComponent>("cpu"),
       entry<DiskComponent>("disk"),
       entry<FdComponent>("fd"),
@@ -54,6 +66,7 @@ const std::vector<std::pair<const char*, Factory>>& all_components() {
       entry<KernelModuleComponent>("kernel-module"),
       entry<LibraryComponent>("library"),
       entry<MemoryComponent>("memory"),
+      entry<NfsComponent>("nfs"),
       entry<OsComponent>("os"),
       // nvidia (B)
       entry<BadEnvsComponent>("accelerator-nvidia-bad-envs"),
@@ -76,6 +89,7 @@ const std::vector<std::pair<const char*, Factory>>& all_components() {
       entry<RetiredPagesComponent>("accelerator-nvidia-retired-pages"),
       entry<TemperatureComponent>("accelerator-nvidia-temperature"),
       entry<UtilizationComponent>("accelerator-nvidia-utilization"),
+      entry<PciComponent>("pci"),
   };
   return kAll;
 }

@@ -43,6 +43,14 @@ struct Config {
   std::chrono::seconds nvidia_check_interval{60};
   std::chrono::milliseconds nvml_call_timeout{10'000};
 
+  // kernel log
+  int xid_reboot_threshold = 2;          // reboots after which a repeated Xid/SXid needs inspection
+  std::string xid_thresholds;            // JSON {"overrides":{"94":{"rebootThreshold":1000}}}
+  std::string sxid_thresholds;           // same shape, for SXid codes
+  std::chrono::seconds xid_lookback{0};  // 0: the events retention
+  std::chrono::seconds sxid_lookback{0};  // 0: the events retention
+  std::vector<std::string> kernel_logs;   // scan --kernel-log FILE ("-": stdin)
+
   // Logging
   std::string log_level = "info";
   std::string log_file;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <vector>
 
 #include "catalog/nvlink_decode.h"
 #include "catalog/sxid_catalog.h"
@@ -58,40 +59,52 @@ constexpr std::array<std::string_view, 31> kKeywords = {
 
 class Prefilter {
  public:
-  Prefilter() {
+  Prefilter() : candidates_(65536) {
     min_len_ = SIZE_MAX;
     for (auto k : kKeywords) min_len_ = std::min(min_len_, k.size());
-    for (auto k : kKeywords)
-      for (size_t i = 0; i + 4 <= min_len_; ++i) bloom_.set(hash(load(k.data() + i)));
+    for (uint8_t ki = 0; ki < kKeywords.size(); ++ki)
+      for (uint8_t off = 0; static_cast<size_t>(off) + 4 <= min_len_; ++off) {
+        const size_t h = hash(load(kKeywords[ki].data() + off));
+        bloom_.set(h);
+        candidates_[h].push_back({ki, off});
+      }
     step_ = min_len_ - 3;
   }
 
   // Any occurrence of a keyword covers min_len_ bytes, so one of the 4-byte windows sampled
-  // every step_ bytes lies inside its first min_len_ bytes.
+  // every step_ bytes lies inside its first min_len_ bytes, at a known offset: a window hit is
+  // verified by comparing only the keywords that have that window, in place (no search).
   bool may_match(std::string_view s) const {
     if (s.size() < min_len_) return false;
     const char* p = s.data();
     const size_t n = s.size();
     for (size_t i = 0; i + 4 <= n; i += step_) {
-      if (bloom_.test(hash(load(p + i)))) return verify(s);
+      const size_t h = hash(load(p + i));
+      if (!bloom_.test(h)) continue;
+      for (const Candidate& c : candidates_[h]) {
+        if (i < c.offset) continue;
+        const std::string_view k = kKeywords[c.keyword];
+        const size_t start = i - c.offset;
+        if (n - start >= k.size() && std::memcmp(p + start, k.data(), k.size()) == 0) return true;
+      }
     }
     return false;
   }
 
  private:
+  struct Candidate {
+    uint8_t keyword;
+    uint8_t offset;
+  };
   static uint32_t load(const char* p) {
     uint32_t w;
     std::memcpy(&w, p, 4);
     return w;
   }
   static size_t hash(uint32_t w) { return (w * 2654435761u) >> 16; }
-  static bool verify(std::string_view s) {
-    for (auto k : kKeywords)
-      if (s.find(k) != std::string_view::npos) return true;
-    return false;
-  }
 
   std::bitset<65536> bloom_;
+  std::vector<std::vector<Candidate>> candidates_;  // by window hash
   size_t min_len_ = 0;
   size_t step_ = 1;
 };

@@ -44,6 +44,8 @@ class KernelLogMatcher {
  public:
   std::vector<Match> feed(std::string_view msg);
   void reset();
+  // A multi-line sequence is open: the next lines must be fed whatever they contain.
+  bool pending() const { return oom_pending_ || panic_lines_left_ > 0 || fallen_lines_left_ > 0; }
 
  private:
   // OOM: "invoked oom-killer" seen, waiting for the victim line.

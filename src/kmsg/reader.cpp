@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -23,6 +24,7 @@ Result<ReadStats> read_lines(ReadFn&& read_some, const RecordViewCallback& cb,
   bool skipping = false;  // inside an over-long line, dropping until '\n'
   auto emit = [&](std::string_view line) {
     ++st.lines;
+    if (opts.want_line && !opts.want_line(line)) return;
     if (auto v = parse_line_view(line, opts.parse)) {
       ++st.records;
       cb(*v);
@@ -225,6 +227,47 @@ void KmsgFollower::run() {
     if (!wait(backoff, false)) break;
     backoff = std::min(backoff * 2, opts_.max_backoff);
   }
+}
+
+Result<ReadStats> read_kmsg_ring(const std::string& path, const ParseOptions& parse,
+                                 const std::function<void(const KmsgRecord&)>& cb) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return make_error("open " + path + ": " + std::strerror(errno));
+  ReadStats st;
+  std::vector<char> buf(16 * 1024);
+  std::string pending;  // regular files (tests) give chunks of several lines
+  auto emit = [&](std::string_view line) {
+    ++st.lines;
+    if (auto r = parse_line(line, parse)) {
+      ++st.records;
+      cb(*r);
+    }
+  };
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR || errno == EPIPE) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      const int err = errno;
+      ::close(fd);
+      return make_error("read " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    st.bytes += static_cast<uint64_t>(n);
+    pending.append(buf.data(), static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
+      emit(std::string_view(pending).substr(start, nl - start));
+    pending.erase(0, start);
+  }
+  if (!pending.empty()) emit(pending);
+  ::close(fd);
+  return st;
+}
+
+std::string kmsg_path_from_env() {
+  const char* p = std::getenv("GPUD_KMSG_PATH");
+  return p != nullptr && *p != '\0' ? p : "/dev/kmsg";
 }
 
 }  // namespace gpud::kmsg

@@ -32,6 +32,9 @@ struct ReadOptions {
   size_t buffer_bytes = 1 << 20;
   // Lines longer than this are cut (the message is capped at kMaxMessageBytes anyway).
   size_t max_line_bytes = 1 << 20;
+  // When set, lines it rejects (given raw, prefix and all) are neither parsed nor delivered: a
+  // cheap prefilter saves the parse of the ~all lines no matcher wants.
+  std::function<bool(std::string_view raw_line)> want_line;
 };
 
 // Streams a saved log (any mix of the formats of record.h) in large reads, with no copy per
@@ -43,6 +46,14 @@ struct ReadOptions {
 [[nodiscard]] Result<ReadStats> read_saved_log_file(const std::string& path,
                                                     const RecordViewCallback& cb,
                                                     const ReadOptions& opts = {});
+
+// $GPUD_KMSG_PATH when set (tests), else /dev/kmsg.
+std::string kmsg_path_from_env();
+
+// Reads the /dev/kmsg ring buffer once, non-blocking, until EAGAIN/EOF (`gpud scan`). EPIPE
+// (records overwritten while reading) is skipped. An error when the path cannot be opened.
+[[nodiscard]] Result<ReadStats> read_kmsg_ring(const std::string& path, const ParseOptions& parse,
+                                               const std::function<void(const KmsgRecord&)>& cb);
 
 // Follows a kmsg-like path on its own thread. /dev/kmsg gives one record per read(); a regular
 // file or FIFO (tests) gives arbitrary chunks: both are split into lines the same way.

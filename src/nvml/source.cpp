@@ -106,4 +106,9 @@ std::string sanitize_product_name(std::string_view name) {
   return out;
 }
 
+Nvml* NvidiaSource::ready_nvml() {
+  std::lock_guard lock(mu_);
+  return nvml_ && nvml_->ready() ? nvml_.get() : nullptr;
+}
+
 }  // namespace gpud::nvml

@@ -42,6 +42,10 @@ class NvidiaSource {
   // architecture, memory, gpus[{uuid, busID, sn, minorID, boardID}]}) merged into `info`.
   void fill_machine_info(nlohmann::json& info);
 
+  // The loaded library when ready (for the Xid watcher), else null. Valid while this source lives:
+  // a ready instance is never reloaded.
+  Nvml* ready_nvml();
+
  private:
   std::string library_path_;
   std::chrono::milliseconds deadline_;

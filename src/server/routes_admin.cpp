@@ -5,6 +5,8 @@
 #include <exception>
 #include <string>
 
+#include "kmsg/fault.h"
+#include "kmsg/reader.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 
@@ -95,6 +97,20 @@ void register_admin_routes(httplib::Server& http, const ServerDeps& deps) {
     res.status = 200;
     res.set_content(d->metrics != nullptr ? d->metrics->prometheus_text() : std::string(),
                     "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  // GPUd's fault injector: writes the fault's kernel-log line (loopback or admin token only, as
+  // every POST).
+  http.Post("/inject-fault", [d](const httplib::Request& req, httplib::Response& res) {
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (body.is_discarded()) return write_error(req, res, 400, "invalid JSON body");
+    auto fault = kmsg::parse_fault_request(body);
+    if (!fault) return write_error(req, res, 400, fault.error().message);
+    const std::string path = d->kmsg_path.empty() ? kmsg::kmsg_path_from_env() : d->kmsg_path;
+    auto written = kmsg::inject_fault(*fault, path);
+    if (!written) return write_error(req, res, 500, written.error().message);
+    spdlog::info("[server] fault injected from {}: {}", req.remote_addr, *written);
+    write_json(req, res, 200, {{"message", "fault injected"}});
   });
 
   http.Post(

@@ -3,9 +3,8 @@
 
 #include <functional>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/config.h"
 #include "core/event_log.h"
@@ -30,15 +29,17 @@ struct ServerDeps {
   MetricRegistry* metrics = nullptr;
   // Returns the /machine-info document (cached by the caller; must not do slow I/O per request).
   std::function<nlohmann::json()> machine_info;
+  // Where POST /inject-fault writes ("": $GPUD_KMSG_PATH, else /dev/kmsg).
+  std::string kmsg_path;
 };
 
 class Server {
  public:
   explicit Server(ServerDeps deps);
   ~Server();
-  // Binds config->listen_address (TLS unless config->no_tls; self-signed cert created in the data dir on first
-  // start unless tls_cert/tls_key are given) and serves on a background thread. Errors: bad address, port in
-  // use, unreadable certificate.
+  // Binds config->listen_address (TLS unless config->no_tls; self-signed cert created in the data
+  // dir on first start unless tls_cert/tls_key are given) and serves on a background thread.
+  // Errors: bad address, port in use, unreadable certificate.
   Result<void> start();
   void stop();
   int port() const;  // the bound port (useful with ":0")

@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "components/kernel_log_support.h"
+
 namespace gpud::components {
 
 nlohmann::json to_json(const CpuSnapshot& s) {
@@ -88,7 +90,12 @@ CheckResult CpuComponent::check() {
     m.set("cpu", "cpu_load_average", snapshot->load.five, {{"load_duration", "5m0s"}});
     m.set("cpu", "cpu_load_average", snapshot->load.fifteen, {{"load_duration", "15m0s"}});
   }
-  return evaluate_cpu(snapshot);
+  CheckResult r = evaluate_cpu(snapshot);
+  // Hung tasks and soft lockups from the kernel log are listed; health is unchanged (as GPUd).
+  append_event_summary(
+      r, component_events(ctx(), name(),
+                          lookback_start(ctx(), std::chrono::seconds(0), Clock::now())));
+  return r;
 }
 
 }  // namespace gpud::components

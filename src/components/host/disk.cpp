@@ -1,10 +1,13 @@
 #include "components/host/disk.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 
+#include "core/reboot_rules.h"
 #include "host/bytes.h"
 #include "host/mountinfo.h"
 
@@ -179,10 +182,44 @@ void DiskComponent::publish_metrics(const DiskSnapshot& s) {
   published_ = std::move(now);
 }
 
+KernelLogVerdict evaluate_disk_events(const std::vector<Event>& events,
+                                      const std::vector<TimePoint>& reboots) {
+  std::map<std::string, std::vector<const Event*>> by_name;
+  for (const Event& e : events) by_name[e.name].push_back(&e);
+  std::vector<std::string> reasons;
+  std::vector<RepairAction> actions;
+  for (const auto& [name, list] : by_name) {
+    std::vector<TimePoint> times;
+    for (const Event* e : list) times.push_back(e->time);
+    auto action = evaluate_suggested_actions(reboots, times);
+    if (!action) continue;  // a reboot after the newest failure resolved it
+    actions.push_back(*action);
+    const Event* latest = *std::max_element(list.begin(), list.end(),
+                                            [](auto* a, auto* b) { return a->time < b->time; });
+    reasons.push_back(fmt::format("{} ({}x)", latest->message, list.size()));
+  }
+  KernelLogVerdict v;
+  if (reasons.empty()) return v;
+  std::sort(reasons.begin(), reasons.end());
+  v.health = Health::kUnhealthy;
+  v.reason = fmt::format("disk errors in the kernel log: {}", fmt::join(reasons, "; "));
+  v.actions = SuggestedActions{"disk errors found in the kernel log",
+                               {aggregate_actions(actions).value_or(RepairAction::kRebootSystem)}};
+  return v;
+}
+
 CheckResult DiskComponent::check() {
   DiskSnapshot s = collect();
   publish_metrics(s);
-  return evaluate_disk(s);
+  CheckResult r = evaluate_disk(s);
+  const TimePoint since =
+      ctx().scan_mode ? TimePoint{} : Clock::now() - std::chrono::hours(24 * 14);
+  auto events = component_events(ctx(), name(), since);
+  if (!events.empty()) {
+    auto reboots = ctx().scan_mode ? std::vector<TimePoint>{} : reboot_times(ctx().events, since);
+    merge_verdict(r, evaluate_disk_events(events, reboots));
+  }
+  return r;
 }
 
 }  // namespace gpud::components

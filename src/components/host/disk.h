@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "components/kernel_log_support.h"
 #include "core/component.h"
 #include "host/fs_usage.h"
 #include "host/host_fs.h"
@@ -43,6 +44,12 @@ std::vector<std::string> tracked_mount_points(const std::vector<std::string>& co
 // Pure rule: Degraded when "/" has < 500 MiB available, a tracked mount point is not mounted, or
 // statvfs failed; else Healthy.
 CheckResult evaluate_disk(const DiskSnapshot& snapshot);
+
+// Kernel-log disk errors (RAID failure, read-only remount, NVMe, buffer I/O, ...) of the last 14
+// days: each event name the reboot-history rule does not consider resolved makes the disk
+// Unhealthy; HARDWARE_INSPECTION dominates REBOOT_SYSTEM.
+KernelLogVerdict evaluate_disk_events(const std::vector<Event>& events,
+                                      const std::vector<TimePoint>& reboots);
 
 class DiskComponent : public Component {
  public:

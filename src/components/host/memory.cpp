@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "components/kernel_log_support.h"
 #include "host/bytes.h"
 
 namespace gpud::components {
@@ -79,7 +80,12 @@ CheckResult MemoryComponent::check() {
       m.set("memory", "memory_used_percent", snapshot->used_percent());
     }
   }
-  return evaluate_memory(snapshot);
+  CheckResult r = evaluate_memory(snapshot);
+  // OOM kills from the kernel log are listed; they do not change health (GPUd's behaviour).
+  append_event_summary(
+      r, component_events(ctx(), name(),
+                          lookback_start(ctx(), std::chrono::seconds(0), Clock::now())));
+  return r;
 }
 
 }  // namespace gpud::components

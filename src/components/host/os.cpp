@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "components/kernel_log_support.h"
 #include "core/time_util.h"
 
 namespace gpud::components {
@@ -270,6 +271,13 @@ CheckResult OsComponent::check() {
 
   CheckResult r =
       single_state(kName, ev.health, ev.reason, ev.actions, {{"data", data.dump()}}, now);
+  // Kernel panics and file-max events from the kernel log are listed; health is unchanged.
+  std::vector<Event> kernel_events;
+  for (Event& e :
+       component_events(ctx(), kName, lookback_start(ctx(), std::chrono::seconds(0), now)))
+    if (e.name == "kernel_panic" || e.name == "vfs_file_max_limit_reached")
+      kernel_events.push_back(std::move(e));
+  append_event_summary(r, kernel_events);
   const host::OsInfo& i = snap.info;
   r.detail = fmt::format(
       "kernel: {} ({})\nboot: {} (up {}), boot id {}\nmachine id: {}\n"

@@ -1,0 +1,111 @@
+#include "components/kernel_log_support.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "nvml/source.h"
+
+namespace gpud::components {
+
+bool nvidia_kernel_log_supported(const ComponentContext& ctx, std::string_view component,
+                                 std::atomic<bool>& has_events) {
+  if (ctx.kernel_log_scan || ctx.nvidia_pci_present) return true;
+  if (ctx.nvidia != nullptr && ctx.nvidia->status() != nvml::NvmlStatus::kNotFound) return true;
+  if (has_events.load()) return true;
+  if (ctx.events == nullptr) return false;
+  auto ev = ctx.events->query(component, TimePoint{}, TimePoint::max());
+  if (ev && !ev->empty()) has_events = true;
+  return has_events.load();
+}
+
+std::vector<TimePoint> reboot_times(const EventLog* log, TimePoint since) {
+  std::vector<TimePoint> out;
+  if (log == nullptr) return out;
+  auto ev = log->query("os", since, TimePoint::max());
+  if (!ev) return out;
+  for (const Event& e : *ev)
+    if (e.name == "reboot") out.push_back(e.time);
+  return out;
+}
+
+TimePoint lookback_start(const ComponentContext& ctx, std::chrono::seconds lookback,
+                         TimePoint now) {
+  if (ctx.scan_mode) return TimePoint{};
+  if (lookback.count() <= 0) lookback = ctx.config->events_retention;
+  return now - lookback;
+}
+
+std::string summarize_events(const std::vector<Event>& events) {
+  if (events.empty()) return "";
+  std::map<std::string, int> by_name;
+  const Event* latest = &events.front();
+  for (const Event& e : events) {
+    ++by_name[e.name];
+    if (e.time > latest->time) latest = &e;
+  }
+  std::string names;
+  for (const auto& [n, c] : by_name)
+    names += fmt::format("{}{} {}", names.empty() ? "" : ", ", c, n);
+  return fmt::format("{} kernel-log event{} ({}), latest: {}", events.size(),
+                     events.size() == 1 ? "" : "s", names, latest->message);
+}
+
+void merge_verdict(CheckResult& r, const KernelLogVerdict& v) {
+  if (v.health == Health::kHealthy && v.reason == "ok") return;
+  if (r.states.empty()) {
+    r.states.push_back(single_state("", v.health, v.reason, v.actions).states.front());
+    return;
+  }
+  HealthState& s = r.states.front();
+  if (severity(v.health) > severity(s.health)) {
+    s.health = v.health;
+    s.reason = s.reason == "ok" || s.reason.empty() ? v.reason : v.reason + "; " + s.reason;
+    if (v.actions) s.suggested_actions = v.actions;
+  } else {
+    s.reason += "; " + v.reason;
+  }
+}
+
+void append_event_summary(CheckResult& r, const std::vector<Event>& events) {
+  std::string summary = summarize_events(events);
+  if (summary.empty() || r.states.empty()) return;
+  HealthState& s = r.states.front();
+  s.reason += (s.reason.empty() ? "" : "; ") + summary;
+  nlohmann::json list = nlohmann::json::array();
+  for (const Event& e : events)
+    list.push_back(
+        {{"time",
+          std::chrono::duration_cast<std::chrono::seconds>(e.time.time_since_epoch()).count()},
+         {"name", e.name},
+         {"message", e.message}});
+  s.extra_info["kernel_log_events"] = list.dump();
+}
+
+std::vector<Event> component_events(const ComponentContext& ctx, std::string_view component,
+                                    TimePoint since) {
+  if (ctx.events == nullptr) return {};
+  auto ev = ctx.events->query(component, since, TimePoint::max());
+  return ev ? std::move(*ev) : std::vector<Event>{};
+}
+
+KernelLogEventsComponent::KernelLogEventsComponent(const ComponentContext& ctx, std::string name,
+                                                   std::vector<std::string> tags)
+    : Component(ctx), name_(std::move(name)), tags_(std::move(tags)) {}
+
+bool KernelLogEventsComponent::supported() const {
+  return nvidia_kernel_log_supported(ctx(), name_, has_events_);
+}
+
+CheckResult KernelLogEventsComponent::check() {
+  const TimePoint now = Clock::now();
+  std::vector<Event> events;
+  if (auto ev = this->events(lookback_start(ctx(), std::chrono::seconds(0), now), TimePoint::max());
+      ev)
+    events = std::move(*ev);
+  std::string summary = summarize_events(events);
+  return single_state(name_, Health::kHealthy, summary.empty() ? "ok" : "ok; " + summary,
+                      std::nullopt, {}, now);
+}
+
+}  // namespace gpud::components

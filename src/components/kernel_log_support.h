@@ -1,0 +1,67 @@
+// Helpers the kernel-log components share: who takes part, the reboot history, a summary of
+// recent kernel-log events, and the base of the components that only list their events.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/component.h"
+
+namespace gpud::components {
+
+// What a kernel-log rule concludes.
+struct KernelLogVerdict {
+  Health health = Health::kHealthy;
+  std::string reason = "ok";
+  std::optional<SuggestedActions> actions;
+};
+
+// Folds a kernel-log verdict into a snapshot rule's single-state result: the worse health wins,
+// reasons are joined, actions merged.
+void merge_verdict(CheckResult& r, const KernelLogVerdict& v);
+// Appends summarize_events() to the first state's reason and lists the events in extra_info
+// "kernel_log_events" (health unchanged).
+void append_event_summary(CheckResult& r, const std::vector<Event>& events);
+// This component's events with time > since (newest first); empty on error.
+std::vector<Event> component_events(const ComponentContext& ctx, std::string_view component,
+                                    TimePoint since);
+
+// NVIDIA kernel-log components take part when a saved log is scanned, an NVIDIA GPU is on the
+// bus, NVML loaded, or they already have events (an Xid line proves an NVIDIA driver). The event
+// test latches once true.
+bool nvidia_kernel_log_supported(const ComponentContext& ctx, std::string_view component,
+                                 std::atomic<bool>& has_events);
+
+// Times of the os component's "reboot" events with time > since.
+std::vector<TimePoint> reboot_times(const EventLog* log, TimePoint since);
+
+// How far back the kernel-log rules look: everything in scan mode, else `lookback` (0: the events
+// retention).
+TimePoint lookback_start(const ComponentContext& ctx, std::chrono::seconds lookback, TimePoint now);
+
+// "3 kernel-log events (2 OOM, 1 cpu_soft_lockup), latest: <message>"; "" when none.
+std::string summarize_events(const std::vector<Event>& events);
+
+// A component whose kernel-log events are listed but never change its health (GPUd's peermem,
+// nccl and infiniband kernel-log behaviour).
+class KernelLogEventsComponent : public Component {
+ public:
+  KernelLogEventsComponent(const ComponentContext& ctx, std::string name,
+                           std::vector<std::string> tags);
+  std::string_view name() const override { return name_; }
+  std::vector<std::string> tags() const override { return tags_; }
+  bool supported() const override;
+  CheckResult check() override;
+  bool can_set_healthy() const override { return true; }
+
+ private:
+  std::string name_;
+  std::vector<std::string> tags_;
+  mutable std::atomic<bool> has_events_{false};
+};
+
+}  // namespace gpud::components

@@ -1,0 +1,17 @@
+// InfinibandComponent ("accelerator-nvidia-infiniband"): lists its kernel-log events; Healthy (as
+// GPUd).
+#pragma once
+
+#include "components/kernel_log_support.h"
+
+namespace gpud::components {
+
+class InfinibandComponent : public KernelLogEventsComponent {
+ public:
+  explicit InfinibandComponent(const ComponentContext& ctx)
+      : KernelLogEventsComponent(
+            ctx, "accelerator-nvidia-infiniband",
+            {"accelerator", "gpu", "nvidia", "accelerator-nvidia-infiniband"}) {}
+};
+
+}  // namespace gpud::components

@@ -1,0 +1,15 @@
+// NcclComponent ("accelerator-nvidia-nccl"): lists its kernel-log events; Healthy (as GPUd).
+#pragma once
+
+#include "components/kernel_log_support.h"
+
+namespace gpud::components {
+
+class NcclComponent : public KernelLogEventsComponent {
+ public:
+  explicit NcclComponent(const ComponentContext& ctx)
+      : KernelLogEventsComponent(ctx, "accelerator-nvidia-nccl",
+                                 {"accelerator", "gpu", "nvidia", "accelerator-nvidia-nccl"}) {}
+};
+
+}  // namespace gpud::components

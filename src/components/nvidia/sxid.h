@@ -1,0 +1,28 @@
+// SxidComponent ("accelerator-nvidia-error-sxid"): NVSwitch SXid errors from the kernel log, judged
+// by the same reboot-aware state machine as Xid (evaluate_sxid in xid.h).
+#pragma once
+
+#include <atomic>
+
+#include "components/nvidia/xid.h"
+
+namespace gpud::components {
+
+class SxidComponent : public Component {
+ public:
+  explicit SxidComponent(const ComponentContext& ctx);
+  std::string_view name() const override { return kSxidComponent; }
+  std::vector<std::string> tags() const override {
+    return {"accelerator", "gpu", "nvidia", "nvswitch", std::string(kSxidComponent)};
+  }
+  bool supported() const override;
+  std::chrono::seconds interval() const override { return std::chrono::seconds(30); }
+  CheckResult check() override;
+  bool can_set_healthy() const override { return true; }
+
+ private:
+  RebootThresholds thresholds_;
+  mutable std::atomic<bool> has_events_{false};
+};
+
+}  // namespace gpud::components

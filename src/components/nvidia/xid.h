@@ -1,0 +1,60 @@
+// XidComponent ("accelerator-nvidia-error-xid") and the pure rule over its events: GPUd's
+// reboot-aware Xid state machine (fatal -> Unhealthy, critical -> Degraded, reboots clear,
+// repeats escalate to HARDWARE_INSPECTION).
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "core/component.h"
+#include "core/reboot_rules.h"
+
+namespace gpud::components {
+
+inline constexpr std::string_view kXidComponent = "accelerator-nvidia-error-xid";
+inline constexpr std::string_view kSxidComponent = "accelerator-nvidia-error-sxid";
+
+// GPU products whose memory errors are handled by row remapping (the remapped-rows component
+// judges Xid 63/64 there).
+bool supports_row_remapping(std::string_view product);
+
+// One stored Xid/SXid event as a replay record; `code_key` is "xid" or "sxid". The reason names
+// the code, mnemonic, description, bus id and UUID.
+ErrorRecord to_error_record(const Event& e, std::string_view code_key);
+
+// The Xid rule: events (any order) and reboot times -> the verdict. Xid 63/64 are skipped when the
+// GPU remaps rows.
+ErrorVerdict evaluate_xid(const std::vector<Event>& events, const std::vector<TimePoint>& reboots,
+                          const RebootThresholds& thresholds, bool row_remapping);
+ErrorVerdict evaluate_sxid(const std::vector<Event>& events, const std::vector<TimePoint>& reboots,
+                           const RebootThresholds& thresholds);
+
+// The state "error_xid"/"error_sxid" from a verdict; `what` names the component when healthy.
+CheckResult error_check_result(std::string_view component, const ErrorVerdict& v,
+                               std::string_view what, const std::vector<Event>& events,
+                               TimePoint now);
+
+// The defaults: --xid-reboot-threshold, 94 -> 1000, then --xid-thresholds.
+Result<RebootThresholds> xid_thresholds(const Config& c);
+Result<RebootThresholds> sxid_thresholds(const Config& c);
+
+class XidComponent : public Component {
+ public:
+  explicit XidComponent(const ComponentContext& ctx);
+  std::string_view name() const override { return kXidComponent; }
+  std::vector<std::string> tags() const override {
+    return {"accelerator", "gpu", "nvidia", std::string(kXidComponent)};
+  }
+  bool supported() const override;
+  std::chrono::seconds interval() const override { return std::chrono::seconds(30); }
+  CheckResult check() override;
+  bool can_set_healthy() const override { return true; }
+
+ private:
+  bool row_remapping() const;
+  RebootThresholds thresholds_;
+  mutable std::atomic<bool> has_events_{false};
+};
+
+}  // namespace gpud::components

@@ -1,0 +1,135 @@
+#include "core/reboot_rules.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+
+namespace gpud {
+
+std::optional<RepairAction> evaluate_suggested_actions(std::vector<TimePoint> reboots,
+                                                       std::vector<TimePoint> failures,
+                                                       int max_reboots) {
+  if (failures.empty()) return std::nullopt;
+  if (reboots.empty()) return RepairAction::kRebootSystem;
+  std::sort(reboots.begin(), reboots.end());
+  std::sort(failures.begin(), failures.end());
+  if (reboots.back() > failures.back()) return std::nullopt;
+  if (reboots.size() == 1 || failures.size() == 1) return RepairAction::kRebootSystem;
+  // Each failure is paired with the newest reboot before it; distinct pairs count the reboots
+  // that did not fix the failure.
+  std::set<TimePoint> preceding;
+  for (TimePoint f : failures) {
+    auto it = std::lower_bound(reboots.begin(), reboots.end(), f);
+    if (it == reboots.begin()) continue;
+    preceding.insert(*std::prev(it));
+  }
+  if (static_cast<int>(preceding.size()) >= max_reboots) return RepairAction::kHardwareInspection;
+  return RepairAction::kRebootSystem;
+}
+
+std::optional<RepairAction> aggregate_actions(const std::vector<RepairAction>& actions) {
+  std::optional<RepairAction> out;
+  for (RepairAction a : actions) {
+    if (a == RepairAction::kHardwareInspection) return a;
+    if (a == RepairAction::kRebootSystem) out = a;
+    if (!out) out = a;
+  }
+  return out;
+}
+
+int RebootThresholds::threshold(int code) const {
+  auto it = overrides.find(code);
+  return it == overrides.end() ? default_threshold : it->second;
+}
+
+Result<RebootThresholds> parse_reboot_thresholds(const std::string& json,
+                                                 RebootThresholds defaults) {
+  if (json.empty()) return defaults;
+  auto doc = nlohmann::json::parse(json, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object())
+    return make_error("invalid thresholds \"" + json + "\": want a JSON object");
+  if (!doc.contains("overrides")) return defaults;
+  const auto& ov = doc["overrides"];
+  if (!ov.is_object())
+    return make_error("invalid thresholds: \"overrides\" must map codes to objects");
+  for (const auto& [key, value] : ov.items()) {
+    int code = 0;
+    try {
+      size_t used = 0;
+      code = std::stoi(key, &used);
+      if (used != key.size() || code <= 0) throw std::invalid_argument(key);
+    } catch (const std::exception&) {
+      return make_error("invalid thresholds: \"" + key + "\" is not a positive code");
+    }
+    if (!value.is_object() || !value.contains("rebootThreshold") ||
+        !value["rebootThreshold"].is_number_integer() || value["rebootThreshold"].get<int>() < 1)
+      return make_error("invalid thresholds: code " + key +
+                        " needs {\"rebootThreshold\": <positive integer>}");
+    defaults.overrides[code] = value["rebootThreshold"].get<int>();
+  }
+  return defaults;
+}
+
+namespace {
+int level_of(EventType t) {
+  if (t == EventType::kFatal) return 2;
+  if (t == EventType::kCritical) return 1;
+  return 0;
+}
+}  // namespace
+
+ErrorVerdict replay_errors(std::vector<ErrorRecord> records, const RebootThresholds& thresholds) {
+  std::stable_sort(records.begin(), records.end(),
+                   [](const ErrorRecord& a, const ErrorRecord& b) { return a.time < b.time; });
+  std::map<int, int> reboots_seen;  // code -> reboots since its first sighting
+  int level = 0;
+  const ErrorRecord* last = nullptr;
+  // A plain pair instead of std::optional: g++-12 -O2 warns maybe-uninitialized on the latter.
+  bool has_action = false;
+  RepairAction action = RepairAction::kIgnoreNoActionRequired;
+  for (const ErrorRecord& r : records) {
+    if (r.reboot) {
+      if (last != nullptr && has_action &&
+          (action == RepairAction::kRebootSystem || action == RepairAction::kCheckUserAppAndGpu)) {
+        last = nullptr;
+        has_action = false;
+        level = 0;
+      }
+      for (auto& [code, n] : reboots_seen) ++n;
+      continue;
+    }
+    const int l = level_of(r.type);
+    if (l < level) continue;  // a more severe error stays sticky
+    level = l;
+    last = &r;
+    has_action = r.action.has_value();
+    action = r.action.value_or(RepairAction::kIgnoreNoActionRequired);
+    if (has_action && action == RepairAction::kRebootSystem) {
+      auto [it, first] = reboots_seen.emplace(r.code, 0);
+      if (!first && it->second >= thresholds.threshold(r.code))
+        action = RepairAction::kHardwareInspection;
+    }
+  }
+  ErrorVerdict v;
+  if (last == nullptr) return v;
+  v.last_code = last->code;
+  v.health = level == 2 ? Health::kUnhealthy : level == 1 ? Health::kDegraded : Health::kHealthy;
+  v.reason = last->reason;
+  if (has_action && v.health != Health::kHealthy) {
+    std::string desc;
+    switch (action) {
+      case RepairAction::kRebootSystem: desc = "reboot the system to recover from the error"; break;
+      case RepairAction::kHardwareInspection:
+        desc = "the error persisted across reboots or needs a hardware inspection";
+        break;
+      case RepairAction::kCheckUserAppAndGpu:
+        desc = "check the user application and the GPU";
+        break;
+      default: desc = "no action required";
+    }
+    v.actions = SuggestedActions{desc, {action}};
+  }
+  return v;
+}
+
+}  // namespace gpud

@@ -1,0 +1,131 @@
+#include "kmsg/dispatcher.h"
+
+#include <spdlog/spdlog.h>
+
+#include <vector>
+
+#include "kmsg/parser.h"
+#include "kmsg/writer.h"
+
+namespace gpud::kmsg {
+
+Event to_event(const Match& m, TimePoint t, std::string_view gpu_uuid) {
+  Event e;
+  e.component = m.component;
+  e.time = std::chrono::time_point_cast<std::chrono::seconds>(t);
+  e.name = m.name;
+  e.type = m.type;
+  e.message = m.message;
+  e.extra_info = m.extra_info.is_object() ? m.extra_info : nlohmann::json::object();
+  if (!gpu_uuid.empty()) e.extra_info["gpu_uuid"] = std::string(gpu_uuid);
+  return e;
+}
+
+Match nvml_xid_match(int code, std::string_view pci_bus_id, std::string_view uuid) {
+  std::string line = xid_line(code, pci_bus_id.empty() ? "0000:00:00.0" : pci_bus_id);
+  std::vector<Match> ms = match_message(line);
+  Match m;
+  for (Match& x : ms)
+    if (x.component == kComponentXid) m = std::move(x);
+  if (m.component.empty()) {
+    m.component = std::string(kComponentXid);
+    m.name = "error_xid";
+    m.message = "XID " + std::to_string(code) + " reported by NVML";
+    m.extra_info = {{"xid", code}, {"pci_bus_id", normalize_pci_bus_id(pci_bus_id)}};
+  }
+  m.extra_info["source"] = "nvml";
+  m.extra_info.erase("log_line");
+  if (!uuid.empty()) m.extra_info["gpu_uuid"] = std::string(uuid);
+  return m;
+}
+
+KernelLogDispatcher::KernelLogDispatcher(EventLog& events, MetricRegistry& metrics,
+                                         OnEvent on_event, Accept accept, UuidForBus uuid_for_bus)
+    : events_(events),
+      metrics_(metrics),
+      on_event_(std::move(on_event)),
+      accept_(std::move(accept)),
+      uuid_for_bus_(std::move(uuid_for_bus)) {
+  metrics_.describe(kEventsTotal, "Kernel-log events recorded, by component and event type",
+                    MetricKind::kCounter);
+  metrics_.describe(kXidErrorsTotal, "NVIDIA Xid errors recorded, by GPU and code",
+                    MetricKind::kCounter);
+  metrics_.describe(kSxidErrorsTotal, "NVIDIA NVSwitch SXid errors recorded, by switch and code",
+                    MetricKind::kCounter);
+}
+
+int KernelLogDispatcher::feed(const KmsgRecord& r, TimePoint now) {
+  return feed_message(r.message, r.time, now);
+}
+
+int KernelLogDispatcher::feed(const KmsgRecordView& r, TimePoint now) {
+  return feed_message(r.message, r.time, now);
+}
+
+int KernelLogDispatcher::feed_message(std::string_view message, std::optional<TimePoint> time,
+                                      TimePoint now) {
+  std::lock_guard lock(mu_);
+  std::vector<Match> ms = matcher_.feed(message);
+  int n = 0;
+  for (const Match& m : ms) n += dispatch_locked(m, time.value_or(now));
+  return n;
+}
+
+int KernelLogDispatcher::dispatch(const Match& m, TimePoint t) {
+  std::lock_guard lock(mu_);
+  return dispatch_locked(m, t);
+}
+
+int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
+  ++matched_;
+  if (accept_ && !accept_(m.component)) return 0;
+  if (deduper_.is_duplicate(m.component, m.name, m.message, t)) return 0;
+  std::string uuid;
+  const std::string bus = m.extra_info.value("pci_bus_id", std::string());
+  if (m.extra_info.contains("gpu_uuid"))
+    uuid = m.extra_info.value("gpu_uuid", std::string());
+  else if (uuid_for_bus_ && !bus.empty())
+    uuid = uuid_for_bus_(bus);
+  Event e = to_event(m, t, uuid);
+  auto inserted = events_.insert(e);
+  if (!inserted) {
+    spdlog::warn("[kmsg] failed to store {} event {}: {}", m.component, m.name,
+                 inserted.error().message);
+    return 0;
+  }
+  if (!*inserted) return 0;  // already stored (ring buffer re-read after a restart)
+  ++stored_;
+  metrics_.add("", kEventsTotal, 1,
+               {{"component", m.component}, {"type", std::string(to_string(m.type))}});
+  if (m.component == kComponentXid && m.extra_info.contains("xid")) {
+    metrics_.add(m.component, kXidErrorsTotal, 1,
+                 {{"uuid", uuid},
+                  {"pci_bus_id", bus},
+                  {"xid", std::to_string(m.extra_info.value("xid", 0))}});
+  } else if (m.component == kComponentSxid && m.extra_info.contains("sxid")) {
+    metrics_.add(m.component, kSxidErrorsTotal, 1,
+                 {{"uuid", uuid},
+                  {"pci_bus_id", bus},
+                  {"sxid", std::to_string(m.extra_info.value("sxid", 0))}});
+  }
+  if (on_event_) on_event_(m.component);
+  return 1;
+}
+
+bool KernelLogDispatcher::wants(std::string_view raw_line) const {
+  if (may_match(raw_line)) return true;
+  std::lock_guard lock(mu_);
+  return matcher_.pending();
+}
+
+uint64_t KernelLogDispatcher::matched() const {
+  std::lock_guard lock(mu_);
+  return matched_;
+}
+
+uint64_t KernelLogDispatcher::stored() const {
+  std::lock_guard lock(mu_);
+  return stored_;
+}
+
+}  // namespace gpud::kmsg

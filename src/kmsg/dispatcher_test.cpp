@@ -1,0 +1,123 @@
+#include "kmsg/dispatcher.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "kmsg/writer.h"
+#include "store/database.h"
+#include "store/event_store.h"
+
+namespace gpud::kmsg {
+namespace {
+
+std::unique_ptr<store::Database> memory_db() {
+  auto r = store::Database::open_in_memory();
+  return std::move(*r);
+}
+
+struct Fixture {
+  std::unique_ptr<store::Database> db = memory_db();
+  store::EventStore events{*db};
+  MetricRegistry metrics;
+  std::vector<std::string> triggered;
+};
+
+const TimePoint kT = Clock::from_time_t(1'700'000'000) + std::chrono::milliseconds(700);
+
+TEST(Dispatcher, XidLineBecomesStoredEventWithMetricsAndTrigger) {
+  Fixture f;
+  KernelLogDispatcher d(
+      f.events, f.metrics, [&](std::string_view c) { f.triggered.emplace_back(c); }, {},
+      [](std::string_view bus) { return bus == "0000:3b:00.0" ? "GPU-abc" : ""; });
+  EXPECT_EQ(d.feed_message(xid_line(79, "0000:3b:00.0"), kT), 1);
+  auto ev = f.events.query(kComponentXid, TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 1u);
+  const Event& e = ev->front();
+  EXPECT_EQ(e.name, "error_xid");
+  EXPECT_EQ(e.type, EventType::kFatal);
+  EXPECT_EQ(e.time, std::chrono::time_point_cast<std::chrono::seconds>(kT));
+  EXPECT_EQ(e.extra_info["pci_bus_id"], "0000:3b:00.0");
+  EXPECT_EQ(e.extra_info["xid"], 79);
+  EXPECT_EQ(e.extra_info["gpu_uuid"], "GPU-abc");
+  EXPECT_EQ(f.triggered, std::vector<std::string>{std::string(kComponentXid)});
+  std::string text = f.metrics.prometheus_text();
+  EXPECT_NE(text.find("accelerator_nvidia_xid_errors_total{gpud_component=\"accelerator-nvidia-"
+                      "error-xid\",pci_bus_id=\"0000:3b:00.0\",uuid=\"GPU-abc\",xid=\"79\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpud_kernel_log_events_total{component=\"accelerator-nvidia-error-xid\","
+                      "type=\"Fatal\"} 1"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Dispatcher, IdenticalMessageWithinAMinuteIsOneEvent) {
+  Fixture f;
+  KernelLogDispatcher d(f.events, f.metrics, {});
+  EXPECT_EQ(d.feed_message(xid_line(79, "3b:00"), kT), 1);
+  EXPECT_EQ(d.feed_message(xid_line(79, "3b:00"), kT + std::chrono::seconds(30)), 0);
+  EXPECT_EQ(d.feed_message(xid_line(79, "3b:00"), kT + std::chrono::seconds(90)), 1);
+  EXPECT_EQ(d.stored(), 2u);
+}
+
+TEST(Dispatcher, RingReReadAfterRestartIsNoNewEvent) {
+  Fixture f;
+  {
+    KernelLogDispatcher d(f.events, f.metrics, {});
+    EXPECT_EQ(d.feed_message(xid_line(48, "0000:3b:00.0"), kT), 1);
+  }
+  KernelLogDispatcher again(f.events, f.metrics, {});
+  EXPECT_EQ(again.feed_message(xid_line(48, "0000:3b:00.0"), kT + std::chrono::milliseconds(200)),
+            0);
+  EXPECT_EQ(f.events.query("", TimePoint{}, TimePoint::max())->size(), 1u);
+}
+
+TEST(Dispatcher, ComponentsNotRunningAreDropped) {
+  Fixture f;
+  KernelLogDispatcher d(f.events, f.metrics, {},
+                        [](std::string_view c) { return c != kComponentNvlink; });
+  EXPECT_EQ(d.feed_message("NVRM: knvlinkUpdatePostRxDetectLinkMask_IMPL: Failed to update Rx "
+                           "Detect Link mask!",
+                           kT),
+            0);
+  EXPECT_EQ(d.matched(), 1u);
+  EXPECT_EQ(d.feed_message("Out of memory nothing", kT), 0);
+}
+
+TEST(Dispatcher, HostEventsGoToTheirComponents) {
+  Fixture f;
+  KernelLogDispatcher d(f.events, f.metrics, {});
+  d.feed_message("INFO: task kworker/u8:2:1234 blocked for more than 120 seconds.", kT);
+  d.feed_message("Buffer I/O error on dev nvme0n1p1, logical block 0, async page read", kT);
+  d.feed_message(sxid_line(20034, "0000:05:00.0"), kT);
+  std::set<std::string> comps;
+  auto all = f.events.query("", TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(all);
+  for (const Event& e : *all) comps.insert(e.component);
+  EXPECT_EQ(comps, (std::set<std::string>{"cpu", "disk", std::string(kComponentSxid)}));
+  EXPECT_NE(f.metrics.prometheus_text().find("accelerator_nvidia_sxid_errors_total"),
+            std::string::npos);
+}
+
+TEST(Dispatcher, RecordWithoutTimeUsesNow) {
+  Fixture f;
+  KernelLogDispatcher d(f.events, f.metrics, {});
+  d.feed_message(xid_line(79, "0000:3b:00.0"), std::nullopt, kT);
+  EXPECT_EQ(f.events.query("", TimePoint{}, TimePoint::max())->front().time,
+            std::chrono::time_point_cast<std::chrono::seconds>(kT));
+}
+
+TEST(Dispatcher, NvmlXidHasKernelShapeAndSource) {
+  Match m = nvml_xid_match(79, "0000:3b:00.0", "GPU-x");
+  EXPECT_EQ(m.component, kComponentXid);
+  EXPECT_EQ(m.type, EventType::kFatal);
+  EXPECT_EQ(m.extra_info["source"], "nvml");
+  EXPECT_EQ(m.extra_info["gpu_uuid"], "GPU-x");
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:3b:00.0");
+  EXPECT_EQ(m.extra_info["xid"], 79);
+}
+
+}  // namespace
+}  // namespace gpud::kmsg

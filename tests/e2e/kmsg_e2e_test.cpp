@@ -1,0 +1,216 @@
+// End-to-end: the kernel-log pipeline through the real binary: /dev/kmsg -> daemon -> Xid state
+// and events, `gpud scan --kernel-log`, `gpud inject-fault`, POST /inject-fault.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "tests/e2e/daemon_process.h"
+
+namespace gpud::e2e {
+namespace {
+
+using Ms = std::chrono::milliseconds;
+constexpr const char* kXid = "accelerator-nvidia-error-xid";
+
+std::string fixture(const std::string& name) {
+  return std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/kmsg/" + name;
+}
+
+// A bus id no other test (and no real GPU) uses: tests run in parallel and share /dev/kmsg.
+std::string unique_pci() {
+  std::random_device rd;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04x:%02x:00.0", 0x1000 + rd() % 0xe000, rd() % 0x100);
+  return buf;
+}
+
+CommandResult shell(const std::string& cmd) {
+  CommandResult r;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = ::pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The component's events in /v1/events carrying this bus id.
+nlohmann::json find_event(const DaemonProcess& d, const std::string& pci) {
+  auto res = d.get(std::string("/v1/events?components=") + kXid);
+  if (!res || res->status != 200) return nullptr;
+  auto doc = parse_json(res->body);
+  if (!doc.is_array()) return nullptr;
+  for (const auto& c : doc)
+    for (const auto& e : c.value("events", nlohmann::json::array()))
+      if (e.contains("extra_info") && e["extra_info"].value("pci_bus_id", "") == pci) return e;
+  return nullptr;
+}
+
+nlohmann::json xid_state(const DaemonProcess& d) {
+  auto res = d.get(std::string("/v1/states?components=") + kXid);
+  if (!res || res->status != 200) return nullptr;
+  auto doc = parse_json(res->body);
+  if (!doc.is_array() || doc.empty()) return nullptr;
+  auto states = doc[0].value("states", nlohmann::json::array());
+  return states.empty() ? nullptr : states[0];
+}
+
+// Waits until the Xid event with `pci` is in /v1/events and the state is Unhealthy with
+// REBOOT_SYSTEM; returns how long that took, or a negative duration.
+Ms wait_for_xid(const DaemonProcess& d, const std::string& pci, Ms limit, nlohmann::json* event) {
+  auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < limit) {
+    nlohmann::json e = find_event(d, pci);
+    nlohmann::json s = xid_state(d);
+    if (!e.is_null() && !s.is_null() && s.value("health", "") == "Unhealthy" &&
+        s.contains("suggested_actions") &&
+        s["suggested_actions"]
+                .value("repair_actions", nlohmann::json::array())
+                .dump()
+                .find("REBOOT_SYSTEM") != std::string::npos) {
+      *event = e;
+      return std::chrono::duration_cast<Ms>(std::chrono::steady_clock::now() - start);
+    }
+    std::this_thread::sleep_for(Ms(50));
+  }
+  return Ms(-1);
+}
+
+bool kmsg_writable() {
+  int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+TEST(KmsgE2E, XidInRealKmsgMakesXidUnhealthyWithinTwoSeconds) {
+  if (!kmsg_writable())
+    GTEST_SKIP() << "/dev/kmsg is not writable here (needs root): the real-kernel-log e2e test is "
+                    "skipped";
+  std::string dir = make_temp_dir();
+  {
+    DaemonProcess d(dir, {}, false);
+    ASSERT_TRUE(d.ready()) << d.log();
+    const std::string pci = unique_pci();
+    auto w = run_gpud({"inject-fault", "--xid", "79", "--pci", pci});
+    ASSERT_EQ(w.exit_code, 0) << w.out;
+    nlohmann::json event;
+    Ms took = wait_for_xid(d, pci, Ms(2000), &event);
+    ASSERT_GE(took.count(), 0) << "no Unhealthy xid state with event for " << pci << "\n"
+                               << d.log();
+    EXPECT_EQ(event["extra_info"]["xid"], 79);
+    EXPECT_EQ(event["name"], "error_xid");
+    EXPECT_EQ(event["type"], "Fatal");
+    std::cout << "[ kmsg e2e ] Xid 79 visible after " << took.count() << " ms\n";
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(KmsgE2E, PostInjectFaultFlowsThroughTheDaemon) {
+  std::string dir = make_temp_dir();
+  const std::string kmsg = dir + "/kmsg";
+  { std::ofstream(kmsg).flush(); }
+  ::setenv("GPUD_KMSG_PATH", kmsg.c_str(), 1);
+  DaemonProcess d(dir + "/data", {}, false);
+  ::unsetenv("GPUD_KMSG_PATH");
+  ASSERT_TRUE(d.ready()) << d.log();
+  httplib::Client cli(d.url());
+  auto bad = cli.Post("/inject-fault", "{\"xid\":{}}", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  auto junk = cli.Post("/inject-fault", "not json", "application/json");
+  ASSERT_TRUE(junk);
+  EXPECT_EQ(junk->status, 400);
+  const std::string pci = unique_pci();
+  auto ok = cli.Post("/inject-fault", "{\"xid\":{\"id\":79,\"pci\":\"" + pci + "\"}}",
+                     "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(parse_json(ok->body).value("message", ""), "fault injected");
+  EXPECT_NE(read_file(kmsg).find("NVRM: Xid (PCI:" + pci.substr(0, pci.size() - 2) + "): 79"),
+            std::string::npos);
+  nlohmann::json event;
+  EXPECT_GE(wait_for_xid(d, pci, Ms(3000), &event).count(), 0) << d.log();
+  d.stop();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(KmsgE2E, ScanSavedLogShowsEventsInTheirComponentsAndFails) {
+  auto r = run_gpud({"scan", "--kernel-log", fixture("dmesg.log"), "--json", "--log-level", "error",
+                     "--components",
+                     "accelerator-nvidia-error-xid,accelerator-nvidia-"
+                     "error-sxid,memory,disk,cpu,os"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  auto doc = parse_json(r.out);
+  ASSERT_TRUE(doc.is_object()) << r.out;
+  std::map<std::string, nlohmann::json> by;
+  for (const auto& c : doc["components"]) by[c["component"]] = c;
+  for (const char* c :
+       {"accelerator-nvidia-error-xid", "accelerator-nvidia-error-sxid", "memory", "disk"}) {
+    ASSERT_TRUE(by.count(c)) << c << "\n" << r.out;
+    EXPECT_FALSE(by[c]["events"].empty()) << c;
+  }
+  bool has_xid = false;
+  for (const auto& e : by[kXid]["events"])
+    has_xid |= e["extra_info"].contains("xid") && e["extra_info"].contains("pci_bus_id");
+  EXPECT_TRUE(has_xid);
+  EXPECT_EQ(by[kXid]["states"][0]["health"], "Unhealthy");
+  bool oom = false;
+  for (const auto& e : by["memory"]["events"]) oom |= e["name"] == "OOM";
+  EXPECT_TRUE(oom);
+}
+
+TEST(KmsgE2E, ScanReadsStdinWithDash) {
+  auto r = shell(std::string(GPUD_BINARY) +
+                 " scan --kernel-log - --json --log-level error --components "
+                 "accelerator-nvidia-error-xid < " +
+                 fixture("journalctl-k.log"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  auto pos = r.out.find('{');
+  ASSERT_NE(pos, std::string::npos) << r.out;
+  auto doc = parse_json(r.out.substr(pos));
+  ASSERT_TRUE(doc.is_object()) << r.out;
+  ASSERT_FALSE(doc["components"].empty());
+  EXPECT_FALSE(doc["components"][0]["events"].empty());
+}
+
+TEST(KmsgE2E, InjectFaultWritesKernelLineAndRefusesUnwritable) {
+  std::string dir = make_temp_dir();
+  const std::string kmsg = dir + "/kmsg";
+  { std::ofstream(kmsg).flush(); }
+  auto r = shell("GPUD_KMSG_PATH=" + kmsg + " " + GPUD_BINARY +
+                 " inject-fault --sxid 20034 --pci 0000:05:00.0");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(read_file(kmsg).find("SXid (PCI:0000:05:00.0): 20034"), std::string::npos);
+  r = shell("GPUD_KMSG_PATH=" + kmsg + " " + GPUD_BINARY +
+            " inject-fault --kernel-message 'hello kernel' --kernel-log-level kern.warning");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(read_file(kmsg).find("<44>hello kernel"), std::string::npos) << read_file(kmsg);
+  r = shell("GPUD_KMSG_PATH=/nonexistent/dir/kmsg " + std::string(GPUD_BINARY) +
+            " inject-fault --xid 79");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("cannot"), std::string::npos) << r.out;
+  r = shell(std::string(GPUD_BINARY) + " inject-fault --xid 79 --kernel-log-level LOUD");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gpud::e2e
