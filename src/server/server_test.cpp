@@ -530,7 +530,7 @@ TEST(ServerStart, RejectsBadListenAddress) {
   config.listen_address = "127.0.0.1";
   Registry registry;
   Scheduler scheduler(registry);
-  Server s(ServerDeps{&config, &registry, &scheduler, nullptr, nullptr, nullptr, nullptr});
+  Server s(ServerDeps{&config, &registry, &scheduler, nullptr, nullptr, nullptr, nullptr, {}});
   auto r = s.start();
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("invalid listen address"), std::string::npos);
@@ -560,7 +560,7 @@ TEST(ServerTls, GeneratesPersistsAndReusesTheCertificate) {
   config.data_dir = dir.path().string();
   Registry registry;
   Scheduler scheduler(registry);
-  ServerDeps deps{&config, &registry, &scheduler, nullptr, nullptr, nullptr, nullptr};
+  ServerDeps deps{&config, &registry, &scheduler, nullptr, nullptr, nullptr, nullptr, {}};
 
   std::string first_cert;
   {
@@ -608,7 +608,7 @@ TEST(ServerTls, UsesOperatorCertificateAndRejectsBadOnes) {
   config.tls_key = write("a.key", a->key_pem);
   Registry registry;
   Scheduler scheduler(registry);
-  ServerDeps deps{&config, &registry, &scheduler, nullptr, nullptr, nullptr, nullptr};
+  ServerDeps deps{&config, &registry, &scheduler, nullptr, nullptr, nullptr, nullptr, {}};
   {
     Server s(deps);
     auto r = s.start();
