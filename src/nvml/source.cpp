@@ -10,18 +10,28 @@ NvidiaSource::NvidiaSource(std::string library_path, std::chrono::milliseconds d
 NvidiaSource::~NvidiaSource() = default;
 
 void NvidiaSource::open() {
-  std::lock_guard lock(mu_);
-  if (nvml_ && nvml_->ready()) return;
+  std::lock_guard collecting(collect_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (nvml_ && nvml_->ready()) return;
+  }
+  // nvmlInit runs with a deadline; status() must not wait on it, so the new instance is built
+  // unlocked.
   OpenOptions opts;
   opts.library_path = library_path_;
   opts.deadline = deadline_;
-  nvml_ = Nvml::open(opts);
+  std::unique_ptr<Nvml> fresh = Nvml::open(opts);
+  if (fresh->ready())
+    spdlog::info("[nvml] {}", fresh->message());
+  else
+    spdlog::warn("[nvml] {}", fresh->message());
+  std::unique_ptr<Nvml> old;
+  std::lock_guard lock(mu_);
+  old = std::move(nvml_);
+  nvml_ = std::move(fresh);
   last_open_ = std::chrono::steady_clock::now();
   cached_.reset();
-  if (nvml_->ready())
-    spdlog::info("[nvml] {}", nvml_->message());
-  else
-    spdlog::warn("[nvml] {}", nvml_->message());
+  cached_error_.reset();
 }
 
 void NvidiaSource::maybe_reload(std::chrono::seconds retry_every) {
@@ -55,16 +65,32 @@ size_t NvidiaSource::gpu_count() const {
 
 Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::snapshot(
     std::chrono::milliseconds max_age) {
+  // One collection at a time; status() and the other accessors only take mu_, so they never wait on
+  // a driver call.
+  std::lock_guard collecting(collect_mu_);
+  Nvml* nvml = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (!nvml_ || nvml_->status() == NvmlStatus::kNotFound)
+      return make_error(nvml_ ? nvml_->message() : "NVML not loaded");
+    if (nvml_->status() == NvmlStatus::kErrored) return make_error(nvml_->message());
+    auto now = std::chrono::steady_clock::now();
+    if (cached_ && now - cached_at_ <= max_age) return cached_;
+    // A failed collection is remembered as long as a good one would be, so the components checked
+    // right after it do not each start another one against a hung driver.
+    if (cached_error_ && now - cached_at_ <= max_age) return *cached_error_;
+    nvml = nvml_.get();  // open() does not replace a ready instance, and it takes collect_mu_ too
+  }
+  auto snap = collect(*nvml, deadline_);
   std::lock_guard lock(mu_);
-  if (!nvml_ || nvml_->status() == NvmlStatus::kNotFound)
-    return make_error(nvml_ ? nvml_->message() : "NVML not loaded");
-  if (nvml_->status() == NvmlStatus::kErrored) return make_error(nvml_->message());
-  auto now = std::chrono::steady_clock::now();
-  if (cached_ && now - cached_at_ <= max_age) return cached_;
-  auto snap = collect(*nvml_, deadline_);
-  if (!snap) return snap.error();
+  cached_at_ = std::chrono::steady_clock::now();
+  if (!snap) {
+    cached_.reset();
+    cached_error_ = snap.error();
+    return snap.error();
+  }
+  cached_error_.reset();
   cached_ = std::make_shared<const NvmlSnapshot>(std::move(*snap));
-  cached_at_ = now;
   return cached_;
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/result.h"
@@ -49,11 +50,12 @@ class NvidiaSource {
  private:
   std::string library_path_;
   std::chrono::milliseconds deadline_;
-  mutable std::mutex
-      mu_;  // guards everything below; held across a collection (bounded by the deadline)
+  mutable std::mutex mu_;  // guards everything below; never held across an NVML call
   std::unique_ptr<Nvml> nvml_;
   std::chrono::steady_clock::time_point last_open_{};
   std::shared_ptr<const NvmlSnapshot> cached_;
+  std::optional<Error> cached_error_;
+  std::mutex collect_mu_;  // held across a collection (bounded by the deadline); taken before mu_
   std::chrono::steady_clock::time_point cached_at_{};
 };
 
