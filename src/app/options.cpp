@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <type_traits>
 #include <tuple>
+#include <type_traits>
 
 #include "components/registry.h"
 #include "core/reboot_rules.h"
@@ -65,16 +65,18 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
       },
       "Expected NVLink states, e.g. '{\"at_least_gpus_with_all_links_feature_enabled\":8}'");
   auto duration_flag = [&cmd](const char* name, auto* out, std::chrono::milliseconds min) {
-    cmd.add_option_function<std::string>(name, [name, out, min](const std::string& s) {
-         auto d = parse_duration(s);
-         if (!d || *d < min) throw CLI::ValidationError(name, "invalid duration \"" + s + "\"");
-         *out = std::chrono::duration_cast<std::remove_pointer_t<decltype(out)>>(*d);
-       })->group("");  // hidden: for tests
+    cmd.add_option_function<std::string>(
+           name,
+           [name, out, min](const std::string& s) {
+             auto d = parse_duration(s);
+             if (!d || *d < min) throw CLI::ValidationError(name, "invalid duration \"" + s + "\"");
+             *out = std::chrono::duration_cast<std::remove_pointer_t<decltype(out)>>(*d);
+           })
+        ->group("");  // hidden: for tests
   };
   duration_flag("--nvidia-check-interval", &f.config.nvidia_check_interval,
                 std::chrono::seconds(1));
-  duration_flag("--nvml-call-timeout", &f.config.nvml_call_timeout,
-                std::chrono::milliseconds(10));
+  duration_flag("--nvml-call-timeout", &f.config.nvml_call_timeout, std::chrono::milliseconds(10));
   // nvidia (A)
   cmd.add_option("--gpu-count", f.config.gpu_count,
                  "Expected number of NVIDIA GPUs; a different NVML count is Unhealthy (0: off)")

@@ -7,11 +7,12 @@
 
 namespace gpud::host {
 
-// Collects hostname, machineID, bootID, kernelVersion, osImage, operatingSystem, uptime (boot time, RFC 3339),
-// cpuInfo{type, manufacturer, architecture, logicalCores}, memoryInfo{totalBytes},
-// diskInfo{blockDevices[...] from sysfs, containerRootDisk}, nicInfo{privateIPInterfaces[{interface, mac, ip}]},
-// gpudVersion, and empty strings for the GPU fields (filled by the NVML layer later).
-// Never fails as a whole: a field it cannot read is left empty.
+// Collects hostname, machineID, bootID, kernelVersion, osImage, operatingSystem, uptime (boot time,
+// RFC 3339), cpuInfo{type, manufacturer, architecture, logicalCores}, memoryInfo{totalBytes},
+// diskInfo{blockDevices[...] from sysfs, containerRootDisk},
+// nicInfo{privateIPInterfaces[{interface, mac, ip}]}, gpudVersion, and empty strings for the GPU
+// fields (filled by the NVML layer later). Never fails as a whole: a field it cannot read is left
+// empty.
 nlohmann::json collect_machine_info(const HostFs& fs);
 
 }  // namespace gpud::host

@@ -1,11 +1,11 @@
 // Database: the one SQLite file (WAL mode) that holds events, metric history and metadata.
 #pragma once
 
+#include <sqlite3.h>
+
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include <sqlite3.h>
 
 #include "core/result.h"
 
@@ -16,9 +16,10 @@ inline constexpr const char* kStateFileName = "gpud.state";
 
 class Database {
  public:
-  // Opens (creating when missing) <path> in WAL mode, creates the schema, records/checks the schema version.
-  // A file SQLite reports as corrupt (or not a database) is renamed to <path>.corrupt-<unix time>, one
-  // clear line is logged, and a fresh file is opened. A schema version newer than ours is an error.
+  // Opens (creating when missing) <path> in WAL mode, creates the schema, records/checks the schema
+  // version. A file SQLite reports as corrupt (or not a database) is renamed to
+  // <path>.corrupt-<unix time>, one clear line is logged, and a fresh file is opened. A schema
+  // version newer than ours is an error.
   static Result<std::unique_ptr<Database>> open(const std::string& path);
   // A private in-memory database (for --db-in-memory and for scan).
   static Result<std::unique_ptr<Database>> open_in_memory();

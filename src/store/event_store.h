@@ -1,4 +1,5 @@
-// EventStore: components' events in SQLite, deduplicated on insert, with retention enforced for all of them.
+// EventStore: components' events in SQLite, deduplicated on insert, with retention enforced for all
+// of them.
 #pragma once
 
 #include <chrono>

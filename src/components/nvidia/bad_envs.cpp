@@ -118,7 +118,7 @@ CheckResult evaluate_bad_envs(const std::vector<BadEnvFinding>& findings) {
                     "no bad CUDA environment variables set machine-wide\n");
   return b_result(
       kBadEnvsName, Health::kDegraded, "bad CUDA environment variables set: " + reason, data,
-      render_table(rows),
+      format_table(rows),
       SuggestedActions{"unset the variables machine-wide", {RepairAction::kCheckUserAppAndGpu}});
 }
 

@@ -194,7 +194,7 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
     data["fabric_manager_found"] = probe.binary_found;
     data["fabric_manager_active"] = probe.port_open;
   }
-  std::string detail = state_supported ? render_table(rows) : "";
+  std::string detail = state_supported ? format_table(rows) : "";
   std::string reason;
   Health h = Health::kHealthy;
   if (!issues.empty()) {

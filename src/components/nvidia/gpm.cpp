@@ -21,7 +21,7 @@ CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot) {
       errors += (errors.empty() ? "" : "; ") + gpu_label(g) + ": " + f.error;
   }
   nlohmann::json data = {{"gpus", gpus}, {"metrics_sampled", false}};
-  std::string detail = render_table(rows);
+  std::string detail = format_table(rows);
   if (!errors.empty()) return b_result(kGpmName, Health::kUnhealthy, errors, data, detail);
   std::string reason = supported == 0
                            ? "GPM not supported (not applicable)"

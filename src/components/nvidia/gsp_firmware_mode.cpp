@@ -32,7 +32,7 @@ CheckResult evaluate_gsp_firmware_mode(const nvml::NvmlSnapshot& snapshot) {
       errors += (errors.empty() ? "" : "; ") + gpu_label(g) + ": " + gsp.version.error;
   }
   nlohmann::json data = {{"gpus", gpus}};
-  std::string detail = render_table(rows);
+  std::string detail = format_table(rows);
   if (!errors.empty())
     return b_result(kGspFirmwareModeName, Health::kUnhealthy, errors, data, detail);
   std::string reason = supported == 0 ? "GSP firmware mode not supported (not applicable)"

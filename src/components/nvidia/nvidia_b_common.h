@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "components/nvidia/gpu_issues.h"
 #include "core/health.h"
 
 namespace gpud::components {
@@ -42,26 +43,6 @@ inline CheckResult b_result(std::string_view component, Health health, std::stri
                         {{"data", data.dump()}});
   r.detail = std::move(detail);
   return r;
-}
-
-// Left-aligned columns separated by two spaces, one header row.
-inline std::string render_table(const std::vector<std::vector<std::string>>& rows) {
-  if (rows.empty()) return "";
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    if (width.size() < row.size()) width.resize(row.size(), 0);
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
 }
 
 }  // namespace gpud::components

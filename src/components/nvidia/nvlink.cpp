@@ -80,7 +80,7 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
   nlohmann::json data = {{"gpus", gpus},
                          {"gpus_with_all_links_feature_enabled", active},
                          {"expected_gpus_with_all_links_feature_enabled", expected_gpus_all_links}};
-  std::string detail = render_table(rows);
+  std::string detail = format_table(rows);
 
   if (!post_rx_detect_failures.empty())
     return b_result(kNvlinkName, Health::kUnhealthy,

@@ -74,7 +74,7 @@ CheckResult evaluate_pcie(const nvml::NvmlSnapshot& snapshot,
     gpus.push_back(j);
   }
   nlohmann::json data = {{"gpus", gpus}};
-  std::string detail = render_table(rows);
+  std::string detail = format_table(rows);
   if (!issues.empty())
     return b_result(kPcieName, Health::kDegraded, issues, data, detail,
                     SuggestedActions{"check the GPU's PCIe slot, riser and cabling",

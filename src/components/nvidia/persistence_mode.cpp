@@ -28,7 +28,7 @@ PersistenceModeVerdict evaluate_persistence_mode(const nvml::NvmlSnapshot& snaps
     }
   }
   nlohmann::json data = {{"gpus", gpus}};
-  std::string detail = render_table(rows);
+  std::string detail = format_table(rows);
   std::string reason;
   Health h = Health::kHealthy;
   if (!v.disabled.empty()) {

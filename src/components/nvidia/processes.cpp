@@ -88,7 +88,7 @@ CheckResult evaluate_processes(const nvml::NvmlSnapshot& snapshot,
     gpus.push_back(jg);
   }
   nlohmann::json data = {{"gpus", gpus}, {"running_total", total}};
-  std::string detail = rows.size() > 1 ? render_table(rows) : "no GPU compute processes\n";
+  std::string detail = rows.size() > 1 ? format_table(rows) : "no GPU compute processes\n";
   if (!errors.empty()) {
     std::string reason = errors + " (detected " + std::to_string(consecutive_errors) + "/" +
                          std::to_string(kProcessesErrorThreshold) + " consecutive checks)";
