@@ -13,6 +13,7 @@
 #include "core/time_util.h"
 #include "server/http_util.h"
 #include "server/tls.h"
+#include "testing/memory_event_log.h"
 #include "testing/swagger_validator.h"
 
 namespace gpud::server {
@@ -36,40 +37,7 @@ std::string read_all(const std::filesystem::path& p) {
   return ss.str();
 }
 
-class FakeEventLog : public EventLog {
- public:
-  Result<bool> insert(const Event& e) override {
-    std::lock_guard lock(mu_);
-    events_.push_back(e);
-    return true;
-  }
-  Result<std::vector<Event>> query(std::string_view component, TimePoint since,
-                                   TimePoint until) const override {
-    std::lock_guard lock(mu_);
-    std::vector<Event> out;
-    for (const auto& e : events_)
-      if ((component.empty() || e.component == component) && e.time > since && e.time <= until)
-        out.push_back(e);
-    std::sort(out.begin(), out.end(),
-              [](const Event& a, const Event& b) { return a.time > b.time; });
-    return out;
-  }
-  Result<int> purge(std::string_view component, TimePoint before) override {
-    std::lock_guard lock(mu_);
-    auto n = std::erase_if(
-        events_, [&](const Event& e) { return e.component == component && e.time < before; });
-    return static_cast<int>(n);
-  }
-  size_t count(std::string_view component) const {
-    std::lock_guard lock(mu_);
-    return std::count_if(events_.begin(), events_.end(),
-                         [&](const Event& e) { return e.component == component; });
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<Event> events_;
-};
+using FakeEventLog = testing_support::MemoryEventLog;
 
 class FakeHistory : public MetricHistory {
  public:

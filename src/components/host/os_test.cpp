@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/time_util.h"
+#include "testing/memory_event_log.h"
 
 namespace gpud::components {
 namespace {
@@ -18,42 +19,7 @@ std::string fixture(std::string_view sub) {
   return std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/host-os/" + std::string(sub);
 }
 
-// An in-memory EventLog with the store's dedup and ordering contract.
-class FakeEventLog : public EventLog {
- public:
-  Result<bool> insert(const Event& e) override {
-    for (const Event& x : events)
-      if (x.component == e.component && to_unix_seconds(x.time) == to_unix_seconds(e.time) &&
-          x.name == e.name && x.type == e.type && x.message == e.message &&
-          x.extra_info == e.extra_info)
-        return false;
-    events.push_back(e);
-    return true;
-  }
-  Result<std::vector<Event>> query(std::string_view component, TimePoint since,
-                                   TimePoint until) const override {
-    std::vector<Event> out;
-    for (const Event& e : events)
-      if ((component.empty() || e.component == component) && e.time > since && e.time <= until)
-        out.push_back(e);
-    std::sort(out.begin(), out.end(),
-              [](const Event& a, const Event& b) { return a.time > b.time; });
-    return out;
-  }
-  Result<int> purge(std::string_view component, TimePoint before) override {
-    auto n = std::erase_if(events, [&](const Event& e) {
-      return (component.empty() || e.component == component) && e.time < before;
-    });
-    return static_cast<int>(n);
-  }
-  std::vector<Event> named(std::string_view name) const {
-    std::vector<Event> out;
-    for (const Event& e : events)
-      if (e.name == name) out.push_back(e);
-    return out;
-  }
-  std::vector<Event> events;
-};
+using FakeEventLog = testing_support::MemoryEventLog;
 
 struct Harness {
   explicit Harness(std::string root, bool scan_mode = false) {

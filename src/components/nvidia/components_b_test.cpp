@@ -12,27 +12,13 @@
 #include "components/nvidia/pcie.h"
 #include "components/nvidia/persistence_mode.h"
 #include "components/nvidia/processes.h"
+#include "components/nvidia/test_snapshot.h"
 
 namespace gpud::components {
 namespace {
 
-template <typename T>
-nvml::Field<T> ok(T v) {
-  nvml::Field<T> f;
-  f.value = std::move(v);
-  f.status = nvml::FieldStatus::kOk;
-  f.ret = nvml::NVML_SUCCESS;
-  return f;
-}
-
-template <typename T>
-nvml::Field<T> err(const char* text) {
-  nvml::Field<T> f;
-  f.status = nvml::FieldStatus::kError;
-  f.ret = 999;
-  f.error = text;
-  return f;
-}
+using testing::errored;
+using testing::ok;
 
 nvml::NvmlSnapshot snapshot(int n, const std::string& name = "NVIDIA H100 80GB HBM3") {
   nvml::NvmlSnapshot s;
@@ -105,7 +91,7 @@ TEST(Gpm, SupportOnlyAndSaysSo) {
   auto r = evaluate_gpm(s);
   EXPECT_EQ(r.health(), Health::kHealthy);
   EXPECT_NE(r.states[0].reason.find("not sampled"), std::string::npos);
-  s.gpus[0].gpm_supported = err<bool>("Unknown Error");
+  s.gpus[0].gpm_supported = errored<bool>();
   EXPECT_EQ(evaluate_gpm(s).health(), Health::kUnhealthy);
 }
 
@@ -125,7 +111,7 @@ TEST(Processes, BadEnvVarIsDegradedNamingPidAndVariable) {
 
 TEST(Processes, GenericErrorsUnhealthyAfterFiveChecks) {
   auto s = snapshot(1);
-  s.gpus[0].processes = err<std::vector<nvml::Process>>("Unknown Error");
+  s.gpus[0].processes = errored<std::vector<nvml::Process>>();
   EXPECT_TRUE(processes_have_error(s));
   auto r4 = evaluate_processes(s, {}, 4);
   EXPECT_EQ(r4.health(), Health::kHealthy);

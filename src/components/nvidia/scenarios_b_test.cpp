@@ -16,29 +16,14 @@
 #include "components/nvidia/persistence_mode.h"
 #include "components/nvidia/processes.h"
 #include "core/time_util.h"
+#include "testing/memory_event_log.h"
 
 namespace gpud::components {
 namespace {
 
 using namespace std::chrono_literals;
 
-class MemEventLog : public EventLog {
- public:
-  Result<bool> insert(const Event& e) override {
-    events.push_back(e);
-    return true;
-  }
-  Result<std::vector<Event>> query(std::string_view component, TimePoint since,
-                                   TimePoint until) const override {
-    std::vector<Event> out;
-    for (const Event& e : events)
-      if ((component.empty() || e.component == component) && e.time > since && e.time <= until)
-        out.push_back(e);
-    return out;
-  }
-  Result<int> purge(std::string_view, TimePoint) override { return 0; }
-  std::vector<Event> events;
-};
+using MemEventLog = testing_support::MemoryEventLog;
 
 struct Verdict {
   Health health;
