@@ -3,6 +3,7 @@
 // no NVIDIA header is vendored. Shared by the loader and by the fake library in testing/fake_nvml.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace gpud::nvml {
@@ -15,6 +16,10 @@ struct nvmlDevice_t {
 };
 struct nvmlEventSet_t {
   nvmlEventSet_st* handle;
+};
+struct nvmlGpmSample_st;
+struct nvmlGpmSample_t {
+  nvmlGpmSample_st* handle;
 };
 
 // ---- return codes ----
@@ -174,7 +179,14 @@ inline constexpr unsigned int kFabricHealthShiftRouteUnhealthy = 4;
 inline constexpr unsigned int kFabricHealthShiftAccessTimeoutRecovery = 6;
 inline constexpr unsigned int kFabricHealthShiftIncorrectConfiguration = 8;
 inline constexpr unsigned int kFabricHealthMask2Bits = 0x3;
+inline constexpr unsigned int kFabricHealthMask4Bits = 0xf;
 inline constexpr unsigned int kFabricHealthTrue = 1;
+// Incorrect-configuration values: 0 not supported, 1 none, then the reasons.
+inline constexpr unsigned int kFabricConfigNone = 1;
+inline constexpr unsigned int kFabricConfigIncorrectSysguid = 2;
+inline constexpr unsigned int kFabricConfigIncorrectChassisSn = 3;
+inline constexpr unsigned int kFabricConfigNoPartition = 4;
+inline constexpr unsigned int kFabricConfigInsufficientNvlinks = 5;
 
 // ---- buffer sizes ----
 inline constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
@@ -270,6 +282,39 @@ struct nvmlGpmSupport_t {
   unsigned int isSupportedDevice;
 };
 
+// GPM metrics between two samples (nvmlGpmMetricsGet). The array length in nvml.h
+// (NVML_GPM_METRIC_MAX) has grown between releases; the driver only touches the first numMetrics
+// entries, so a generous fixed size is compatible with every version of the struct (version 1).
+inline constexpr unsigned int NVML_GPM_METRICS_GET_VERSION = 1;
+inline constexpr unsigned int kGpmMetricArraySize = 333;
+struct nvmlGpmMetric_t {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn;
+  double value;  // valid when nvmlReturn is NVML_SUCCESS
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;
+};
+struct nvmlGpmMetricsGet_t {
+  unsigned int version;
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[kGpmMetricArraySize];
+};
+// nvmlGpmMetricId_t values gpud reads (0.0-100.0 percentages).
+inline constexpr unsigned int NVML_GPM_METRIC_SM_OCCUPANCY = 3;
+inline constexpr unsigned int NVML_GPM_METRIC_INTEGER_UTIL = 4;
+inline constexpr unsigned int NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5;
+inline constexpr unsigned int NVML_GPM_METRIC_DFMA_TENSOR_UTIL = 6;
+inline constexpr unsigned int NVML_GPM_METRIC_HMMA_TENSOR_UTIL = 7;
+inline constexpr unsigned int NVML_GPM_METRIC_IMMA_TENSOR_UTIL = 9;
+inline constexpr unsigned int NVML_GPM_METRIC_FP64_UTIL = 11;
+inline constexpr unsigned int NVML_GPM_METRIC_FP32_UTIL = 12;
+inline constexpr unsigned int NVML_GPM_METRIC_FP16_UTIL = 13;
+
 static_assert(sizeof(nvmlDevice_t) == sizeof(void*));
 static_assert(sizeof(nvmlPciInfo_t) == 68);
 static_assert(sizeof(nvmlMemory_t) == 24);
@@ -282,6 +327,8 @@ static_assert(sizeof(nvmlGpuFabricInfo_t) == 28);
 static_assert(sizeof(nvmlGpuFabricInfoV_t) == 40);
 static_assert(sizeof(nvmlTemperature_t) == 12);
 static_assert(sizeof(nvmlMarginTemperature_t) == 8);
+static_assert(sizeof(nvmlGpmMetric_t) == 40);
+static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
 
 // NVML_STRUCT_VERSION(T, v) = sizeof(T_vN) | (v << 24)
 constexpr unsigned int struct_version(unsigned int size, unsigned int v) {
@@ -343,6 +390,10 @@ using PfnDevNvLinkErrorCounter = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
 using PfnDevFabricInfo = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpuFabricInfo_t*);
 using PfnDevFabricInfoV = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpuFabricInfoV_t*);
 using PfnDevGpmSupport = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSupport_t*);
+using PfnGpmSampleAlloc = nvmlReturn_t (*)(nvmlGpmSample_t*);
+using PfnGpmSampleFree = nvmlReturn_t (*)(nvmlGpmSample_t);
+using PfnGpmSampleGet = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSample_t);
+using PfnGpmMetricsGet = nvmlReturn_t (*)(nvmlGpmMetricsGet_t*);
 using PfnEventSetCreate = nvmlReturn_t (*)(nvmlEventSet_t*);
 using PfnEventSetFree = nvmlReturn_t (*)(nvmlEventSet_t);
 using PfnRegisterEvents = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);

@@ -43,6 +43,19 @@ bool FabricInfo::health_access_timeout_recovery() const {
          kFabricHealthTrue;
 }
 
+std::string FabricInfo::health_incorrect_configuration() const {
+  switch ((health_mask >> kFabricHealthShiftIncorrectConfiguration) & kFabricHealthMask4Bits) {
+    case 0:
+    case kFabricConfigNone: return "";
+    case kFabricConfigIncorrectSysguid: return "incorrect configuration: system GUID";
+    case kFabricConfigIncorrectChassisSn: return "incorrect configuration: chassis serial number";
+    case kFabricConfigNoPartition: return "incorrect configuration: no partition";
+    case kFabricConfigInsufficientNvlinks: return "incorrect configuration: insufficient NVLinks";
+    default:
+      return "incorrect configuration (code " + std::to_string((health_mask >> 8) & 0xf) + ")";
+  }
+}
+
 std::string normalize_pci_bus_id(std::string_view bus_id) {
   std::string s;
   for (char c : bus_id) {

@@ -109,6 +109,8 @@ struct FabricInfo {
   bool health_route_recovery_in_progress() const;
   bool health_route_unhealthy() const;
   bool health_access_timeout_recovery() const;
+  // "" when the configuration is fine or the field is not reported; else what is wrong.
+  std::string health_incorrect_configuration() const;
 };
 
 struct GpuSnapshot {

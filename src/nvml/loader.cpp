@@ -103,6 +103,10 @@ Api resolve_api(const DynamicLibrary& lib) {
   GPUD_RESOLVE(fabric_info_v, "nvmlDeviceGetGpuFabricInfoV");
   GPUD_RESOLVE(fabric_info, "nvmlDeviceGetGpuFabricInfo");
   GPUD_RESOLVE(gpm_query_device_support, "nvmlGpmQueryDeviceSupport");
+  GPUD_RESOLVE(gpm_sample_alloc, "nvmlGpmSampleAlloc");
+  GPUD_RESOLVE(gpm_sample_free, "nvmlGpmSampleFree");
+  GPUD_RESOLVE(gpm_sample_get, "nvmlGpmSampleGet");
+  GPUD_RESOLVE(gpm_metrics_get, "nvmlGpmMetricsGet");
   GPUD_RESOLVE(event_set_create, "nvmlEventSetCreate");
   GPUD_RESOLVE(event_set_free, "nvmlEventSetFree");
   GPUD_RESOLVE(register_events, "nvmlDeviceRegisterEvents");

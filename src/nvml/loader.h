@@ -92,6 +92,10 @@ struct Api {
   PfnDevFabricInfo fabric_info = nullptr;
   PfnDevGpmSupport gpm_query_device_support = nullptr;
 
+  PfnGpmSampleAlloc gpm_sample_alloc = nullptr;
+  PfnGpmSampleFree gpm_sample_free = nullptr;
+  PfnGpmSampleGet gpm_sample_get = nullptr;
+  PfnGpmMetricsGet gpm_metrics_get = nullptr;
   PfnEventSetCreate event_set_create = nullptr;
   PfnEventSetFree event_set_free = nullptr;
   PfnRegisterEvents register_events = nullptr;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "nvml/device.h"
+#include "nvml/gpm.h"
 #include "nvml/loader.h"
 #include "nvml/xid_watcher.h"
 
@@ -399,6 +400,53 @@ TEST(NvmlXidWatcher, EventsAppendedToTheScenarioAreDelivered) {
   for (int i = 0; i < 300 && n < 2; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(n.load(), 2);
   EXPECT_EQ(last.load(), 94U);
+}
+
+TEST(NvmlGpm, FirstCallIsABaselineThenMetricsBetweenSamples) {
+  std::string path = write_temp("gpm.json", R"({"count": 3, "gpus": {
+      "1": {"gpm_metrics": {"sm_occupancy": 41.5, "fp16_util": 12.25, "fp64_util": null}},
+      "2": {"gpm_supported": false}}})");
+  auto nvml = open_fake(path);
+  ASSERT_TRUE(nvml->ready()) << nvml->message();
+  GpmSampler sampler;
+  auto first = sampler.sample(*nvml, {0, 1, 2}, 2s);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_EQ(first->size(), 3U);
+  EXPECT_EQ((*first)[0].status, "baseline sample taken");
+  EXPECT_TRUE((*first)[0].values.empty());
+  EXPECT_EQ((*first)[2].status, "GPM not supported");
+  EXPECT_FALSE((*first)[2].error);
+  std::this_thread::sleep_for(20ms);
+  auto second = sampler.sample(*nvml, {0, 1}, 2s);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  ASSERT_EQ(second->size(), 2U);
+  const auto& g1 = (*second)[1];
+  EXPECT_EQ(g1.status, "");
+  EXPECT_DOUBLE_EQ(g1.values.at("sm_occupancy"), 41.5);
+  EXPECT_DOUBLE_EQ(g1.values.at("fp16_util"), 12.25);
+  EXPECT_EQ(g1.values.count("fp64_util"), 0U);  // NOT_SUPPORTED for that metric alone
+  EXPECT_EQ(g1.values.size(), 8U);
+  EXPECT_GE(g1.window, 20ms);
+  EXPECT_DOUBLE_EQ((*second)[0].values.at("any_tensor_util"), 0.0);
+}
+
+TEST(NvmlGpm, SamplingErrorsAndOldDriversAreReported) {
+  std::string path =
+      write_temp("gpm-err.json", R"({"count": 1, "errors": {"nvmlGpmSampleGet": "IN_USE"}})");
+  auto nvml = open_fake(path);
+  ASSERT_TRUE(nvml->ready());
+  GpmSampler sampler;
+  auto r = sampler.sample(*nvml, {0}, 2s);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r)[0].error);
+  EXPECT_NE((*r)[0].status.find("nvmlGpmSampleGet"), std::string::npos) << (*r)[0].status;
+
+  auto legacy = open_fake(fixture("h100x8-healthy.json"), true);
+  ASSERT_TRUE(legacy->ready());
+  GpmSampler old;
+  auto o = old.sample(*legacy, {0}, 2s);
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.error().message, "GPM sampling not supported by this driver");
 }
 
 TEST(NvmlDevice, NormalizesBusIdsAndArchitectures) {

@@ -7,7 +7,7 @@ namespace gpud::nvml {
 NvidiaSource::NvidiaSource(std::string library_path, std::chrono::milliseconds deadline)
     : library_path_(std::move(library_path)), deadline_(deadline) {}
 
-NvidiaSource::~NvidiaSource() = default;
+NvidiaSource::~NvidiaSource() { gpm_.reset(); }
 
 void NvidiaSource::open() {
   std::lock_guard collecting(collect_mu_);
@@ -26,6 +26,7 @@ void NvidiaSource::open() {
   else
     spdlog::warn("[nvml] {}", fresh->message());
   std::unique_ptr<Nvml> old;
+  gpm_.reset();  // only ever set on a ready instance, which is never replaced; belt and braces
   std::lock_guard lock(mu_);
   old = std::move(nvml_);
   nvml_ = std::move(fresh);
@@ -92,6 +93,14 @@ Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::snapshot(
   cached_error_.reset();
   cached_ = std::make_shared<const NvmlSnapshot>(std::move(*snap));
   return cached_;
+}
+
+Result<std::vector<GpmGpuResult>> NvidiaSource::gpm_sample(const std::vector<unsigned int>& gpus) {
+  std::lock_guard collecting(collect_mu_);
+  Nvml* nvml = ready_nvml();
+  if (nvml == nullptr) return make_error(message());
+  if (!gpm_) gpm_ = std::make_unique<GpmSampler>();
+  return gpm_->sample(*nvml, gpus, deadline_);
 }
 
 void NvidiaSource::fill_machine_info(nlohmann::json& info) {

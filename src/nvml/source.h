@@ -12,6 +12,7 @@
 
 #include "core/result.h"
 #include "nvml/device.h"
+#include "nvml/gpm.h"
 #include "nvml/loader.h"
 
 namespace gpud::nvml {
@@ -43,6 +44,10 @@ class NvidiaSource {
   // architecture, memory, gpus[{uuid, busID, sn, minorID, boardID}]}) merged into `info`.
   void fill_machine_info(nlohmann::json& info);
 
+  // GPM metrics of the given GPUs since the previous call (see GpmSampler). Serialised with
+  // collections; the first call per GPU only takes a baseline sample.
+  Result<std::vector<GpmGpuResult>> gpm_sample(const std::vector<unsigned int>& gpus);
+
   // The loaded library when ready (for the Xid watcher), else null. Valid while this source lives:
   // a ready instance is never reloaded.
   Nvml* ready_nvml();
@@ -52,6 +57,7 @@ class NvidiaSource {
   std::chrono::milliseconds deadline_;
   mutable std::mutex mu_;  // guards everything below; never held across an NVML call
   std::unique_ptr<Nvml> nvml_;
+  std::unique_ptr<GpmSampler> gpm_;  // of nvml_; reset before nvml_ goes
   std::chrono::steady_clock::time_point last_open_{};
   std::shared_ptr<const NvmlSnapshot> cached_;
   std::optional<Error> cached_error_;

@@ -65,6 +65,9 @@ const char* kBuiltinGpu = R"({
              "cluster_uuid": "7d2f9a31-0c4e-4b8a-9f61-2e5d8c1b3a70",
              "health_mask": 170, "health_summary": 1},
   "gpm_supported": true,
+  "gpm_metrics": {"sm_occupancy": 0, "int_util": 0, "any_tensor_util": 0, "dfma_tensor_util": 0,
+                  "hmma_tensor_util": 0, "imma_tensor_util": 0, "fp64_util": 0, "fp32_util": 0,
+                  "fp16_util": 0},
   "errors": {},
   "delays_ms": {}
 })";
@@ -99,6 +102,10 @@ SteadyClock::time_point g_last_stat{};
 int g_init_count = 0;
 uintptr_t g_next_set = 1;
 std::map<uintptr_t, std::set<unsigned int>> g_sets;  // event set -> registered GPUs
+#ifndef FAKE_NVML_LEGACY
+uintptr_t g_next_sample = 1;
+std::map<uintptr_t, int> g_samples;  // GPM sample buffer -> GPU it was taken on (-1: empty)
+#endif
 
 nvmlReturn_t parse_return(const json& v) {
   if (v.is_number_integer()) return v.get<int>();
@@ -724,6 +731,81 @@ FAKE_EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t d, nvmlGpmSuppor
     if (s->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     const json* v = get(c.gpu, "/gpm_supported");
     s->isSupportedDevice = v != nullptr && num(*v) != 0 ? 1 : 0;
+    return NVML_SUCCESS;
+  });
+}
+FAKE_EXPORT nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
+  return guard([&] {
+    Call c = enter("nvmlGpmSampleAlloc", nullptr);
+    if (c.ret != NVML_SUCCESS) return c.ret;
+    if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    std::lock_guard lock(g_mu);
+    uintptr_t key = g_next_sample++;
+    g_samples[key] = -1;
+    sample->handle = reinterpret_cast<nvmlGpmSample_st*>(key);
+    return NVML_SUCCESS;
+  });
+}
+FAKE_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
+  std::lock_guard lock(g_mu);
+  return g_samples.erase(reinterpret_cast<uintptr_t>(sample.handle)) == 1
+             ? NVML_SUCCESS
+             : NVML_ERROR_INVALID_ARGUMENT;
+}
+FAKE_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, nvmlGpmSample_t sample) {
+  return guard([&] {
+    Call c = enter("nvmlGpmSampleGet", &d);
+    if (c.ret != NVML_SUCCESS) return c.ret;
+    const json* v = get(c.gpu, "/gpm_supported");
+    if (v == nullptr || num(*v) == 0) return NVML_ERROR_NOT_SUPPORTED;
+    std::lock_guard lock(g_mu);
+    auto it = g_samples.find(reinterpret_cast<uintptr_t>(sample.handle));
+    if (it == g_samples.end()) return NVML_ERROR_INVALID_ARGUMENT;
+    it->second = static_cast<int>(c.index);
+    return NVML_SUCCESS;
+  });
+}
+// Values come from the GPU's `gpm_metrics` object (by GPUd's metric name); a metric missing there
+// answers NOT_SUPPORTED in its own nvmlReturn.
+FAKE_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* req) {
+  return guard([&] {
+    if (req == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (req->version != NVML_GPM_METRICS_GET_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (req->numMetrics > kGpmMetricArraySize) return NVML_ERROR_INVALID_ARGUMENT;
+    int gpu = -1;
+    {
+      std::lock_guard lock(g_mu);
+      auto a = g_samples.find(reinterpret_cast<uintptr_t>(req->sample1.handle));
+      auto b = g_samples.find(reinterpret_cast<uintptr_t>(req->sample2.handle));
+      if (a == g_samples.end() || b == g_samples.end() || a->second < 0 || a->second != b->second ||
+          a == b)
+        return NVML_ERROR_INVALID_ARGUMENT;
+      gpu = a->second;
+    }
+    nvmlDevice_t d{reinterpret_cast<nvmlDevice_st*>(kHandleBase + static_cast<unsigned>(gpu))};
+    Call g = enter("nvmlGpmMetricsGet", &d);
+    if (g.ret != NVML_SUCCESS) return g.ret;
+    static const std::map<unsigned int, const char*> kNames = {
+        {NVML_GPM_METRIC_SM_OCCUPANCY, "sm_occupancy"},
+        {NVML_GPM_METRIC_INTEGER_UTIL, "int_util"},
+        {NVML_GPM_METRIC_ANY_TENSOR_UTIL, "any_tensor_util"},
+        {NVML_GPM_METRIC_DFMA_TENSOR_UTIL, "dfma_tensor_util"},
+        {NVML_GPM_METRIC_HMMA_TENSOR_UTIL, "hmma_tensor_util"},
+        {NVML_GPM_METRIC_IMMA_TENSOR_UTIL, "imma_tensor_util"},
+        {NVML_GPM_METRIC_FP64_UTIL, "fp64_util"},
+        {NVML_GPM_METRIC_FP32_UTIL, "fp32_util"},
+        {NVML_GPM_METRIC_FP16_UTIL, "fp16_util"}};
+    for (unsigned int i = 0; i < req->numMetrics; ++i) {
+      nvmlGpmMetric_t& m = req->metrics[i];
+      m.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+      m.value = 0;
+      auto name = kNames.find(m.metricId);
+      if (name == kNames.end()) continue;
+      const json* v = get(g.gpu, (std::string("/gpm_metrics/") + name->second).c_str());
+      if (v == nullptr || !v->is_number()) continue;
+      m.value = v->get<double>();
+      m.nvmlReturn = NVML_SUCCESS;
+    }
     return NVML_SUCCESS;
   });
 }

@@ -106,6 +106,17 @@ TEST(NvmlE2E, EightFakeGpusInTheApi) {
   EXPECT_NE(metrics.find("accelerator_nvidia_nvlink_feature_enabled{gpu=\"7\""), std::string::npos);
   EXPECT_NE(metrics.find("uuid=\"GPU-"), std::string::npos);
   EXPECT_NE(metrics.find("accelerator_nvidia_pcie_link_width{"), std::string::npos);
+  // GPM values need two checks of accelerator-nvidia-gpm (a baseline sample, then the window).
+  auto end = std::chrono::steady_clock::now() + 20s;
+  while (metrics.find("accelerator_nvidia_gpm_gpu_sm_occupancy_percent{") == std::string::npos &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(250ms);
+    metrics = d.get("/metrics")->body;
+  }
+  EXPECT_NE(metrics.find("accelerator_nvidia_gpm_gpu_sm_occupancy_percent{gpu=\"7\""),
+            std::string::npos);
+  EXPECT_NE(states(d)["accelerator-nvidia-gpm"].value("reason", "").find("metrics sampled on 8"),
+            std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
@@ -170,6 +181,43 @@ TEST(NvmlE2E, HungDriverStopsNeitherHealthzNorHostComponents) {
   EXPECT_EQ(s["cpu"].value("health", ""), "Healthy") << s["cpu"].dump();
   EXPECT_EQ(s["memory"].value("health", ""), "Healthy") << s["memory"].dump();
   d.stop();
+  std::filesystem::remove_all(dir);
+}
+
+// The NVML event path end to end: an Xid the fake driver queues for GPU 5 is delivered by
+// nvmlEventSetWait to the daemon's watcher and recorded as an accelerator-nvidia-error-xid event
+// with the code, the GPU's UUID and bus id, and source "nvml" (kernel-log Xids carry no source).
+TEST(NvmlE2E, XidFromNvmlEventsBecomesAnXidEvent) {
+  std::string dir = make_temp_dir();
+  std::string scenario = dir + "-scenario.json";
+  auto doc = parse_json(slurp(fixture("h100x8-healthy.json")));
+  // GPU 5's identity as the fake generates it (testing/fake_nvml/README.md).
+  const std::string uuid = "GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e05";
+  doc["xid_events"] = nlohmann::json::array({{{"gpu", 5}, {"xid", 94}}});
+  write_atomic(scenario, doc.dump());
+  DaemonProcess d(dir, fake_args(), true, {"FAKE_NVML_SCENARIO=" + scenario});
+  ASSERT_TRUE(d.ready()) << d.log();
+  nlohmann::json found;
+  auto end = std::chrono::steady_clock::now() + 20s;
+  while (found.is_null() && std::chrono::steady_clock::now() < end) {
+    auto r = d.get("/v1/events?components=accelerator-nvidia-error-xid");
+    if (r && r->status == 200) {
+      for (const auto& c : parse_json(r->body))
+        for (const auto& e : c.value("events", nlohmann::json::array())) {
+          const auto& x = e.value("extra_info", nlohmann::json::object());
+          if (x.value("source", "") == "nvml" && x.value("gpu_uuid", "") == uuid) found = e;
+        }
+    }
+    if (found.is_null()) std::this_thread::sleep_for(250ms);
+  }
+  ASSERT_FALSE(found.is_null()) << d.log();
+  const auto& x = found["extra_info"];
+  EXPECT_EQ(x.value("xid", nlohmann::json()), 94) << found.dump();
+  EXPECT_EQ(x.value("pci_bus_id", ""), "0000:ab:00.0") << found.dump();
+  EXPECT_NE(d.get("/metrics")->body.find("accelerator_nvidia_xid_errors_total{"),
+            std::string::npos);
+  d.stop();
+  std::filesystem::remove(scenario);
   std::filesystem::remove_all(dir);
 }
 

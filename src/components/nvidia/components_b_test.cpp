@@ -85,12 +85,38 @@ TEST(GspFirmwareMode, ReportsVersionAndNotSupported) {
             "GSP firmware mode not supported (not applicable)");
 }
 
-TEST(Gpm, SupportOnlyAndSaysSo) {
-  auto s = snapshot(1);
+TEST(Gpm, SupportBaselineAndSampledValues) {
+  auto s = snapshot(2);
   s.gpus[0].gpm_supported = ok(true);
+  s.gpus[1].gpm_supported = ok(false);
+  EXPECT_EQ(gpm_capable_gpus(s), std::vector<unsigned int>{0});
   auto r = evaluate_gpm(s);
   EXPECT_EQ(r.health(), Health::kHealthy);
-  EXPECT_NE(r.states[0].reason.find("not sampled"), std::string::npos);
+  EXPECT_EQ(r.states[0].reason, "GPM supported on 1/2 GPU(s)");
+
+  Result<std::vector<nvml::GpmGpuResult>> baseline(
+      std::vector<nvml::GpmGpuResult>{{0, "baseline sample taken", false, {}, {}}});
+  EXPECT_NE(evaluate_gpm(s, &baseline).states[0].reason.find("first sample taken"),
+            std::string::npos);
+
+  nvml::GpmGpuResult g0{
+      0, "", false, {{"sm_occupancy", 41.5}, {"fp32_util", 3}}, std::chrono::milliseconds(60000)};
+  Result<std::vector<nvml::GpmGpuResult>> values(std::vector<nvml::GpmGpuResult>{g0});
+  r = evaluate_gpm(s, &values);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_EQ(r.states[0].reason, "GPM supported on 1/2 GPU(s), metrics sampled on 1");
+  EXPECT_NE(r.detail.find("41.5"), std::string::npos) << r.detail;
+  const std::string& data = r.states[0].extra_info.at("data");
+  EXPECT_NE(data.find("\"sm_occupancy_percent\":41.5"), std::string::npos) << data;
+  EXPECT_EQ(gpm_metric_name("sm_occupancy"), "accelerator_nvidia_gpm_gpu_sm_occupancy_percent");
+
+  Result<std::vector<nvml::GpmGpuResult>> failed(
+      std::vector<nvml::GpmGpuResult>{{0, "nvmlGpmSampleGet: In use", true, {}, {}}});
+  r = evaluate_gpm(s, &failed);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_NE(r.states[0].reason.find("GPM sampling failed: GPU 0"), std::string::npos)
+      << r.states[0].reason;
+
   s.gpus[0].gpm_supported = errored<bool>();
   EXPECT_EQ(evaluate_gpm(s).health(), Health::kUnhealthy);
 }
@@ -292,6 +318,39 @@ TEST(FabricManager, FabricStateIssuesAreUnhealthy) {
   s.gpus[1].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED, 0,
                                nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY));
   EXPECT_EQ(evaluate_fabric_manager(s, {}).health(), Health::kUnhealthy);
+}
+
+// healthMask layout (nvml.h): 2-bit fields at shifts 0, 2, 4, 6 (1 = true, 2 = false) and a 4-bit
+// incorrect-configuration field at shift 8 (1 = none, 2.. = the reason).
+TEST(FabricManager, HealthMaskFieldsDecode) {
+  nvml::FabricInfo f;
+  f.health_mask = 0b10'10'10'10 | (1u << 8);  // everything false, configuration fine
+  EXPECT_FALSE(f.health_degraded_bandwidth());
+  EXPECT_FALSE(f.health_route_recovery_in_progress());
+  EXPECT_FALSE(f.health_route_unhealthy());
+  EXPECT_FALSE(f.health_access_timeout_recovery());
+  EXPECT_EQ(f.health_incorrect_configuration(), "");
+  f.health_mask = 0b01'10'10'10;
+  EXPECT_TRUE(f.health_access_timeout_recovery());
+  EXPECT_FALSE(f.health_degraded_bandwidth());
+  f.health_mask = 0b10'01'10'10;
+  EXPECT_TRUE(f.health_route_unhealthy());
+  f.health_mask = 0b10'10'01'10;
+  EXPECT_TRUE(f.health_route_recovery_in_progress());
+  f.health_mask = 0b10'10'10'01;
+  EXPECT_TRUE(f.health_degraded_bandwidth());
+  f.health_mask = 5u << 8;
+  EXPECT_EQ(f.health_incorrect_configuration(), "incorrect configuration: insufficient NVLinks");
+  f.health_mask = 0;  // not supported anywhere
+  EXPECT_FALSE(f.health_degraded_bandwidth());
+  EXPECT_EQ(f.health_incorrect_configuration(), "");
+
+  auto s = snapshot(1);
+  s.gpus[0].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED, 4u << 8));
+  auto r = evaluate_fabric_manager(s, {});
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_NE(r.states[0].reason.find("incorrect configuration: no partition"), std::string::npos)
+      << r.states[0].reason;
 }
 
 TEST(FabricManager, ServiceCheckOnlyWithNvSwitches) {

@@ -156,6 +156,7 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
         if (v.health_route_recovery_in_progress()) gi.push_back("route recovery in progress");
         if (v.health_route_unhealthy()) gi.push_back("route unhealthy");
         if (v.health_access_timeout_recovery()) gi.push_back("access timeout recovery in progress");
+        if (auto c = v.health_incorrect_configuration(); !c.empty()) gi.push_back(c);
         gpus.push_back({{"gpu_uuid", g.uuid.value},
                         {"bus_id", g.pci_bus_id.value},
                         {"clique_id", v.clique_id},
@@ -167,7 +168,8 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
                          {{"bandwidth", v.health_degraded_bandwidth() ? "Degraded" : "Full"},
                           {"route_recovery_in_progress", v.health_route_recovery_in_progress()},
                           {"route_unhealthy", v.health_route_unhealthy()},
-                          {"access_timeout_recovery", v.health_access_timeout_recovery()}}}});
+                          {"access_timeout_recovery", v.health_access_timeout_recovery()},
+                          {"incorrect_configuration", v.health_incorrect_configuration()}}}});
         std::string h;
         for (size_t i = (v.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED ? 1 : 0); i < gi.size();
              ++i)

@@ -1,34 +1,112 @@
 #include "components/nvidia/gpm.h"
 
+#include <fmt/format.h>
+
 #include "components/nvidia/nvidia_b_common.h"
 
 namespace gpud::components {
 
-CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot) {
+std::vector<unsigned int> gpm_capable_gpus(const nvml::NvmlSnapshot& snapshot) {
+  std::vector<unsigned int> out;
+  for (const auto& g : snapshot.gpus)
+    if (g.gpm_supported.ok() && g.gpm_supported.value) out.push_back(g.index);
+  return out;
+}
+
+std::string gpm_metric_name(std::string_view metric) {
+  return "accelerator_nvidia_gpm_gpu_" + std::string(metric) + "_percent";
+}
+
+CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
+                         const Result<std::vector<nvml::GpmGpuResult>>* sampled) {
+  std::map<unsigned int, const nvml::GpmGpuResult*> by_gpu;
+  if (sampled != nullptr && sampled->ok())
+    for (const auto& r : **sampled) by_gpu[r.index] = &r;
   nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {{"GPU", "UUID", "GPM"}};
-  std::string errors;
-  size_t supported = 0;
+  std::vector<std::vector<std::string>> rows = {
+      {"GPU", "UUID", "GPM", "SM OCC %", "TENSOR %", "FP32 %", "FP16 %"}};
+  std::string errors, sampling_errors;
+  size_t supported = 0, with_values = 0;
   for (const auto& g : snapshot.gpus) {
     const auto& f = g.gpm_supported;
     bool yes = f.ok() && f.value;
-    gpus.push_back({{"uuid", g.uuid.value}, {"bus_id", g.pci_bus_id.value}, {"supported", yes}});
-    rows.push_back(
-        {std::to_string(g.index), g.uuid.value,
-         yes ? "supported" : (f.status == nvml::FieldStatus::kError ? "error" : "not supported")});
+    nlohmann::json j = {{"uuid", g.uuid.value}, {"bus_id", g.pci_bus_id.value}, {"supported", yes}};
+    std::vector<std::string> row = {
+        std::to_string(g.index),
+        g.uuid.value,
+        yes ? "supported" : (f.status == nvml::FieldStatus::kError ? "error" : "not supported"),
+        "-",
+        "-",
+        "-",
+        "-"};
     if (yes) ++supported;
     if (f.status == nvml::FieldStatus::kError)
       errors += (errors.empty() ? "" : "; ") + gpu_label(g) + ": " + f.error;
+    if (auto it = by_gpu.find(g.index); yes && it != by_gpu.end()) {
+      const auto& r = *it->second;
+      if (!r.values.empty()) {
+        ++with_values;
+        nlohmann::json m = nlohmann::json::object();
+        for (const auto& [k, v] : r.values) m[k + "_percent"] = v;
+        j["metrics"] = m;
+        j["window_seconds"] = static_cast<double>(r.window.count()) / 1000.0;
+        auto cell = [&](const char* k) {
+          auto v = r.values.find(k);
+          return v == r.values.end() ? std::string("-") : fmt::format("{:.1f}", v->second);
+        };
+        row[3] = cell("sm_occupancy");
+        row[4] = cell("any_tensor_util");
+        row[5] = cell("fp32_util");
+        row[6] = cell("fp16_util");
+      } else {
+        j["sampling"] = r.status;
+      }
+      if (r.error)
+        sampling_errors += (sampling_errors.empty() ? "" : "; ") + gpu_label(g) + ": " + r.status;
+    }
+    gpus.push_back(std::move(j));
+    rows.push_back(std::move(row));
   }
-  nlohmann::json data = {{"gpus", gpus}, {"metrics_sampled", false}};
+  bool sampled_ok = sampled != nullptr && sampled->ok();
+  nlohmann::json data = {{"gpus", gpus}, {"metrics_sampled", with_values > 0}};
+  if (sampled != nullptr && !sampled->ok() && supported > 0) {
+    data["sampling_error"] = sampled->error().message;
+    sampling_errors = sampled->error().message;
+  }
   std::string detail = format_table(rows);
   if (!errors.empty()) return b_result(kGpmName, Health::kUnhealthy, errors, data, detail);
-  std::string reason = supported == 0
-                           ? "GPM not supported (not applicable)"
-                           : "GPM supported on " + std::to_string(supported) + "/" +
-                                 std::to_string(snapshot.gpus.size()) +
-                                 " GPU(s); GPM metrics are not sampled yet (support reported only)";
+  if (supported == 0)
+    return b_result(kGpmName, Health::kHealthy, "GPM not supported (not applicable)", data, detail);
+  std::string reason = "GPM supported on " + std::to_string(supported) + "/" +
+                       std::to_string(snapshot.gpus.size()) + " GPU(s)";
+  if (with_values > 0)
+    reason += ", metrics sampled on " + std::to_string(with_values);
+  else if (sampled_ok && sampling_errors.empty())
+    reason += ", first sample taken (metrics from the next check on)";
+  if (!sampling_errors.empty()) reason += "; GPM sampling failed: " + sampling_errors;
   return b_result(kGpmName, Health::kHealthy, reason, data, detail);
+}
+
+GpmComponent::GpmComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
+  if (ctx.metrics == nullptr) return;
+  for (const auto& spec : nvml::gpm_metric_specs())
+    ctx.metrics->describe(
+        gpm_metric_name(spec.name),
+        std::string("GPM ") + spec.name + " in percent, averaged between two checks");
+}
+
+CheckResult GpmComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
+  std::vector<unsigned int> capable = gpm_capable_gpus(snapshot);
+  if (capable.empty()) return evaluate_gpm(snapshot);
+  auto sampled = source().gpm_sample(capable);
+  if (MetricRegistry* m = ctx().metrics; m != nullptr && sampled.ok()) {
+    for (const auto& r : *sampled) {
+      if (r.index >= snapshot.gpus.size()) continue;
+      Labels l = gpu_labels(snapshot.gpus[r.index]);
+      for (const auto& [k, v] : r.values) m->set(kGpmName, gpm_metric_name(k), v, l);
+    }
+  }
+  return evaluate_gpm(snapshot, &sampled);
 }
 
 }  // namespace gpud::components

@@ -1,5 +1,6 @@
-// accelerator-nvidia-gpm: whether each GPU supports GPU Performance Monitoring. Sampling the GPM
-// metrics (SM occupancy, tensor utilisation, …) is not in the snapshot yet: support only.
+// accelerator-nvidia-gpm: GPU Performance Monitoring. Per GPM-capable GPU, the driver's SM
+// occupancy, integer / tensor / FP pipe utilisation between the previous check and this one (see
+// nvml::GpmSampler), exported as GPUd's accelerator_nvidia_gpm_gpu_*_percent gauges.
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
@@ -8,18 +9,24 @@ namespace gpud::components {
 
 inline constexpr std::string_view kGpmName = "accelerator-nvidia-gpm";
 
-// Healthy with per-GPU support; NVML errors other than NOT_SUPPORTED are Unhealthy.
-CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot);
+// `sampled`: the sampler's answer for the GPM-capable GPUs (null: not sampled, e.g. in tests of
+// support only). Healthy, with per-GPU support and values; an NVML error from the support query
+// is Unhealthy. Sampling errors are reported in the reason and extra_info but stay Healthy: GPM is
+// a metrics source (another profiler holding the counters, for instance, is not a GPU fault).
+CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
+                         const Result<std::vector<nvml::GpmGpuResult>>* sampled = nullptr);
+// The GPU indices whose GPM support query answered yes.
+std::vector<unsigned int> gpm_capable_gpus(const nvml::NvmlSnapshot& snapshot);
+// "accelerator_nvidia_gpm_gpu_sm_occupancy_percent" for "sm_occupancy".
+std::string gpm_metric_name(std::string_view metric);
 
 class GpmComponent : public NvidiaComponent {
  public:
-  explicit GpmComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {}
+  explicit GpmComponent(const ComponentContext& ctx);
   std::string_view name() const override { return kGpmName; }
 
  protected:
-  CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override {
-    return evaluate_gpm(snapshot);
-  }
+  CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override;
 };
 
 }  // namespace gpud::components
