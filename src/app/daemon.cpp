@@ -82,7 +82,7 @@ Result<void> Daemon::start() {
   nvidia_->fill_machine_info(machine_info_);
   machine_info_at_ = Clock::now();
 
-  scheduler_ = std::make_unique<Scheduler>(registry_, 2);
+  scheduler_ = std::make_unique<Scheduler>(registry_, 2, &metrics_);
   scheduler_->start();
   start_kernel_log();
   maybe_start_xid_watcher();

@@ -152,5 +152,105 @@ TEST(Scheduler, ChecksOnStartAndCachesLastResult) {
   sched.stop();
 }
 
+// A component whose health the test sets, and whose check can be held until the test releases it.
+class SettableComponent : public Component {
+ public:
+  SettableComponent(const ComponentContext& ctx, std::string name) : Component(ctx), name_(name) {}
+  std::string_view name() const override { return name_; }
+  std::chrono::seconds interval() const override { return 3600s; }
+  bool supported() const override { return supported_.load(); }
+  CheckResult check() override {
+    while (hold) std::this_thread::sleep_for(1ms);
+    CheckResult r = single_state(name_, health.load(), "set by the test");
+    ++count;
+    return r;
+  }
+  std::atomic<Health> health{Health::kHealthy};
+  std::atomic<bool> hold{false};
+  std::atomic<int> count{0};
+  std::atomic<bool> supported_{true};
+
+ private:
+  std::string name_;
+};
+
+// The value of gpud_component_health{component,health} in the exposition text, or -1 when absent.
+double component_health(const MetricRegistry& m, const std::string& component,
+                        const std::string& health) {
+  std::string text = m.prometheus_text();
+  std::string key =
+      "gpud_component_health{component=\"" + component + "\",health=\"" + health + "\"} ";
+  size_t pos = text.find(key);
+  if (pos == std::string::npos) return -1;
+  return std::stod(text.substr(pos + key.size()));
+}
+
+TEST(Scheduler, PublishesComponentHealthGaugeOnePerHealthValue) {
+  Config cfg;
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics};
+  Registry reg;
+  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "a")).ok());
+  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "hidden")).ok());
+  auto* a = static_cast<SettableComponent*>(reg.find("a"));
+  static_cast<SettableComponent*>(reg.find("hidden"))->supported_ = false;
+  a->hold = true;
+  a->health = Health::kUnhealthy;
+  Scheduler sched(reg, 2, &metrics);
+  EXPECT_EQ(component_health(metrics, "a", "Initializing"), -1);  // nothing before start()
+  sched.start();
+  // While the first check runs, the component is Initializing.
+  EXPECT_EQ(component_health(metrics, "a", "Initializing"), 1);
+  EXPECT_EQ(component_health(metrics, "a", "Healthy"), 0);
+  EXPECT_EQ(component_health(metrics, "a", "Degraded"), 0);
+  EXPECT_EQ(component_health(metrics, "a", "Unhealthy"), 0);
+  EXPECT_EQ(component_health(metrics, "hidden", "Healthy"), -1);  // unsupported: no series
+  a->hold = false;
+  for (int i = 0; i < 500 && component_health(metrics, "a", "Unhealthy") != 1; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(component_health(metrics, "a", "Unhealthy"), 1);
+  EXPECT_EQ(component_health(metrics, "a", "Initializing"), 0);
+  EXPECT_EQ(component_health(metrics, "a", "Healthy"), 0);
+
+  a->health = Health::kDegraded;
+  sched.trigger("a");
+  for (int i = 0; i < 500 && component_health(metrics, "a", "Degraded") != 1; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(component_health(metrics, "a", "Degraded"), 1);
+  EXPECT_EQ(component_health(metrics, "a", "Unhealthy"), 0);
+
+  // A component that turns out not to apply is hidden: its series go.
+  a->supported_ = false;
+  sched.trigger("a");
+  for (int i = 0; i < 500 && component_health(metrics, "a", "Degraded") != -1; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(component_health(metrics, "a", "Degraded"), -1);
+  EXPECT_EQ(component_health(metrics, "a", "Healthy"), -1);
+  sched.stop();
+  a->supported_ = true;
+
+  // run_now publishes too, and the family passes as a gauge with its help text.
+  a->health = Health::kHealthy;
+  sched.run_now(*a);
+  EXPECT_EQ(component_health(metrics, "a", "Healthy"), 1);
+  EXPECT_EQ(component_health(metrics, "a", "Degraded"), 0);
+  std::string text = metrics.prometheus_text();
+  EXPECT_NE(text.find("# TYPE gpud_component_health gauge"), std::string::npos) << text;
+  EXPECT_NE(text.find("# HELP gpud_component_health Health of each"), std::string::npos) << text;
+  // Health series are not component series: they stay out of the metric history.
+  EXPECT_TRUE(metrics.snapshot(1000).empty());
+}
+
+TEST(Scheduler, WithoutMetricsPublishesNothing) {
+  Config cfg;
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics};
+  Registry reg;
+  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "a")).ok());
+  Scheduler sched(reg, 1);
+  sched.run_now(*reg.find("a"));
+  EXPECT_EQ(metrics.series_count(), 0u);
+}
+
 }  // namespace
 }  // namespace gpud

@@ -8,8 +8,46 @@ namespace gpud {
 
 using SteadyClock = std::chrono::steady_clock;
 
-Scheduler::Scheduler(const Registry& registry, size_t workers)
-    : registry_(registry), worker_count_(workers == 0 ? 1 : workers) {}
+Scheduler::Scheduler(const Registry& registry, size_t workers, MetricRegistry* metrics)
+    : registry_(registry), worker_count_(workers == 0 ? 1 : workers), metrics_(metrics) {
+  if (metrics_ != nullptr)
+    metrics_->describe(kComponentHealthMetric,
+                       "Health of each supported component: 1 for its current health value "
+                       "(Healthy, Degraded, Unhealthy, Initializing), 0 for the others");
+}
+
+namespace {
+constexpr Health kAllHealth[] = {Health::kHealthy, Health::kDegraded, Health::kUnhealthy,
+                                 Health::kInitializing};
+}  // namespace
+
+void Scheduler::publish_health(std::string_view component, Health health) {
+  if (metrics_ == nullptr) return;
+  // The zeros first: a scrape in between may miss the component's 1, but never sees two 1s.
+  Labels labels{{"component", std::string(component)}, {"health", ""}};
+  for (Health h : kAllHealth) {
+    if (h == health) continue;
+    labels["health"] = std::string(to_string(h));
+    metrics_->set("", kComponentHealthMetric, 0, labels);
+  }
+  labels["health"] = std::string(to_string(health));
+  metrics_->set("", kComponentHealthMetric, 1, labels);
+  published_.insert(std::string(component));
+}
+
+void Scheduler::unpublish_health(std::string_view component) {
+  if (metrics_ == nullptr) return;
+  auto it = published_.find(component);
+  if (it == published_.end()) return;
+  published_.erase(it);
+  // The registry drops whole families only: drop it and publish the others again (rare: a
+  // component is hidden once, when a check finds it does not apply).
+  metrics_->clear_series("", kComponentHealthMetric);
+  for (const std::string& name : published_) {
+    auto last = last_.find(name);
+    publish_health(name, last != last_.end() ? last->second.health() : Health::kInitializing);
+  }
+}
 
 Scheduler::~Scheduler() { stop(); }
 
@@ -20,7 +58,12 @@ void Scheduler::start() {
   auto now = SteadyClock::now();
   // Unsupported components are scheduled too: one may become supported later (NVML loads after
   // start).
-  for (Component* c : registry_.all()) next_due_[std::string(c->name())] = now;
+  for (Component* c : registry_.all()) {
+    next_due_[std::string(c->name())] = now;
+    // A component checked before (run_now) keeps its health; the others wait for their first.
+    if (c->supported() && !last_.contains(c->name()))
+      publish_health(c->name(), Health::kInitializing);
+  }
   for (size_t i = 0; i < worker_count_; ++i) threads_.emplace_back([this] { worker_loop(); });
 }
 
@@ -60,6 +103,7 @@ void Scheduler::worker_loop() {
     lock.unlock();
     if (!next->supported()) {
       lock.lock();
+      unpublish_health(name);
       running_[name] = false;
       next_due_[name] = SteadyClock::now() + std::max(next->interval(), std::chrono::seconds(60));
       continue;
@@ -72,6 +116,11 @@ void Scheduler::worker_loop() {
       r = single_state(name, Health::kUnhealthy, std::string("check failed: ") + e.what());
     }
     lock.lock();
+    // A check may find the component not applicable (e.g. a GPU without row remapping): hidden.
+    if (next->supported())
+      publish_health(name, r.health());
+    else
+      unpublish_health(name);
     last_[name] = std::move(r);
     running_[name] = false;
     auto interval = next->interval();
@@ -98,6 +147,10 @@ std::vector<HealthState> Scheduler::last_states(const Component& c) const {
 
 void Scheduler::store_result(const Component& c, CheckResult r) {
   std::lock_guard lock(mu_);
+  if (c.supported())
+    publish_health(c.name(), r.health());
+  else
+    unpublish_health(c.name());
   last_[std::string(c.name())] = std::move(r);
 }
 

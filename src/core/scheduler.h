@@ -1,22 +1,32 @@
-// Scheduler: runs each component's check() on its interval on a small worker pool and caches the
-// last result.
+// Scheduler: runs each component's check() on its interval on a small worker pool, caches the
+// last result and publishes each component's health as the gpud_component_health gauge.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "core/metrics.h"
 #include "core/registry.h"
 
 namespace gpud {
 
+// The gauge family the scheduler keeps: gpud_component_health{component,health}, one series per
+// health value, 1 for the component's current health and 0 for the others.
+inline constexpr std::string_view kComponentHealthMetric = "gpud_component_health";
+
 class Scheduler {
  public:
-  explicit Scheduler(const Registry& registry, size_t workers = 2);
+  // With metrics, every supported component's health is published as kComponentHealthMetric
+  // (Initializing at start(), then the worst state of each check result as it lands).
+  explicit Scheduler(const Registry& registry, size_t workers = 2,
+                     MetricRegistry* metrics = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -35,15 +45,20 @@ class Scheduler {
  private:
   void worker_loop();
   void store_result(const Component& c, CheckResult r);
+  // Called with mu_ held, so that results landing together publish in the order they are cached.
+  void publish_health(std::string_view component, Health health);
+  void unpublish_health(std::string_view component);  // hidden components have no series
 
   const Registry& registry_;
   size_t worker_count_;
+  MetricRegistry* metrics_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
   std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> next_due_;
   std::map<std::string, bool, std::less<>> running_;
   std::map<std::string, CheckResult, std::less<>> last_;
+  std::set<std::string, std::less<>> published_;  // components with gpud_component_health series
   std::vector<std::thread> threads_;
 };
 

@@ -97,16 +97,20 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
   ++stored_;
   metrics_.add("", kEventsTotal, 1,
                {{"component", m.component}, {"type", std::string(to_string(m.type))}});
+  // `type` is the event's own type (the catalog's, or the decoded NVLink Xid 144-150 severity), so
+  // that an alert on fatal Xids needs no list of codes.
   if (m.component == kComponentXid && m.extra_info.contains("xid")) {
     metrics_.add(m.component, kXidErrorsTotal, 1,
                  {{"uuid", uuid},
                   {"pci_bus_id", bus},
-                  {"xid", std::to_string(m.extra_info.value("xid", 0))}});
+                  {"xid", std::to_string(m.extra_info.value("xid", 0))},
+                  {"type", std::string(to_string(m.type))}});
   } else if (m.component == kComponentSxid && m.extra_info.contains("sxid")) {
     metrics_.add(m.component, kSxidErrorsTotal, 1,
                  {{"uuid", uuid},
                   {"pci_bus_id", bus},
-                  {"sxid", std::to_string(m.extra_info.value("sxid", 0))}});
+                  {"sxid", std::to_string(m.extra_info.value("sxid", 0))},
+                  {"type", std::string(to_string(m.type))}});
   }
   if (on_event_) on_event_(m.component);
   return 1;

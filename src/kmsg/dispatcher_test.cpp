@@ -44,7 +44,8 @@ TEST(Dispatcher, XidLineBecomesStoredEventWithMetricsAndTrigger) {
   EXPECT_EQ(f.triggered, std::vector<std::string>{std::string(kComponentXid)});
   std::string text = f.metrics.prometheus_text();
   EXPECT_NE(text.find("accelerator_nvidia_xid_errors_total{gpud_component=\"accelerator-nvidia-"
-                      "error-xid\",pci_bus_id=\"0000:3b:00.0\",uuid=\"GPU-abc\",xid=\"79\"} 1"),
+                      "error-xid\",pci_bus_id=\"0000:3b:00.0\",type=\"Fatal\",uuid=\"GPU-abc\","
+                      "xid=\"79\"} 1"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("gpud_kernel_log_events_total{component=\"accelerator-nvidia-error-xid\","
@@ -99,6 +100,30 @@ TEST(Dispatcher, HostEventsGoToTheirComponents) {
   EXPECT_EQ(comps, (std::set<std::string>{"cpu", "disk", std::string(kComponentSxid)}));
   EXPECT_NE(f.metrics.prometheus_text().find("accelerator_nvidia_sxid_errors_total"),
             std::string::npos);
+}
+
+TEST(Dispatcher, XidAndSxidCountersCarryTheEventType) {
+  Fixture f;
+  KernelLogDispatcher d(f.events, f.metrics, {});
+  d.feed_message(xid_line(13, "0000:3b:00.0"), kT);  // catalog: Warning
+  // Xid 145 is Warning in the catalog; this NVLink sub-code decodes to Fatal, and the label says
+  // so.
+  d.feed_message(
+      "NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0x00000004 0x00000040 "
+      "0x0 0x0)",
+      kT);
+  d.feed_message(sxid_line(20034, "0000:05:00.0"), kT);  // catalog: Fatal
+  std::string text = f.metrics.prometheus_text();
+  EXPECT_NE(text.find("pci_bus_id=\"0000:3b:00.0\",type=\"Warning\",uuid=\"\",xid=\"13\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pci_bus_id=\"0018:01:00.0\",type=\"Fatal\",uuid=\"\",xid=\"145\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("accelerator_nvidia_sxid_errors_total{gpud_component=\"accelerator-nvidia-"
+                      "error-sxid\",pci_bus_id=\"0000:05:00.0\",sxid=\"20034\",type=\"Fatal\""),
+            std::string::npos)
+      << text;
 }
 
 TEST(Dispatcher, RecordWithoutTimeUsesNow) {

@@ -13,6 +13,9 @@ namespace {
 constexpr const char* kName = "accelerator-nvidia-gpu-counts";
 constexpr const char* kOsComponent = "os";
 constexpr const char* kRebootEvent = "reboot";
+constexpr const char* kFound = "accelerator_nvidia_gpu_counts_found";
+constexpr const char* kPci = "accelerator_nvidia_gpu_counts_pci";
+constexpr const char* kExpected = "accelerator_nvidia_gpu_counts_expected";
 }  // namespace
 
 std::optional<RepairAction> evaluate_suggested_actions(std::vector<TimePoint> reboots,
@@ -69,7 +72,12 @@ CheckResult evaluate_gpu_counts(const GpuCountInput& in, TimePoint now) {
 }
 
 GpuCountsComponent::GpuCountsComponent(const ComponentContext& ctx)
-    : NvidiaComponent(ctx), fs_(ctx.config->host_root) {}
+    : NvidiaComponent(ctx), fs_(ctx.config->host_root) {
+  // Gauges, so that "fewer GPUs than expected" is one Prometheus comparison.
+  ctx.metrics->describe(kFound, "NVIDIA GPUs NVML enumerates");
+  ctx.metrics->describe(kPci, "NVIDIA GPUs on the PCI bus (sysfs display controllers)");
+  ctx.metrics->describe(kExpected, "Expected NVIDIA GPU count (--gpu-count; absent when not set)");
+}
 
 CheckResult GpuCountsComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   const TimePoint now = Clock::now();
@@ -77,6 +85,9 @@ CheckResult GpuCountsComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   in.nvml_count = snapshot.gpus.size();
   in.expected = config().gpu_count;
   in.sysfs_count = host::find_nvidia_gpus(fs_).size();
+  ctx().metrics->set(kName, kFound, static_cast<double>(in.nvml_count));
+  ctx().metrics->set(kName, kPci, static_cast<double>(in.sysfs_count));
+  if (in.expected > 0) ctx().metrics->set(kName, kExpected, in.expected);
   if (in.expected > 0 && in.nvml_count != static_cast<size_t>(in.expected)) {
     Event e;
     e.time = std::chrono::time_point_cast<std::chrono::seconds>(now);

@@ -262,6 +262,29 @@ TEST(NvidiaScenariosA, GpuCountMismatchNeedsReboot) {
   EXPECT_EQ(action_of(r), RepairAction::kRebootSystem);
 }
 
+TEST(NvidiaScenariosA, GpuCountGaugesCompareFoundWithExpected) {
+  auto value = [](const MetricRegistry& m, const std::string& name) {
+    for (const auto& s : m.snapshot(0))
+      if (s.name == name) return s.value;
+    return -1.0;
+  };
+  Rig rig("rtx4090x1-no-ecc.json", false, 5s, 8);
+  rig.check("accelerator-nvidia-gpu-counts");
+  EXPECT_EQ(value(rig.metrics, "accelerator_nvidia_gpu_counts_found"), 1);
+  EXPECT_EQ(value(rig.metrics, "accelerator_nvidia_gpu_counts_expected"), 8);
+  EXPECT_EQ(value(rig.metrics, "accelerator_nvidia_gpu_counts_pci"), 0);  // no sysfs tree
+  std::string text = rig.metrics.prometheus_text();
+  EXPECT_NE(text.find("accelerator_nvidia_gpu_counts_found{gpud_component=\"accelerator-nvidia-"
+                      "gpu-counts\"} 1\n"),
+            std::string::npos)
+      << text;
+  // Without --gpu-count there is no expected series, so a "found < expected" rule cannot fire.
+  Rig unset("h100x8-healthy.json");
+  unset.check("accelerator-nvidia-gpu-counts");
+  EXPECT_EQ(value(unset.metrics, "accelerator_nvidia_gpu_counts_found"), 8);
+  EXPECT_EQ(value(unset.metrics, "accelerator_nvidia_gpu_counts_expected"), -1);
+}
+
 TEST(NvidiaScenariosA, ProductsWithoutTheFeatureHideTheComponent) {
   Rig scan("rtx4090x1-no-ecc.json", /*scan_mode=*/true);
   EXPECT_FALSE(scan.at("accelerator-nvidia-remapped-rows").supported());
