@@ -30,7 +30,7 @@ void add_run(CLI::App& app, int* exit_code) {
   auto web_enable = std::make_shared<bool>(true);
   cmd->add_option("--web-enable", *web_enable,
                   "Serve the local web UI at / on the API listener (--web-enable=false: off)")
-      ->capture_default_str();
+      ->default_str("true");
   cmd->add_option("--events-retention-period", flags->events_retention,
                   "How long events are kept (Go duration)")
       ->capture_default_str();

@@ -5,7 +5,8 @@
 // ui-screenshot.png (desktop, full page) and ui-screenshot-phone.png into $GPUD_UI_OUT_DIR.
 //
 // Environment (set by CTest): GPUD_BINARY, GPUD_FAKE_NVML, GPUD_SOURCE_DIR, GPUD_WEB_NODE_MODULES,
-// GPUD_UI_OUT_DIR; optional GPUD_CHROMIUM (default /usr/bin/chromium).
+// GPUD_UI_OUT_DIR; optional GPUD_CHROMIUM (default /usr/bin/chromium), GPUD_UI_TEST_PRIVATE_KMSG=1
+// (use a private kernel-log file even where /dev/kmsg is writable).
 // Exit codes: 0 passed, 1 failed, 77 skipped (CTest SKIP_RETURN_CODE).
 import { spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
@@ -124,13 +125,15 @@ async function main() {
                      FAKE_NVML_SCENARIO: path.join(sourceDir, 'testing/fixtures/nvml/h100x8-healthy.json') };
   // /inject-fault writes the real /dev/kmsg when it can (root); otherwise the daemon follows and
   // the endpoint writes a private file, which exercises the same path through the daemon and UI.
-  if (kmsgWritable()) {
+  if (kmsgWritable() && !process.env.GPUD_UI_TEST_PRIVATE_KMSG) {
     delete childEnv.GPUD_KMSG_PATH;
     log('injecting into the real /dev/kmsg');
   } else {
     childEnv.GPUD_KMSG_PATH = path.join(tmpDir, 'kmsg');
     fs.writeFileSync(childEnv.GPUD_KMSG_PATH, '');
-    log(`/dev/kmsg is not writable here; the daemon follows ${childEnv.GPUD_KMSG_PATH} instead`);
+    log(`${process.env.GPUD_UI_TEST_PRIVATE_KMSG ? 'asked for a private kernel log'
+                                                 : '/dev/kmsg is not writable here'}; ` +
+        `the daemon follows ${childEnv.GPUD_KMSG_PATH} instead`);
   }
   daemon = spawn(gpudBinary, ['run', '--listen-address', `127.0.0.1:${port}`,
                               '--data-dir', path.join(tmpDir, 'data'), '--nvml-lib', fakeNvml,
