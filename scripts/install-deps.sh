@@ -12,6 +12,13 @@ packages=(
   prometheus prometheus-node-exporter
 )
 
+# The web UI: its build needs Node.js and npm (a node from elsewhere, e.g. NodeSource's package that
+# bundles npm, is fine, so Debian's are added only when the commands are missing); its browser test
+# drives Debian's chromium.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+packages+=(chromium)
+
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)

@@ -95,6 +95,7 @@ Result<void> Daemon::start() {
   deps.history = history_.get();
   deps.metrics = &metrics_;
   deps.machine_info = [this] { return machine_info(); };
+  deps.web_enable = web_enable_;
   server_ = std::make_unique<server::Server>(deps);
   if (auto r = server_->start(); !r) {
     scheduler_->stop();

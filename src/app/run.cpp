@@ -27,6 +27,10 @@ void add_run(CLI::App& app, int* exit_code) {
   cmd->add_option("--tls-key", c.tls_key, "PEM private key for --tls-cert");
   cmd->add_option("--admin-token", c.admin_token,
                   "Bearer token that allows mutating API calls from non-loopback clients");
+  auto web_enable = std::make_shared<bool>(true);
+  cmd->add_option("--web-enable", *web_enable,
+                  "Serve the local web UI at / on the API listener (--web-enable=false: off)")
+      ->default_str("true");
   cmd->add_option("--events-retention-period", flags->events_retention,
                   "How long events are kept (Go duration)")
       ->capture_default_str();
@@ -40,7 +44,7 @@ void add_run(CLI::App& app, int* exit_code) {
   cmd->add_option("--metrics-sample-interval", *sample,
                   "How often metrics are sampled into history")
       ->group("");  // hidden: tests shorten it
-  cmd->callback([flags, sample, exit_code] {
+  cmd->callback([flags, sample, web_enable, exit_code] {
     if (auto r = setup_logging(flags->config.log_level, flags->config.log_file); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
@@ -68,6 +72,7 @@ void add_run(CLI::App& app, int* exit_code) {
     ::signal(SIGPIPE, SIG_IGN);
 
     Daemon daemon(flags->config);
+    daemon.set_web_enable(*web_enable);
     if (auto r = daemon.start(); !r) {
       spdlog::error("[daemon] cannot start: {}", r.error().message);
       std::cerr << "✘ cannot start gpud: " << r.error().message << "\n";

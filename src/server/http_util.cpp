@@ -109,6 +109,15 @@ std::vector<std::string> split_list(std::string_view s) {
   return out;
 }
 
+std::string without_brotli(std::string_view accept_encoding) {
+  std::string out;
+  for (const auto& item : split_list(accept_encoding)) {
+    if (lower(trim(std::string_view(item).substr(0, item.find(';')))) == "br") continue;
+    out += (out.empty() ? "" : ", ") + item;
+  }
+  return out;
+}
+
 std::optional<std::string> content_type_error(std::string_view content_type) {
   // Parameters such as "; charset=utf-8" do not change the media type.
   std::string media = lower(trim(content_type.substr(0, content_type.find(';'))));

@@ -39,6 +39,11 @@ bool authorized(std::string_view remote_addr, std::string_view authorization_hea
 // Splits "a, b,,c" into {"a","b","c"}.
 std::vector<std::string> split_list(std::string_view s);
 
+// Drops "br" from an Accept-Encoding list ("gzip, deflate, br" -> "gzip, deflate"). Debian's
+// httplib prefers brotli whenever a client offers it (every browser does) and compresses at
+// brotli's slowest quality: seconds for a few hundred KiB of JSON. Without "br" it answers gzip.
+std::string without_brotli(std::string_view accept_encoding);
+
 // GPUd's content negotiation on read endpoints: empty or application/json is fine; application/yaml
 // gets "yaml not supported" (we do not encode YAML); anything else "invalid content type". nullopt:
 // accepted.

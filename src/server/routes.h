@@ -24,6 +24,8 @@ using Handler = std::function<void(const httplib::Request&, httplib::Response&)>
 void register_v1_routes(httplib::Server& http, const ServerDeps& deps);
 // /healthz, /machine-info, /metrics, POST /v1/health-states/set-healthy.
 void register_admin_routes(httplib::Server& http, const ServerDeps& deps);
+// GET / and /assets/*: the local web UI embedded in the binary (only when config->web_enable).
+void register_web_routes(httplib::Server& http);
 
 // Wraps a read endpoint with GPUd's content negotiation (400 on an unsupported Content-Type).
 Handler negotiated(Handler h);

@@ -49,6 +49,13 @@ void configure(httplib::Server& http, const ServerDeps& deps) {
 
   const ServerDeps* d = &deps;
   http.set_pre_routing_handler([d](const httplib::Request& req, httplib::Response& res) {
+    // httplib picks the response encoding from this header after the handler ran; the request
+    // object is httplib's own (non-const), handed to the handlers as const.
+    if (req.has_header("Accept-Encoding")) {
+      auto& headers = const_cast<httplib::Request&>(req).headers;
+      auto it = headers.find("Accept-Encoding");
+      it->second = without_brotli(it->second);
+    }
     if (!is_mutating(req.method)) return httplib::Server::HandlerResponse::Unhandled;
     if (authorized(req.remote_addr, req.get_header_value("Authorization"), d->config->admin_token))
       return httplib::Server::HandlerResponse::Unhandled;
@@ -91,6 +98,7 @@ void configure(httplib::Server& http, const ServerDeps& deps) {
 
   register_v1_routes(http, deps);
   register_admin_routes(http, deps);
+  if (deps.web_enable) register_web_routes(http);
 }
 
 }  // namespace

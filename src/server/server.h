@@ -31,6 +31,8 @@ struct ServerDeps {
   std::function<nlohmann::json()> machine_info;
   // Where POST /inject-fault writes ("": $GPUD_KMSG_PATH, else /dev/kmsg).
   std::string kmsg_path;
+  // Serve the local web UI (web/, embedded in the binary) at / (`gpud run --web-enable`).
+  bool web_enable = true;
 };
 
 class Server {

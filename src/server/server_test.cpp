@@ -646,6 +646,14 @@ TEST(HttpUtil, ParsesListenAddresses) {
     EXPECT_FALSE(parse_listen_address(bad).ok()) << bad;
 }
 
+TEST(HttpUtil, AcceptEncodingWithoutBrotli) {
+  EXPECT_EQ(without_brotli("gzip, deflate, br, zstd"), "gzip, deflate, zstd");
+  EXPECT_EQ(without_brotli("br;q=1.0, gzip;q=0.8"), "gzip;q=0.8");
+  EXPECT_EQ(without_brotli("BR"), "");
+  EXPECT_EQ(without_brotli("gzip"), "gzip");
+  EXPECT_EQ(without_brotli("brotli-ish, br2"), "brotli-ish, br2");
+}
+
 TEST(HttpUtil, SplitsComponentLists) {
   EXPECT_EQ(split_list(" a, b,,c ,"), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_TRUE(split_list("").empty());

@@ -1,0 +1,326 @@
+// The web UI in a real browser: starts `gpud run` on the fake NVML (eight H100s), opens the page in
+// Debian's chromium (headless, driven by playwright-core), checks the machine, the eight GPU rows and
+// one card per component, injects an Xid 79 through POST /inject-fault and checks that within one
+// refresh (no reload) the Xid card turns Unhealthy and the event is in the timeline. Saves
+// ui-screenshot.png (desktop, full page) and ui-screenshot-phone.png into $GPUD_UI_OUT_DIR.
+//
+// Environment (set by CTest): GPUD_BINARY, GPUD_FAKE_NVML, GPUD_SOURCE_DIR, GPUD_WEB_NODE_MODULES,
+// GPUD_UI_OUT_DIR; optional GPUD_CHROMIUM (default /usr/bin/chromium), GPUD_UI_TEST_PRIVATE_KMSG=1
+// (use a private kernel-log file even where /dev/kmsg is writable).
+// Exit codes: 0 passed, 1 failed, 77 skipped (CTest SKIP_RETURN_CODE).
+import { spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import fs from 'node:fs';
+import https from 'node:https';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const SKIP = 77;
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) fail(`${name} is not set (run this test through ctest)`);
+  return v;
+};
+
+function log(msg) {
+  console.log(`[ui] ${msg}`);
+}
+
+let daemon = null;
+let daemonLog = '';
+let browser = null;
+let tmpDir = null;
+
+function cleanup() {
+  if (daemon && daemon.exitCode === null && daemon.signalCode === null) daemon.kill('SIGKILL');
+  if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
+  tmpDir = null;
+}
+// Whatever ends this process, the daemon goes with it.
+process.on('exit', cleanup);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'])
+  process.on(sig, () => {
+    cleanup();
+    process.exit(1);
+  });
+
+function fail(msg) {
+  console.error(`[ui] FAILED: ${msg}`);
+  if (daemon && daemonLog) console.error(`[ui] daemon log (tail):\n${daemonLog.slice(-4000)}`);
+  process.exit(1);
+}
+
+function skip(msg) {
+  console.log(`[ui] SKIPPED: ${msg}`);
+  process.exit(SKIP);
+}
+
+const chromiumPath = process.env.GPUD_CHROMIUM || '/usr/bin/chromium';
+if (!fs.existsSync(chromiumPath))
+  skip(`${chromiumPath} is missing (install Debian's chromium: scripts/install-deps.sh)`);
+
+const gpudBinary = env('GPUD_BINARY');
+const fakeNvml = env('GPUD_FAKE_NVML');
+const sourceDir = env('GPUD_SOURCE_DIR');
+const outDir = env('GPUD_UI_OUT_DIR');
+const require = createRequire(path.join(env('GPUD_WEB_NODE_MODULES'), 'noop.js'));
+const { chromium } = require('playwright-core');
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+// The daemon's TLS certificate is self-signed (created in the temporary data dir).
+function api(port, method, urlPath, body) {
+  return new Promise((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port, method, path: urlPath,
+                                rejectUnauthorized: false, timeout: 5000,
+                                headers: body ? { 'Content-Type': 'application/json' } : {} },
+    (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (data += c));
+      res.on('end', () => {
+        let json;
+        try {
+          json = JSON.parse(data);
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode, body: data, json, headers: res.headers });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${urlPath} timed out`)));
+    req.on('error', reject);
+    if (body) req.write(JSON.stringify(body));
+    req.end();
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function kmsgWritable() {
+  try {
+    fs.closeSync(fs.openSync('/dev/kmsg', 'w'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+
+async function main() {
+  tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpud-ui-test-'));
+  const port = await freePort();
+  const childEnv = { ...process.env,
+                     FAKE_NVML_SCENARIO: path.join(sourceDir, 'testing/fixtures/nvml/h100x8-healthy.json') };
+  // /inject-fault writes the real /dev/kmsg when it can (root); otherwise the daemon follows and
+  // the endpoint writes a private file, which exercises the same path through the daemon and UI.
+  if (kmsgWritable() && !process.env.GPUD_UI_TEST_PRIVATE_KMSG) {
+    delete childEnv.GPUD_KMSG_PATH;
+    log('injecting into the real /dev/kmsg');
+  } else {
+    childEnv.GPUD_KMSG_PATH = path.join(tmpDir, 'kmsg');
+    fs.writeFileSync(childEnv.GPUD_KMSG_PATH, '');
+    log(`${process.env.GPUD_UI_TEST_PRIVATE_KMSG ? 'asked for a private kernel log'
+                                                 : '/dev/kmsg is not writable here'}; ` +
+        `the daemon follows ${childEnv.GPUD_KMSG_PATH} instead`);
+  }
+  daemon = spawn(gpudBinary, ['run', '--listen-address', `127.0.0.1:${port}`,
+                              '--data-dir', path.join(tmpDir, 'data'), '--nvml-lib', fakeNvml,
+                              '--nvidia-check-interval', '1s', '--metrics-sample-interval', '2s'],
+                 { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  daemon.stdout.on('data', (d) => (daemonLog += d));
+  daemon.stderr.on('data', (d) => (daemonLog += d));
+  daemon.on('exit', (code, sig) => log(`gpud exited (code ${code}, signal ${sig})`));
+
+  // /healthz, generously: a sanitizer build starts slowly.
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (daemon.exitCode !== null) fail(`gpud exited with ${daemon.exitCode} before serving`);
+    try {
+      const r = await api(port, 'GET', '/healthz');
+      if (r.status === 200) break;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) fail('gpud did not answer /healthz within 60 s');
+    await sleep(200);
+  }
+  log(`gpud is serving on https://127.0.0.1:${port}/`);
+
+  // The page and its assets, as a browser would get them.
+  const page0 = await api(port, 'GET', '/');
+  if (page0.status !== 200 || !page0.headers['content-type'].startsWith('text/html'))
+    fail(`GET / answered ${page0.status} ${page0.headers['content-type']}`);
+
+  const names = (await api(port, 'GET', '/v1/states')).json.map((c) => c.component).sort();
+  if (names.length < 10) fail(`only ${names.length} components in /v1/states`);
+
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    // Playwright gives each launch a fresh temporary --user-data-dir.
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+           '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ ignoreHTTPSErrors: true,
+                                             viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  const problems = [];
+  const origin = `https://127.0.0.1:${port}`;
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(origin) && !u.startsWith('data:')) problems.push(`request off-origin: ${u}`);
+    if (r.method() !== 'GET') problems.push(`non-GET request: ${r.method()} ${u}`);
+  });
+  page.on('response', (r) => {
+    if (r.status() >= 400) problems.push(`HTTP ${r.status()} for ${r.url()}`);
+  });
+
+  await page.goto(`${origin}/`, { waitUntil: 'load' });
+  await page.waitForFunction(() => Number(document.body.dataset.refreshes || 0) >= 1,
+                             null, { timeout: 30_000 });
+
+  // Machine: host, GPU product and count, driver and CUDA.
+  const facts = await page.$$eval('#machine-info .fact', (els) =>
+    Object.fromEntries(els.map((e) => [e.dataset.fact, e.querySelector('dd').textContent])));
+  log(`machine: ${JSON.stringify(facts)}`);
+  if (!/^8 × .*H100/.test(facts.gpus || '')) fail(`GPUs fact is "${facts.gpus}", want 8 × H100`);
+  if (facts.driver !== '550.54.15' || facts.cuda !== '12.4')
+    fail(`driver/CUDA shown as ${facts.driver}/${facts.cuda}`);
+  if (!facts.host || facts.host === '–') fail('no host name shown');
+
+  // Eight GPU rows, each with the live values once the NVIDIA checks ran (1 s interval here).
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll('#gpu-table tbody tr')];
+    return rows.length === 8 && rows.every((r) => /°C/.test(r.cells[2].textContent) &&
+                                                  /W$/.test(r.cells[3].textContent) &&
+                                                  r.cells[8].textContent === 'on' &&
+                                                  r.cells[9].textContent === 'all links up');
+  }, null, { timeout: 30_000 }).catch(async () => {
+    const rows = await page.$$eval('#gpu-table tbody tr', (rs) => rs.map((r) => r.textContent));
+    fail(`want 8 complete GPU rows, have ${rows.length}: ${JSON.stringify(rows)}`);
+  });
+  const gpuIds = await page.$$eval('#gpu-table tbody tr', (rs) => rs.map((r) => r.cells[0].textContent));
+  log(`GPU rows: ${gpuIds.join(', ')}`);
+  if (gpuIds.join() !== [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `GPU ${i}`).join())
+    fail(`GPU rows out of order: ${gpuIds}`);
+
+  // One card per component, unhealthy ones first.
+  const cards = await page.$$eval('#components .card', (els) =>
+    els.map((e) => ({ name: e.dataset.component, health: e.dataset.health })));
+  const shown = cards.map((c) => c.name).sort();
+  if (shown.join() !== names.join())
+    fail(`cards ${JSON.stringify(shown)} differ from /v1/states ${JSON.stringify(names)}`);
+  const rank = { Unhealthy: 0, Degraded: 1, Initializing: 2, Healthy: 3 };
+  for (let i = 1; i < cards.length; i++)
+    if (rank[cards[i - 1].health] > rank[cards[i].health])
+      fail(`card order: ${cards[i - 1].name} (${cards[i - 1].health}) before ${cards[i].name}`);
+  log(`${cards.length} component cards, matching /v1/states`);
+
+  // Charts: one per metric, with samples (history is sampled every 2 s here).
+  await page.waitForFunction(() => document.querySelectorAll('#charts .chart canvas').length === 5,
+                             null, { timeout: 30_000 }).catch(() => fail('want 5 charts with data'));
+
+  // The Xid card: the host's kernel log may hold Xids from other tests, so start from Healthy.
+  const xid = 'accelerator-nvidia-error-xid';
+  const card = `#components .card[data-component="${xid}"]`;
+  let healthy = false;
+  for (let attempt = 0; attempt < 3 && !healthy; attempt++) {
+    const r = await api(port, 'POST', `/v1/health-states/set-healthy?components=${xid}`);
+    if (r.status !== 200) fail(`set-healthy answered ${r.status}: ${r.body}`);
+    healthy = await page.waitForSelector(`${card}[data-health="Healthy"]`, { timeout: 25_000 })
+      .then(() => true, () => false);
+  }
+  if (!healthy) fail('the Xid card did not show Healthy after set-healthy');
+
+  const pci = `${randomInt(0x1000, 0xf000).toString(16)}:${randomInt(0, 0x100).toString(16).padStart(2, '0')}:00.0`;
+  await page.evaluate(() => (window.__sameDocument = true));
+  const before = Number(await page.evaluate(() => document.body.dataset.refreshes));
+  const injected = await api(port, 'POST', '/inject-fault', { xid: { id: 79, pci } });
+  if (injected.status !== 200) fail(`/inject-fault answered ${injected.status}: ${injected.body}`);
+  const t0 = Date.now();
+  log(`injected Xid 79 on ${pci}`);
+  await page.waitForFunction(({ card, pci }) => {
+    const c = document.querySelector(card);
+    const ev = document.querySelector(`#events .event[data-pci="${pci}"]`);
+    return c && c.dataset.health === 'Unhealthy' && ev && /XID 79/.test(ev.textContent);
+  }, { card, pci }, { timeout: 15_000 }).catch(async () => {
+    const state = await page.$eval(card, (c) => `${c.dataset.health}: ${c.textContent}`);
+    fail(`within 15 s of the injection: Xid card "${state}", event for ${pci} not in the timeline`);
+  });
+  const took = Date.now() - t0;
+  // The refresh that showed it counts itself once its charts are drawn too.
+  await page.waitForFunction((n) => Number(document.body.dataset.refreshes) > n, before,
+                             { timeout: 15_000 });
+  const after = Number(await page.evaluate(() => document.body.dataset.refreshes));
+  if (!(await page.evaluate(() => window.__sameDocument === true)))
+    fail('the page reloaded instead of refreshing in place');
+  log(`Xid card Unhealthy and event in the timeline ${took} ms after the injection ` +
+      `(${after - before} refresh(es) of the same document, no reload)`);
+  const reason = await page.$eval(`${card} .reason`, (e) => e.textContent);
+  const action = await page.$eval(`${card} .action`, (e) => e.textContent).catch(() => '');
+  if (!/XID 79/.test(reason) || !/REBOOT_SYSTEM/.test(action))
+    fail(`Xid card reason "${reason}", action "${action}"`);
+  const first = await page.$eval('#components .card', (e) => e.dataset.health);
+  if (first !== 'Unhealthy') fail(`the first card is ${first}, want the unhealthy one first`);
+
+  // The filters: Xid + Fatal keeps our event and nothing of another component or type.
+  await page.selectOption('#filter-component', xid);
+  await page.selectOption('#filter-type', 'Fatal');
+  const filtered = await page.$$eval('#events .event', (els) =>
+    els.map((e) => ({ c: e.dataset.component, t: e.dataset.type, pci: e.dataset.pci })));
+  if (!filtered.some((e) => e.pci === pci) || filtered.some((e) => e.c !== xid || e.t !== 'Fatal'))
+    fail(`filtered timeline: ${JSON.stringify(filtered)}`);
+  await page.selectOption('#filter-type', 'Info');
+  if ((await page.$$('#events .event')).length !== 0) fail('Info filter still shows Xid events');
+  await page.selectOption('#filter-component', '');
+  await page.selectOption('#filter-type', '');
+
+  fs.mkdirSync(outDir, { recursive: true });
+  const shot = path.join(outDir, 'ui-screenshot.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  log(`screenshot: ${shot}`);
+
+  // A phone: the same page at 375 px must not scroll sideways (the GPU table scrolls in its box).
+  await page.setViewportSize({ width: 375, height: 812 });
+  await sleep(300);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+  if (overflow > 376) fail(`at 375 px the page is ${overflow} px wide`);
+  const phone = path.join(outDir, 'ui-screenshot-phone.png');
+  await page.screenshot({ path: phone, fullPage: false });
+  log(`phone screenshot: ${phone}`);
+  await page.setViewportSize({ width: 1440, height: 900 });
+
+  if (problems.length) fail(`browser problems:\n  ${problems.join('\n  ')}`);
+
+  // The API gone: the page says so instead of silently showing old data.
+  daemon.kill('SIGTERM');
+  await page.waitForSelector('#error-banner:not([hidden])', { timeout: 25_000 })
+    .catch(() => fail('no error banner after the daemon stopped'));
+  log(`banner: ${await page.$eval('#error-banner', (e) => e.textContent)}`);
+
+  await browser.close();
+  browser = null;
+  log('PASSED');
+}
+
+main().then(() => {
+  cleanup();
+  process.exit(0);
+}, async (e) => {
+  if (browser) await browser.close().catch(() => {});
+  fail(e && e.stack ? e.stack : String(e));
+});
