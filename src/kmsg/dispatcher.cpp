@@ -66,6 +66,7 @@ int KernelLogDispatcher::feed_message(std::string_view message, std::optional<Ti
                                       TimePoint now) {
   std::lock_guard lock(mu_);
   std::vector<Match> ms = matcher_.feed(message);
+  pending_.store(matcher_.pending(), std::memory_order_relaxed);
   int n = 0;
   for (const Match& m : ms) n += dispatch_locked(m, time.value_or(now));
   return n;
@@ -117,9 +118,7 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
 }
 
 bool KernelLogDispatcher::wants(std::string_view raw_line) const {
-  if (may_match(raw_line)) return true;
-  std::lock_guard lock(mu_);
-  return matcher_.pending();
+  return may_match(raw_line) || pending_.load(std::memory_order_relaxed);
 }
 
 uint64_t KernelLogDispatcher::matched() const {

@@ -2,6 +2,7 @@
 // them (one matcher, one deduper), counts them, and tells the caller which component to re-check.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -62,6 +63,9 @@ class KernelLogDispatcher {
   UuidForBus uuid_for_bus_;
   mutable std::mutex mu_;
   KernelLogMatcher matcher_;
+  // matcher_.pending() as of the last feed, readable without mu_: wants() runs for every line of
+  // a saved log and must not take a lock per line.
+  std::atomic<bool> pending_{false};
   Deduper deduper_;
   uint64_t matched_ = 0;
   uint64_t stored_ = 0;

@@ -23,8 +23,11 @@ namespace {
 
 // Literals at least one of which every single-line trigger contains. Follow-up lines of
 // multi-line matchers are checked by KernelLogMatcher while a sequence is open.
-constexpr std::array<std::string_view, 31> kKeywords = {
-    "Xid (",
+// The longer the shortest keyword, the fewer 4-byte windows the prefilter samples (it looks at
+// one every min_len - 3 bytes), so each is the longest literal its matcher's pattern requires.
+constexpr std::array<std::string_view, 34> kKeywords = {
+    "NVRM: Xid (",
+    "SXid (",
     "fallen off the bus",
     "The NVIDIA GPU",
     "oom-killer",
@@ -32,7 +35,7 @@ constexpr std::array<std::string_view, 31> kKeywords = {
     "soft lockup",
     "Kernel panic",
     "Kernel Panic",
-    "read-only",
+    "filesystem read-only",
     "available path",
     "reset controller",
     "after reset failure",
@@ -48,13 +51,15 @@ constexpr std::array<std::string_view, 31> kKeywords = {
     "nfs_writepages_callback+",
     "file-max limit",
     "invalid context",
-    "libnccl",
+    "in libnccl",
     "insufficient power",
     "High Temperature",
     "ACCESS_REG",
     "Rx Detect Link mask",
     "postRxDetLinkMask",
-    "AER: ",
+    "AER: Corr",
+    "AER: Unco",
+    "AER: Mult",
 };
 
 class Prefilter {

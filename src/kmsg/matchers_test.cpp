@@ -235,7 +235,13 @@ TEST(Prefilter, RejectsOrdinaryLines) {
   EXPECT_FALSE(may_match("usb 1-1: new high-speed USB device number 2 using xhci_hcd"));
   EXPECT_FALSE(may_match(""));
   EXPECT_TRUE(may_match("xx NVRM: Xid (PCI:0000:3b:00): 79"));
-  EXPECT_TRUE(may_match("AER: "));
+  EXPECT_TRUE(may_match("pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"));
+  EXPECT_TRUE(may_match("AER: Multiple Uncorrected (Non-Fatal) error received: 0000:01:00.0"));
+  EXPECT_FALSE(may_match("pcieport 0000:00:01.0: AER: enabled with IRQ 120"));
+  // Every keyword is found at every alignment the sampled windows can meet it.
+  for (std::string_view k : {"NVRM: Xid (", "SXid (", "in libnccl", "filesystem read-only"})
+    for (size_t pad = 0; pad < 12; ++pad)
+      EXPECT_TRUE(may_match(std::string(pad, 'x') + std::string(k) + " tail")) << k << " " << pad;
 }
 
 }  // namespace

@@ -123,6 +123,58 @@ TEST(KmsgE2E, XidInRealKmsgMakesXidUnhealthyWithinTwoSeconds) {
   std::filesystem::remove_all(dir);
 }
 
+// The ring buffer is read again at every start. A record read before the restart must not become
+// a second event; a record added while the daemon was down must be picked up (which shows the ring
+// really was re-read). The "ring" is a private file of raw /dev/kmsg records (GPUD_KMSG_PATH), so
+// the test runs anywhere and other tests' daemons never see these Xids.
+TEST(KmsgE2E, RestartRereadsTheRingWithoutDuplicatingEvents) {
+  std::string dir = make_temp_dir();
+  const std::string kmsg = dir + "/kmsg";
+  const std::string before = unique_pci(), while_down = unique_pci();
+  auto record = [](int seq, long usec, const std::string& pci, int xid) {
+    std::string bdf = pci.substr(0, pci.size() - 2);  // the kernel omits the function
+    return "4," + std::to_string(seq) + "," + std::to_string(usec) + ",-;NVRM: Xid (PCI:" + bdf +
+           "): " + std::to_string(xid) + ", pid='<unknown>', name=<unknown>, test.\n";
+  };
+  // Kernel timestamps of "a few seconds ago", so the events fall inside /v1/events' default window.
+  double uptime_s = 0;
+  std::ifstream("/proc/uptime") >> uptime_s;
+  const long now_us = static_cast<long>(uptime_s * 1e6);
+  std::ofstream(kmsg) << "6,1," << now_us - 3000000 << ",-;Linux version 6.1.0 (test)\n"
+                      << record(2, now_us - 2000000, before, 79);
+  auto count = [](const DaemonProcess& d, const std::string& pci) {
+    auto res = d.get(std::string("/v1/events?components=") + kXid);
+    int n = 0;
+    if (!res || res->status != 200) return -1;
+    for (const auto& c : parse_json(res->body))
+      for (const auto& e : c.value("events", nlohmann::json::array()))
+        if (e.contains("extra_info") && e["extra_info"].value("pci_bus_id", "") == pci) ++n;
+    return n;
+  };
+  auto wait_count = [&](const DaemonProcess& d, const std::string& pci) {
+    auto start = std::chrono::steady_clock::now();
+    while (count(d, pci) < 1 && std::chrono::steady_clock::now() - start < Ms(5000))
+      std::this_thread::sleep_for(Ms(50));
+    return count(d, pci);
+  };
+  ::setenv("GPUD_KMSG_PATH", kmsg.c_str(), 1);
+  {
+    DaemonProcess d(dir + "/data", {}, false);
+    ASSERT_TRUE(d.ready()) << d.log();
+    EXPECT_EQ(wait_count(d, before), 1) << d.log();
+    EXPECT_EQ(d.stop(), 0);
+  }
+  std::ofstream(kmsg, std::ios::app) << record(3, now_us - 1000000, while_down, 79);
+  DaemonProcess d(dir + "/data", {}, false);
+  ::unsetenv("GPUD_KMSG_PATH");
+  ASSERT_TRUE(d.ready()) << d.log();
+  EXPECT_EQ(wait_count(d, while_down), 1) << "the record added while gpud was down was not read\n"
+                                          << d.log();
+  EXPECT_EQ(count(d, before), 1) << "the ring re-read duplicated an event";
+  d.stop();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(KmsgE2E, PostInjectFaultFlowsThroughTheDaemon) {
   std::string dir = make_temp_dir();
   const std::string kmsg = dir + "/kmsg";
