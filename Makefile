@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 ARGS ?=
 
-.PHONY: all deps build run run-fake test test-asan bench clean format
+.PHONY: all deps build run run-fake test test-asan bench clean format deb
 
 all: build
 
@@ -37,6 +37,11 @@ test-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 600
+
+# The Debian package, gpud_<version>_amd64.deb, in $(BUILD)/packages/ (CPack; see CMakeLists.txt).
+deb: build
+	cd $(BUILD) && cpack -G DEB --config CPackConfig.cmake
+	@ls -1 $(BUILD)/packages/*.deb
 
 bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target gpud_bench

@@ -10,6 +10,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3 openssl curl procps
   prometheus prometheus-node-exporter
+  # `make deb`: CPack's DEB generator computes Depends with dpkg-shlibdeps, which finds ELF files
+  # with file(1).
+  dpkg-dev file
 )
 
 # The web UI: its build needs Node.js and npm (a node from elsewhere, e.g. NodeSource's package that

@@ -20,6 +20,8 @@ int run_cli(int argc, char** argv) {
   add_compact(app, &exit_code);
   add_version(app, &exit_code);
   add_inject_fault(app, &exit_code);
+  add_up(app, &exit_code);
+  add_down(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

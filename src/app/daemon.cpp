@@ -1,7 +1,6 @@
 #include "app/daemon.h"
 
 #include <fcntl.h>
-#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include <filesystem>
 
 #include "components/registry.h"
+#include "core/log.h"
 #include "core/time_util.h"
 #include "host/host_fs.h"
 #include "host/machine_info.h"
@@ -95,15 +95,15 @@ Result<void> Daemon::start() {
   deps.history = history_.get();
   deps.metrics = &metrics_;
   deps.machine_info = [this] { return machine_info(); };
-  deps.web_enable = web_enable_;
+  deps.web_enable = config_.web_enable;
   server_ = std::make_unique<server::Server>(deps);
   if (auto r = server_->start(); !r) {
     scheduler_->stop();
     return r.error();
   }
   loop_thread_ = std::thread([this] { loop(); });
-  spdlog::info("[daemon] gpud serving {} components on {} ({})", registry_.supported().size(),
-               config_.listen_address, config_.no_tls ? "http" : "https");
+  logger("daemon")->info("gpud serving {} components on {} ({})", registry_.supported().size(),
+                         config_.listen_address, config_.no_tls ? "http" : "https");
   return {};
 }
 
@@ -136,12 +136,12 @@ void Daemon::start_kernel_log() {
   follower_ = std::make_unique<kmsg::KmsgFollower>(
       opts, [this](const kmsg::KmsgRecord& r) { dispatcher_->feed(r); });
   if (auto r = follower_->start(); !r) {
-    spdlog::warn("[kmsg] kernel log not followed ({}); kernel-log components see no new events",
-                 r.error().message);
+    logger("kmsg")->warn("kernel log not followed ({}); kernel-log components see no new events",
+                         r.error().message);
     follower_.reset();
     return;
   }
-  spdlog::info("[kmsg] following {}", opts.path);
+  logger("kmsg")->info("following {}", opts.path);
 }
 
 void Daemon::maybe_start_xid_watcher() {
@@ -153,11 +153,11 @@ void Daemon::maybe_start_xid_watcher() {
                           e.time == TimePoint{} ? Clock::now() : e.time);
   });
   if (!w) {
-    spdlog::warn("[nvml] Xid event watcher not started: {}", w.error().message);
+    logger("nvml")->warn("Xid event watcher not started: {}", w.error().message);
     return;
   }
   xid_watcher_ = std::move(*w);
-  spdlog::info("[nvml] watching Xid events");
+  logger("nvml")->info("watching Xid events");
 }
 
 nlohmann::json Daemon::machine_info() {
@@ -182,9 +182,9 @@ void Daemon::housekeeping(TimePoint now) {
   }
   metrics_.set("", "gpud_sqlite_db_size_bytes", static_cast<double>(db_->size_bytes().value_or(0)));
   if (auto r = history_->insert(metrics_.snapshot(now_ms)); !r)
-    spdlog::warn("[daemon] metric history insert failed: {}", r.error().message);
+    logger("daemon")->warn("metric history insert failed: {}", r.error().message);
   if (auto r = history_->purge(now - config_.metrics_retention); !r)
-    spdlog::warn("[daemon] metric history purge failed: {}", r.error().message);
+    logger("daemon")->warn("metric history purge failed: {}", r.error().message);
   // Event retention is enforced for every component, at most every retention/5 and at least every
   // minute.
   auto period =
@@ -193,10 +193,10 @@ void Daemon::housekeeping(TimePoint now) {
     last_retention_ = now;
     auto r = events_->enforce_retention(config_.events_retention, now);
     if (!r)
-      spdlog::warn("[daemon] event retention failed: {}", r.error().message);
+      logger("daemon")->warn("event retention failed: {}", r.error().message);
     else if (*r > 0)
-      spdlog::info("[daemon] purged {} events older than {}", *r,
-                   format_duration(config_.events_retention));
+      logger("daemon")->info("purged {} events older than {}", *r,
+                             format_duration(config_.events_retention));
   }
 }
 

@@ -34,7 +34,6 @@ class Daemon {
   void stop();
   int port() const;
   // Whether the API listener also serves the web UI at / (default on); call before start().
-  void set_web_enable(bool on) { web_enable_ = on; }
 
   // One pass of the background housekeeping: sample metrics into history, enforce retention.
   void housekeeping(TimePoint now);
@@ -47,7 +46,6 @@ class Daemon {
   nlohmann::json machine_info();
 
   Config config_;
-  bool web_enable_ = true;
   int lock_fd_ = -1;
   std::unique_ptr<store::Database> db_;
   std::unique_ptr<store::EventStore> events_;

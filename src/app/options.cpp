@@ -157,25 +157,46 @@ Result<void> finalize(RunFlags& f) {
 }
 
 Result<void> setup_logging(const std::string& level, const std::string& file) {
-  auto lvl = spdlog::level::from_str(level);
-  if (lvl == spdlog::level::off && level != "off")
-    return make_error("invalid --log-level \"" + level + "\": want debug, info, warn or error");
-  spdlog::drop("gpud");
+  LogOptions opts;
+  opts.level = level;
+  opts.file = file;
+  return setup_logging(opts);
+}
+
+Result<void> setup_logging(const LogOptions& opts) {
+  auto lvl = spdlog::level::from_str(opts.level);
+  if (lvl == spdlog::level::off && opts.level != "off")
+    return make_error("invalid --log-level \"" + opts.level +
+                      "\": want debug, info, warn or error");
+  if (opts.max_size_bytes == 0) return make_error("--log-file-max-size-mb must be at least 1");
+  if (opts.max_files == 0) return make_error("--log-file-max-files must be at least 1");
   std::shared_ptr<spdlog::logger> logger;
   try {
-    if (file.empty()) {
-      logger = spdlog::stderr_color_mt("gpud");
+    if (opts.file.empty()) {
+      // journald captures stderr under systemd; colors only when stderr is a terminal.
+      logger = std::make_shared<spdlog::logger>(
+          kDefaultLoggerName, std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     } else {
-      // 64 MiB per file, 5 files kept.
-      logger = spdlog::rotating_logger_mt("gpud", file, 64 << 20, 5);
+      // Size-based rotation: gpud.log -> gpud.1.log -> ... -> gpud.<max_files>.log, then dropped.
+      logger = std::make_shared<spdlog::logger>(
+          kDefaultLoggerName, std::make_shared<spdlog::sinks::rotating_file_sink_mt>(
+                                  opts.file, opts.max_size_bytes, opts.max_files));
     }
   } catch (const spdlog::spdlog_ex& e) {
-    return make_error(std::string("cannot open log: ") + e.what());
+    return make_error("cannot open log file \"" + opts.file + "\": " + e.what());
   }
   logger->set_level(lvl);
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
+  // %n: the logger's name, i.e. the component or subsystem that wrote the line (core/log.h).
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ [%n] %v");
   logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(logger);
+  // Named loggers made before this call hold the old sinks; drop them so gpud::logger() re-creates
+  // them from the new default.
+  std::vector<std::string> stale;
+  spdlog::apply_all([&stale](const std::shared_ptr<spdlog::logger>& l) {
+    if (l->name() != kDefaultLoggerName) stale.push_back(l->name());
+  });
+  for (const auto& name : stale) spdlog::drop(name);
   return {};
 }
 

@@ -31,8 +31,24 @@ void add_store_flags(CLI::App& cmd, RunFlags& flags);
 // Validates durations, component names and paths; fills flags.config.
 Result<void> finalize(RunFlags& flags);
 std::vector<std::string> split_list(const std::string& s);
-// Sets up spdlog: level name (debug|info|warn|error), optional log file (rotating), stderr
-// otherwise.
+// Logging: stderr (journald captures it under systemd), or a file with size-based rotation.
+inline constexpr const char* kDefaultLoggerName = "gpud";
+struct LogOptions {
+  std::string level = "info";                // debug|info|warn|error|off
+  std::string file;                          // empty: stderr
+  size_t max_size_bytes = size_t{64} << 20;  // rotate when the file would grow past this
+  size_t max_files = 5;                      // rotated files kept besides the current one
+};
+// Sets up spdlog's default logger ("gpud") and the pattern every named logger (core/log.h) shares:
+// `<time> <level> [<component>] <message>`.
+Result<void> setup_logging(const LogOptions& opts);
 Result<void> setup_logging(const std::string& level, const std::string& file);
+
+// `gpud run`'s flags (run.cpp), shared with `gpud up`, which validates the flags it keeps for the
+// service exactly as `run` will parse them. `sample` receives the hidden --metrics-sample-interval.
+void add_run_options(CLI::App& cmd, RunFlags& flags, std::string& sample);
+// finalize() plus the run-only checks; fills flags.config.
+Result<void> validate_run_flags(RunFlags& flags, const std::string& sample);
+LogOptions log_options(const Config& config);
 
 }  // namespace gpud::app

@@ -1,20 +1,22 @@
 // `gpud run`: the daemon in the foreground until SIGINT/SIGTERM.
 #include <signal.h>
-#include <spdlog/spdlog.h>
 
 #include <iostream>
 #include <memory>
 
 #include "app/daemon.h"
 #include "app/options.h"
+#include "app/sd_notify.h"
 #include "app/verbs.h"
+#include "core/log.h"
 #include "core/time_util.h"
 
 namespace gpud::app {
 
-void add_run(CLI::App& app, int* exit_code) {
-  auto flags = std::make_shared<RunFlags>();
-  auto* cmd = app.add_subcommand("run", "Run the gpud daemon in the foreground");
+void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample_interval) {
+  auto* cmd = &command;
+  auto* flags = &run_flags;
+  auto* sample = &sample_interval;
   Config& c = flags->config;
   add_store_flags(*cmd, *flags);
   add_component_flags(*cmd, *flags);
@@ -27,8 +29,7 @@ void add_run(CLI::App& app, int* exit_code) {
   cmd->add_option("--tls-key", c.tls_key, "PEM private key for --tls-cert");
   cmd->add_option("--admin-token", c.admin_token,
                   "Bearer token that allows mutating API calls from non-loopback clients");
-  auto web_enable = std::make_shared<bool>(true);
-  cmd->add_option("--web-enable", *web_enable,
+  cmd->add_option("--web-enable", c.web_enable,
                   "Serve the local web UI at / on the API listener (--web-enable=false: off)")
       ->default_str("true");
   cmd->add_option("--events-retention-period", flags->events_retention,
@@ -39,29 +40,54 @@ void add_run(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--log-level,-l", c.log_level, "debug, info, warn or error")
       ->capture_default_str();
-  cmd->add_option("--log-file", c.log_file, "Log to this file (rotated) instead of stderr");
-  auto sample = std::make_shared<std::string>("1m");
+  cmd->add_option("--log-file", c.log_file, "Log to this file (size-rotated) instead of stderr");
+  cmd->add_option("--log-file-max-size-mb", c.log_file_max_size_mb,
+                  "Rotate --log-file when it reaches this many MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--log-file-max-files", c.log_file_max_files,
+                  "Rotated --log-file files kept besides the current one")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--metrics-sample-interval", *sample,
                   "How often metrics are sampled into history")
       ->group("");  // hidden: tests shorten it
-  cmd->callback([flags, sample, web_enable, exit_code] {
-    if (auto r = setup_logging(flags->config.log_level, flags->config.log_file); !r) {
+}
+
+Result<void> validate_run_flags(RunFlags& flags, const std::string& sample) {
+  if (auto r = finalize(flags); !r) return r;
+  auto si = parse_duration(sample);
+  if (!si || si->count() < 1000)
+    return make_error("invalid --metrics-sample-interval \"" + sample + "\"");
+  flags.config.metrics_sample_interval = std::chrono::duration_cast<std::chrono::seconds>(*si);
+  return {};
+}
+
+LogOptions log_options(const Config& c) {
+  LogOptions o;
+  o.level = c.log_level;
+  o.file = c.log_file;
+  o.max_size_bytes = static_cast<size_t>(c.log_file_max_size_mb) << 20;
+  o.max_files = static_cast<size_t>(c.log_file_max_files);
+  return o;
+}
+
+void add_run(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<RunFlags>();
+  auto sample = std::make_shared<std::string>("1m");
+  auto* cmd = app.add_subcommand("run", "Run the gpud daemon in the foreground");
+  add_run_options(*cmd, *flags, *sample);
+  cmd->callback([flags, sample, exit_code] {
+    if (auto r = setup_logging(log_options(flags->config)); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
       return;
     }
-    if (auto r = finalize(*flags); !r) {
+    if (auto r = validate_run_flags(*flags, *sample); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
       return;
     }
-    auto si = parse_duration(*sample);
-    if (!si || si->count() < 1000) {
-      std::cerr << "✘ invalid --metrics-sample-interval \"" << *sample << "\"\n";
-      *exit_code = kExitUsage;
-      return;
-    }
-    flags->config.metrics_sample_interval = std::chrono::duration_cast<std::chrono::seconds>(*si);
 
     // Block the stop signals before any thread starts so only sigwait below sees them.
     sigset_t stop_signals;
@@ -72,18 +98,23 @@ void add_run(CLI::App& app, int* exit_code) {
     ::signal(SIGPIPE, SIG_IGN);
 
     Daemon daemon(flags->config);
-    daemon.set_web_enable(*web_enable);
     if (auto r = daemon.start(); !r) {
-      spdlog::error("[daemon] cannot start: {}", r.error().message);
+      logger("daemon")->error("cannot start: {}", r.error().message);
+      // Tells a Type=notify unit why it failed instead of letting it wait for READY=1.
+      (void)sd_notify("STATUS=cannot start: " + r.error().message);
       std::cerr << "✘ cannot start gpud: " << r.error().message << "\n";
       *exit_code = kExitUnhealthy;
       return;
     }
+    // The API listens now: a Type=notify unit becomes active.
+    if (auto n = sd_notify("READY=1\nSTATUS=serving\nMAINPID=" + std::to_string(::getpid())); !n)
+      logger("daemon")->warn("{}", n.error().message);
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    spdlog::info("[daemon] received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    (void)sd_notify("STOPPING=1\nSTATUS=shutting down");
+    logger("daemon")->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
     daemon.stop();
-    spdlog::info("[daemon] stopped");
+    logger("daemon")->info("stopped");
     *exit_code = kExitOk;
   });
 }

@@ -1,5 +1,4 @@
 // `gpud scan`: runs every supported component's check once, without the daemon, and reports.
-#include <spdlog/spdlog.h>
 
 #include <iostream>
 #include <memory>
@@ -10,6 +9,7 @@
 #include "app/verbs.h"
 #include "components/registry.h"
 #include "core/json.h"
+#include "core/log.h"
 #include "host/machine_info.h"
 #include "host/os_info.h"
 #include "host/pci.h"
@@ -36,7 +36,7 @@ Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs, const
     const std::string path = kmsg::kmsg_path_from_env();
     auto r = kmsg::read_kmsg_ring(path, parse,
                                   [&](const kmsg::KmsgRecord& rec) { dispatcher.feed(rec); });
-    if (!r) spdlog::info("[scan] kernel log not read: {}", r.error().message);
+    if (!r) logger("scan")->info("kernel log not read: {}", r.error().message);
     return {};
   }
   const TimePoint now = Clock::now();
@@ -47,8 +47,8 @@ Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs, const
     auto r =
         path == "-" ? kmsg::read_saved_log(0, cb, opts) : kmsg::read_saved_log_file(path, cb, opts);
     if (!r) return make_error("--kernel-log " + path + ": " + r.error().message);
-    spdlog::info("[scan] {}: {} lines, {} kernel-log events so far", path, r->lines,
-                 dispatcher.stored());
+    logger("scan")->info("{}: {} lines, {} kernel-log events so far", path, r->lines,
+                         dispatcher.stored());
   }
   return {};
 }

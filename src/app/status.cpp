@@ -1,4 +1,5 @@
-// `gpud status`: asks the local daemon over its API and prints each component's health.
+// `gpud status`: the systemd service's state, then the health the local daemon reports over its
+// API.
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -6,6 +7,7 @@
 #include "app/client.h"
 #include "app/options.h"
 #include "app/report.h"
+#include "app/service.h"
 #include "app/verbs.h"
 
 namespace gpud::app {
@@ -13,11 +15,15 @@ namespace gpud::app {
 void add_status(CLI::App& app, int* exit_code) {
   auto server = std::make_shared<std::string>(kDefaultServer);
   auto json = std::make_shared<bool>(false);
-  auto* cmd = app.add_subcommand("status", "Show the health the local daemon reports");
+  auto* cmd = app.add_subcommand(
+      "status", "Show the gpud service state and the health the local daemon reports");
   cmd->alias("st");
   cmd->add_option("--server", *server, "The daemon's address")->capture_default_str();
-  cmd->add_flag("--json", *json, "Print the daemon's /v1/states document");
+  cmd->add_flag("--json", *json,
+                "Print {\"service\":{...},\"states\":<the daemon's /v1/states document>}");
   cmd->callback([server, json, exit_code] {
+    ServiceState service = service_state();
+    if (!*json) std::cout << "service: " << kServiceName << " " << service.summary << "\n";
     ApiClient client(*server);
     auto health = client.get("/healthz");
     if (!health || health->status != 200) {
@@ -46,7 +52,14 @@ void add_status(CLI::App& app, int* exit_code) {
       for (const auto& s : c.value("states", nlohmann::json::array()))
         if (s.value("health", "") != "Healthy") healthy = false;
     if (*json) {
-      std::cout << doc.dump(2) << "\n";
+      nlohmann::json out{{"service",
+                          {{"name", kServiceName},
+                           {"state", service.summary},
+                           {"active", service.active},
+                           {"enabled", service.enabled},
+                           {"unit_file", service.unit}}},
+                         {"states", doc}};
+      std::cout << out.dump(2) << "\n";
     } else {
       std::cout << "✔ gpud is running at " << *server << "\n" << states_text(doc);
     }

@@ -15,6 +15,9 @@ void add_set_healthy(CLI::App& app, int* exit_code);
 void add_compact(CLI::App& app, int* exit_code);
 void add_version(CLI::App& app, int* exit_code);
 void add_inject_fault(CLI::App& app, int* exit_code);
+// service.cpp: install / remove the systemd service.
+void add_up(CLI::App& app, int* exit_code);
+void add_down(CLI::App& app, int* exit_code);
 
 // Exit codes shared by the verbs.
 inline constexpr int kExitOk = 0;

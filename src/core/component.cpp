@@ -1,6 +1,6 @@
 #include "core/component.h"
 
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 
 namespace gpud {
 
@@ -24,7 +24,7 @@ void Component::record(Event e) const {
   if (ctx_.events == nullptr) return;
   if (e.component.empty()) e.component = std::string(name());
   auto r = ctx_.events->insert(e);
-  if (!r) spdlog::warn("[{}] failed to record event {}: {}", name(), e.name, r.error().message);
+  if (!r) logger(name())->warn("failed to record event {}: {}", e.name, r.error().message);
 }
 
 }  // namespace gpud

@@ -53,7 +53,10 @@ struct Config {
 
   // Logging
   std::string log_level = "info";
-  std::string log_file;
+  std::string log_file;           // empty: stderr
+  int log_file_max_size_mb = 64;  // --log-file rotates at this size
+  int log_file_max_files = 5;     // rotated files kept besides the current one
+  bool web_enable = true;         // the local web UI at / on the API listener
 };
 
 }  // namespace gpud

@@ -1,11 +1,11 @@
 #include "host/machine_info.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/utsname.h>
 
 #include <charconv>
 #include <exception>
 
+#include "core/log.h"
 #include "core/time_util.h"
 #include "core/version.h"
 #include "host/block_devices.h"
@@ -126,7 +126,7 @@ nlohmann::json collect_machine_info(const HostFs& fs) {
     fill(out, fs);
   } catch (const std::exception& e) {
     // Only allocation failures can get here; what was filled so far is still worth returning.
-    spdlog::warn("machine info: {}", e.what());
+    logger("machine-info")->warn("{}", e.what());
   }
   return out;
 }

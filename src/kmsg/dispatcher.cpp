@@ -1,9 +1,8 @@
 #include "kmsg/dispatcher.h"
 
-#include <spdlog/spdlog.h>
-
 #include <vector>
 
+#include "core/log.h"
 #include "kmsg/parser.h"
 #include "kmsg/writer.h"
 
@@ -90,8 +89,8 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
   Event e = to_event(m, t, uuid);
   auto inserted = events_.insert(e);
   if (!inserted) {
-    spdlog::warn("[kmsg] failed to store {} event {}: {}", m.component, m.name,
-                 inserted.error().message);
+    logger("kmsg")->warn("failed to store {} event {}: {}", m.component, m.name,
+                         inserted.error().message);
     return 0;
   }
   if (!*inserted) return 0;  // already stored (ring buffer re-read after a restart)

@@ -3,12 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "core/log.h"
 
 namespace gpud::kmsg {
 namespace {
@@ -177,7 +178,7 @@ void KmsgFollower::run() {
       fd_ = ::open(opts_.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
       if (fd_ < 0) {
         ++errors_;
-        if (!error_logged) spdlog::warn("kmsg: open {}: {}", opts_.path, std::strerror(errno));
+        if (!error_logged) logger("kmsg")->warn("open {}: {}", opts_.path, std::strerror(errno));
         error_logged = true;
         if (!wait(backoff, false)) break;
         backoff = std::min(backoff * 2, opts_.max_backoff);
@@ -220,7 +221,7 @@ void KmsgFollower::run() {
       continue;
     }
     ++errors_;
-    if (!error_logged) spdlog::warn("kmsg: read {}: {}", opts_.path, std::strerror(err));
+    if (!error_logged) logger("kmsg")->warn("read {}: {}", opts_.path, std::strerror(err));
     error_logged = true;
     ::close(fd_);
     fd_ = -1;

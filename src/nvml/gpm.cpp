@@ -1,6 +1,6 @@
 #include "nvml/gpm.h"
 
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 
 namespace gpud::nvml {
 
@@ -126,7 +126,7 @@ void GpmSampler::release() {
   std::shared_ptr<State> st = std::move(state_);
   if (nvml_->worker().stuck()) return;  // leak the buffers rather than wait on a hung driver
   auto r = nvml_->worker().run([st] { st->free_all(); }, std::chrono::seconds(2));
-  if (!r.ok()) spdlog::warn("[nvml] freeing GPM samples: {}", r.error().message);
+  if (!r.ok()) logger("nvml")->warn("freeing GPM samples: {}", r.error().message);
 }
 
 GpmSampler::~GpmSampler() { release(); }

@@ -1,10 +1,11 @@
 #include "nvml/loader.h"
 
 #include <dlfcn.h>
-#include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <initializer_list>
+
+#include "core/log.h"
 
 namespace gpud::nvml {
 
@@ -267,10 +268,10 @@ Nvml::~Nvml() {
   if (initialized_ && lib_ && lib_->api.shutdown != nullptr && !worker_.stuck()) {
     std::shared_ptr<const Library> keep = lib_;
     auto r = worker_.run([keep] { (void)keep->api.shutdown(); }, std::chrono::seconds(2));
-    if (!r.ok()) spdlog::warn("nvmlShutdown: {}", r.error().message);
+    if (!r.ok()) logger("nvml")->warn("nvmlShutdown: {}", r.error().message);
   }
   if (!worker_.stop()) {
-    spdlog::warn("NVML worker still stuck in a driver call at shutdown; detached it");
+    logger("nvml")->warn("NVML worker still stuck in a driver call at shutdown; detached it");
   }
 }
 

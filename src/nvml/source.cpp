@@ -1,6 +1,6 @@
 #include "nvml/source.h"
 
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 
 namespace gpud::nvml {
 
@@ -22,9 +22,9 @@ void NvidiaSource::open() {
   opts.deadline = deadline_;
   std::unique_ptr<Nvml> fresh = Nvml::open(opts);
   if (fresh->ready())
-    spdlog::info("[nvml] {}", fresh->message());
+    logger("nvml")->info("{}", fresh->message());
   else
-    spdlog::warn("[nvml] {}", fresh->message());
+    logger("nvml")->warn("{}", fresh->message());
   std::unique_ptr<Nvml> old;
   gpm_.reset();  // only ever set on a ready instance, which is never replaced; belt and braces
   std::lock_guard lock(mu_);

@@ -1,13 +1,12 @@
 #include "nvml/xid_watcher.h"
 
-#include <spdlog/spdlog.h>
-
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/log.h"
 #include "nvml/device.h"
 
 namespace gpud::nvml {
@@ -40,7 +39,7 @@ struct XidWatcher::State {
       if (ret == NVML_ERROR_TIMEOUT) continue;
       if (ret != NVML_SUCCESS) {
         // E.g. GPU_IS_LOST: the set stays usable for the other GPUs; back off instead of spinning.
-        spdlog::debug("nvmlEventSetWait: {}", error_text(a, ret));
+        logger("nvml")->debug("nvmlEventSetWait: {}", error_text(a, ret));
         std::this_thread::sleep_for(s->wait_timeout);
         continue;
       }
@@ -114,7 +113,7 @@ Result<std::unique_ptr<XidWatcher>> XidWatcher::start(Nvml& nvml, Callback callb
           if (ret == NVML_SUCCESS) {
             ++registered;
           } else {
-            spdlog::info("Xid events not registered for GPU {}: {}", i, error_text(a, ret));
+            logger("nvml")->info("Xid events not registered for GPU {}: {}", i, error_text(a, ret));
           }
           s.gpus.push_back(std::move(g));
         }
@@ -145,7 +144,7 @@ void XidWatcher::stop() {
   std::thread t = std::move(state_->thread);
   lock.unlock();
   if (!exited) {
-    spdlog::warn("Xid watcher stuck in nvmlEventSetWait; detached it");
+    logger("nvml")->warn("Xid watcher stuck in nvmlEventSetWait; detached it");
     t.detach();
     return;
   }
@@ -155,7 +154,7 @@ void XidWatcher::stop() {
   if (lib->api.event_set_free != nullptr && !nvml_.worker().stuck()) {
     auto r = nvml_.worker().run([lib, set] { (void)lib->api.event_set_free(set); },
                                 std::chrono::seconds(2));
-    if (!r.ok()) spdlog::warn("nvmlEventSetFree: {}", r.error().message);
+    if (!r.ok()) logger("nvml")->warn("nvmlEventSetFree: {}", r.error().message);
   }
 }
 

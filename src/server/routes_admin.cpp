@@ -1,10 +1,10 @@
 #include <httplib.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <exception>
 #include <string>
 
+#include "core/log.h"
 #include "kmsg/fault.h"
 #include "kmsg/reader.h"
 #include "server/http_util.h"
@@ -60,7 +60,7 @@ void set_healthy(const ServerDeps& d, const httplib::Request& req, httplib::Resp
     successful.push_back(name);
     // Re-evaluate now, so the cached state reflects the purge instead of waiting for the interval.
     d.scheduler->trigger(name);
-    spdlog::info("[server] set-healthy {} from {}", name, req.remote_addr);
+    logger("server")->info("set-healthy {} from {}", name, req.remote_addr);
   }
   if (successful.empty() && !failed.empty()) {
     write_json(req, res, 400,
@@ -109,7 +109,7 @@ void register_admin_routes(httplib::Server& http, const ServerDeps& deps) {
     const std::string path = d->kmsg_path.empty() ? kmsg::kmsg_path_from_env() : d->kmsg_path;
     auto written = kmsg::inject_fault(*fault, path);
     if (!written) return write_error(req, res, 500, written.error().message);
-    spdlog::info("[server] fault injected from {}: {}", req.remote_addr, *written);
+    logger("server")->info("fault injected from {}: {}", req.remote_addr, *written);
     write_json(req, res, 200, {{"message", "fault injected"}});
   });
 

@@ -1,7 +1,6 @@
 #include "server/server.h"
 
 #include <httplib.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -9,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/log.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "server/tls.h"
@@ -59,7 +59,7 @@ void configure(httplib::Server& http, const ServerDeps& deps) {
     if (!is_mutating(req.method)) return httplib::Server::HandlerResponse::Unhandled;
     if (authorized(req.remote_addr, req.get_header_value("Authorization"), d->config->admin_token))
       return httplib::Server::HandlerResponse::Unhandled;
-    spdlog::warn("[server] refused {} {} from {}", req.method, req.path, req.remote_addr);
+    logger("server")->warn("refused {} {} from {}", req.method, req.path, req.remote_addr);
     write_error(req, res, 403,
                 d->config->admin_token.empty()
                     ? "mutating requests are accepted from loopback only"
@@ -76,7 +76,7 @@ void configure(httplib::Server& http, const ServerDeps& deps) {
           what = e.what();
         } catch (...) {
         }
-        spdlog::error("[server] {} {} failed: {}", req.method, req.path, what);
+        logger("server")->error("{} {} failed: {}", req.method, req.path, what);
         write_error(req, res, 500, "internal error: " + what);
       });
 
@@ -92,8 +92,8 @@ void configure(httplib::Server& http, const ServerDeps& deps) {
       }));
 
   http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    spdlog::debug("[server] {} {} {} -> {} ({} bytes)", req.remote_addr, req.method, req.path,
-                  res.status, res.body.size());
+    logger("server")->debug("{} {} {} -> {} ({} bytes)", req.remote_addr, req.method, req.path,
+                            res.status, res.body.size());
   });
 
   register_v1_routes(http, deps);
@@ -155,9 +155,9 @@ Result<void> Server::start() {
   for (int i = 0; i < 500 && !http_->is_running() && !runner_->done; ++i)
     std::this_thread::sleep_for(2ms);
 
-  spdlog::info("[server] serving {} on {}{}", deps_.config->no_tls ? "http" : "https",
-               display_address(*addr, port_),
-               tls_source.empty() ? "" : " (certificate: " + tls_source + ")");
+  logger("server")->info("serving {} on {}{}", deps_.config->no_tls ? "http" : "https",
+                         display_address(*addr, port_),
+                         tls_source.empty() ? "" : " (certificate: " + tls_source + ")");
   return {};
 }
 
@@ -175,7 +175,7 @@ void Server::stop() {
   if (runner_->thread.joinable()) runner_->thread.join();
   runner_.reset();
   http_.reset();
-  spdlog::debug("[server] stopped");
+  logger("server")->debug("stopped");
 }
 
 int Server::port() const { return port_; }

@@ -9,7 +9,6 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +17,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "core/log.h"
 
 namespace gpud::server {
 namespace {
@@ -216,7 +217,7 @@ Result<TlsMaterial> resolve_tls_material(const Config& config) {
   if (fs::exists(cert_path, ec) && fs::exists(key_path, ec)) {
     auto loaded = load_tls_material(cert_path.string(), key_path.string());
     if (loaded) return loaded;
-    spdlog::warn("[server] {}; generating a new self-signed certificate", loaded.error().message);
+    logger("server")->warn("{}; generating a new self-signed certificate", loaded.error().message);
   }
   auto generated = generate_self_signed();
   if (!generated) return generated;
@@ -224,13 +225,13 @@ Result<TlsMaterial> resolve_tls_material(const Config& config) {
   auto wrote = write_file(key_path, generated->key_pem, 0600);
   if (wrote) wrote = write_file(cert_path, generated->cert_pem, 0644);
   if (!wrote) {
-    spdlog::warn(
-        "[server] cannot persist the self-signed certificate ({}); using it in memory only",
+    logger("server")->warn(
+        "cannot persist the self-signed certificate ({}); using it in memory only",
         wrote.error().message);
     return generated;
   }
   generated->source = cert_path.string() + " (self-signed, generated)";
-  spdlog::info("[server] generated self-signed certificate {}", cert_path.string());
+  logger("server")->info("generated self-signed certificate {}", cert_path.string());
   return generated;
 }
 

@@ -1,13 +1,12 @@
 #include "store/database.h"
 
-#include <spdlog/spdlog.h>
-
 #include <charconv>
 #include <filesystem>
 #include <optional>
 #include <string_view>
 #include <system_error>
 
+#include "core/log.h"
 #include "core/time_util.h"
 #include "store/metadata.h"
 #include "store/statement.h"
@@ -196,8 +195,9 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
     auto moved = quarantine(path);
     if (!moved) return make_error(moved.error().message + " (" + s.message + ")");
     quarantined = *moved;
-    spdlog::error("database {} is corrupt ({}); moved it to {} and started a fresh database", path,
-                  s.message, quarantined);
+    logger("store")->error(
+        "database {} is corrupt ({}); moved it to {} and started a fresh database", path, s.message,
+        quarantined);
     s = open_connection(path, false, &db);
   }
   if (!s.ok()) return make_error("open database " + path + ": " + s.message);

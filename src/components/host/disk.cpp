@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
 
+#include "core/log.h"
 #include "core/reboot_rules.h"
 #include "host/bytes.h"
 #include "host/mountinfo.h"
@@ -133,8 +133,8 @@ DiskSnapshot DiskComponent::collect() {
     s.mount_table_read = false;
     s.mount_table_error = text.error().message;
     if (!warned_mount_table_.exchange(true))
-      spdlog::warn(
-          "[disk] cannot read the mount table ({}); not checking whether mount points are "
+      logger("disk")->warn(
+          "cannot read the mount table ({}); not checking whether mount points are "
           "mounted",
           text.error().message);
   }

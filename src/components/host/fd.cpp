@@ -1,8 +1,8 @@
 #include "components/host/fd.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
+#include "core/log.h"
 #include "host/file_nr.h"
 
 namespace gpud::components {
@@ -74,8 +74,8 @@ Result<FdSnapshot> FdComponent::collect() {
   if (max) {
     s.file_max = *max;
   } else if (!warned_file_max_.exchange(true)) {
-    spdlog::warn("[fd] cannot read file-max ({}); using the limit from file-nr",
-                 max.error().message);
+    logger("fd")->warn("cannot read file-max ({}); using the limit from file-nr",
+                       max.error().message);
   }
   return s;
 }

@@ -1,9 +1,9 @@
 #include "components/host/memory.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "components/kernel_log_support.h"
+#include "core/log.h"
 #include "host/bytes.h"
 
 namespace gpud::components {
@@ -68,8 +68,8 @@ CheckResult MemoryComponent::check() {
   }();
   if (snapshot) {
     if (snapshot->available_estimated && !warned_estimate_.exchange(true))
-      spdlog::warn(
-          "[memory] /proc/meminfo has no MemAvailable (kernel < 3.14); estimating it as "
+      logger("memory")->warn(
+          "/proc/meminfo has no MemAvailable (kernel < 3.14); estimating it as "
           "free + buffers + cached");
     if (ctx().metrics != nullptr) {
       MetricRegistry& m = *ctx().metrics;

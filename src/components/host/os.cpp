@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "components/kernel_log_support.h"
+#include "core/log.h"
 #include "core/time_util.h"
 
 namespace gpud::components {
@@ -194,14 +194,14 @@ OsComponent::OsComponent(const ComponentContext& ctx) : Component(ctx), fs_(ctx.
 void OsComponent::start() {
   auto boot = host::read_boot_time(fs_);
   if (!boot) {
-    spdlog::warn("[os] cannot read the boot time; no reboot event recorded");
+    logger("os")->warn("cannot read the boot time; no reboot event recorded");
     return;
   }
   if (ctx().events == nullptr) return;
   std::optional<TimePoint> last;
   auto events = ctx().events->query(kName, TimePoint{}, TimePoint::max());
   if (!events) {
-    spdlog::warn("[os] failed to read reboot events: {}", events.error().message);
+    logger("os")->warn("failed to read reboot events: {}", events.error().message);
   } else {
     for (const Event& e : *events)
       if (e.name == kRebootEvent && (!last || e.time > *last)) last = e.time;

@@ -1,15 +1,15 @@
 #include "components/nvidia/sxid.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "components/kernel_log_support.h"
+#include "core/log.h"
 
 namespace gpud::components {
 
 SxidComponent::SxidComponent(const ComponentContext& ctx) : Component(ctx) {
   auto t = sxid_thresholds(*ctx.config);
-  if (!t) spdlog::warn("[{}] {}; using the defaults", kSxidComponent, t.error().message);
+  if (!t) logger(kSxidComponent)->warn("{}; using the defaults", t.error().message);
   thresholds_ = t ? *t : RebootThresholds{};
 }
 

@@ -1,13 +1,13 @@
 #include "components/nvidia/xid.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
 
 #include "catalog/xid_catalog.h"
 #include "components/kernel_log_support.h"
+#include "core/log.h"
 #include "nvml/source.h"
 
 namespace gpud::components {
@@ -96,7 +96,7 @@ Result<RebootThresholds> sxid_thresholds(const Config& c) {
 
 XidComponent::XidComponent(const ComponentContext& ctx) : Component(ctx) {
   auto t = xid_thresholds(*ctx.config);
-  if (!t) spdlog::warn("[{}] {}; using the defaults", kXidComponent, t.error().message);
+  if (!t) logger(kXidComponent)->warn("{}; using the defaults", t.error().message);
   thresholds_ = t ? *t : RebootThresholds{2, {{94, 1000}}};
 }
 

@@ -1,0 +1,438 @@
+// `gpud up` and `gpud down` (see service.h), and the service state for `gpud status`.
+#include "app/service.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "app/deploy_files.h"
+#include "app/options.h"
+#include "app/verbs.h"
+
+namespace fs = std::filesystem;
+
+namespace gpud::app {
+
+namespace {
+
+// The path `abs` (absolute) under `root`; root "" or "/" is the real filesystem.
+std::string under(const std::string& root, const std::string& abs) {
+  if (root.empty() || root == "/") return abs;
+  std::string r = root;
+  while (r.size() > 1 && r.back() == '/') r.pop_back();
+  return r + abs;
+}
+
+struct CommandOutput {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+// Runs argv (searched in PATH) with stdin from /dev/null; kills it after `timeout`.
+Result<CommandOutput> run_command(const std::vector<std::string>& argv,
+                                  std::chrono::seconds timeout) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return make_error(std::string("pipe: ") + std::strerror(errno));
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return make_error(std::string("fork: ") + std::strerror(err));
+  }
+  if (pid == 0) {
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::execvp(cargs[0], cargs.data());
+    _exit(127);
+  }
+  ::close(fds[1]);
+  CommandOutput result;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timed_out = false;
+  char buf[4096];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) continue;  // the deadline check above ends the loop
+    ssize_t got = ::read(fds[0], buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // EOF: the command closed its output
+    result.out.append(buf, static_cast<size_t>(got));
+  }
+  ::close(fds[0]);
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out)
+    return make_error("`" + argv[0] + " " + (argv.size() > 1 ? argv[1] : "") +
+                      "` timed out after " + std::to_string(timeout.count()) + "s");
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && result.out.empty())
+    return make_error(argv[0] + " not found");
+  while (!result.out.empty() && (result.out.back() == '\n' || result.out.back() == ' '))
+    result.out.pop_back();
+  return result;
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words) s += (s.empty() ? "" : " ") + w;
+  return s;
+}
+
+Result<CommandOutput> systemctl(std::vector<std::string> args,
+                                std::chrono::seconds timeout = std::chrono::seconds(150)) {
+  args.insert(args.begin(), "systemctl");
+  return run_command(args, timeout);
+}
+
+// systemctl that must succeed.
+Result<void> systemctl_ok(std::vector<std::string> args) {
+  auto r = systemctl(args);
+  if (!r) return r.error();
+  if (r->exit_code != 0)
+    return make_error("systemctl " + join(args) + " failed (exit " + std::to_string(r->exit_code) +
+                      "): " + r->out);
+  return {};
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error("cannot read " + path + ": " + std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes `content` to `path` through a temporary file and rename, so a running binary or a reader
+// never sees half a file. Returns false when the file already had exactly this content and mode.
+Result<bool> write_atomically(const std::string& path, const std::string& content, mode_t mode) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    struct stat st {};
+    auto old = read_file(path);
+    if (old && *old == content && ::stat(path.c_str(), &st) == 0 && (st.st_mode & 07777) == mode)
+      return false;
+  }
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  if (ec)
+    return make_error("create " + fs::path(path).parent_path().string() + ": " + ec.message());
+  std::string tmp = path + ".gpud-tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << content;
+    out.close();
+    if (!out) {
+      fs::remove(tmp, ec);
+      return make_error("cannot write " + tmp);
+    }
+  }
+  if (::chmod(tmp.c_str(), mode) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    fs::remove(tmp, ec);
+    return make_error("cannot install " + path + ": " + std::strerror(err));
+  }
+  return true;
+}
+
+Result<std::string> self_executable() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return make_error("cannot find the running binary (/proc/self/exe): " + ec.message());
+  std::string s = p.string();
+  if (s.size() > 10 && s.ends_with(" (deleted)"))
+    return make_error("the running binary " + s + " was deleted; run the new one");
+  return s;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string render_unit(std::string_view binary) {
+  std::string unit = kServiceUnitTemplate;
+  const std::string from = std::string("ExecStart=") + kInstalledBinary + " ";
+  const std::string to = "ExecStart=" + std::string(binary) + " ";
+  if (auto at = unit.find(from); at != std::string::npos) unit.replace(at, from.size(), to);
+  return unit;
+}
+
+Result<void> check_flag_word(std::string_view word) {
+  if (word.empty()) return make_error("empty flag");
+  for (char ch : word) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c == 0x7f)
+      return make_error("flag \"" + std::string(word) +
+                        "\" contains whitespace or a control character; systemd splits $FLAGS "
+                        "at whitespace, so it cannot be kept in /etc/default/gpud");
+    if (c == '"' || c == '\\' || c == '$' || c == '`' || c == '\'')
+      return make_error("flag \"" + std::string(word) + "\" contains '" + std::string(1, ch) +
+                        "', which /etc/default/gpud (FLAGS=\"...\") cannot hold safely");
+  }
+  return {};
+}
+
+Result<std::string> render_env_file(const std::vector<std::string>& flags) {
+  for (const auto& f : flags)
+    if (auto r = check_flag_word(f); !r) return r.error();
+  std::string text = kDefaultEnvTemplate;
+  const std::string line = "\nFLAGS=\"\"\n";
+  auto at = text.find(line);
+  if (at == std::string::npos)
+    return make_error("deploy/systemd/gpud.default has no FLAGS=\"\" line");
+  text.replace(at, line.size(), "\nFLAGS=\"" + join(flags) + "\"\n");
+  return text;
+}
+
+Result<void> validate_daemon_flags(const std::vector<std::string>& flags) {
+  CLI::App probe{"gpud run", "run"};
+  RunFlags run_flags;
+  std::string sample = "1m";
+  add_run_options(probe, run_flags, sample);
+  std::vector<std::string> reversed(flags.rbegin(), flags.rend());  // CLI11 parses from the back
+  try {
+    probe.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return make_error(std::string("not a valid `gpud run` flag list: ") + e.what());
+  }
+  if (auto r = validate_run_flags(run_flags, sample); !r)
+    return make_error("not a valid `gpud run` flag list: " + r.error().message);
+  return {};
+}
+
+bool systemd_running(const std::string& root) {
+  std::error_code ec;
+  return fs::is_directory(under(root, "/run/systemd/system"), ec);
+}
+
+std::string describe_service(bool systemd, const std::string& unit, const std::string& active,
+                             const std::string& enabled) {
+  if (!systemd) return "systemd not running";
+  if (unit.empty()) return "not installed";
+  return (active.empty() ? "unknown" : active) + " (" + (enabled.empty() ? "unknown" : enabled) +
+         ")";
+}
+
+ServiceState service_state() {
+  ServiceState s;
+  bool systemd = systemd_running();
+  for (const char* p :
+       {kUnitPath, "/lib/systemd/system/gpud.service", "/usr/lib/systemd/system/gpud.service"}) {
+    std::error_code ec;
+    if (fs::exists(p, ec)) {
+      s.unit = p;
+      break;
+    }
+  }
+  if (systemd && !s.unit.empty()) {
+    // is-active/is-enabled exit non-zero for "inactive"/"disabled"; their output is the answer.
+    if (auto r = systemctl({"is-active", kServiceName}, std::chrono::seconds(10)); r)
+      s.active = trim(r->out);
+    if (auto r = systemctl({"is-enabled", kServiceName}, std::chrono::seconds(10)); r)
+      s.enabled = trim(r->out);
+  }
+  s.summary = describe_service(systemd, s.unit, s.active, s.enabled);
+  return s;
+}
+
+Result<bool> install_service_files(const std::string& root, const std::string& self_exe,
+                                   const std::vector<std::string>& flags,
+                                   std::vector<std::string>* log) {
+  bool changed = false;
+  // The binary: skipped when gpud already runs from its installed path.
+  std::string bin = under(root, kInstalledBinary);
+  std::error_code ec;
+  if (!(fs::exists(bin, ec) && fs::equivalent(bin, self_exe, ec))) {
+    auto content = read_file(self_exe);
+    if (!content) return content.error();
+    auto w = write_atomically(bin, *content, 0755);
+    if (!w) return w.error();
+    changed |= *w;
+    log->push_back((*w ? "installed " : "unchanged ") + bin);
+  } else {
+    log->push_back("unchanged " + bin + " (running from it)");
+  }
+  // The environment file: up's flags replace FLAGS; without flags an existing file is kept.
+  std::string env = under(root, kEnvFilePath);
+  if (!flags.empty() || !fs::exists(env, ec)) {
+    auto text = render_env_file(flags);
+    if (!text) return text.error();
+    // 0640: FLAGS may carry --admin-token.
+    auto w = write_atomically(env, *text, 0640);
+    if (!w) return w.error();
+    changed |= *w;
+    log->push_back((*w ? "wrote " : "unchanged ") + env + " (FLAGS=\"" + join(flags) + "\")");
+  } else {
+    log->push_back("kept " + env + " (no flags given)");
+  }
+  std::string unit = under(root, kUnitPath);
+  auto w = write_atomically(unit, render_unit(kInstalledBinary), 0644);
+  if (!w) return w.error();
+  changed |= *w;
+  log->push_back((*w ? "wrote " : "unchanged ") + unit);
+  return changed;
+}
+
+Result<void> remove_service_files(const std::string& root, std::vector<std::string>* log) {
+  for (const char* p : {kUnitPath, kEnvFilePath}) {
+    std::string path = under(root, p);
+    std::error_code ec;
+    bool removed = fs::remove(path, ec);
+    if (ec) return make_error("cannot remove " + path + ": " + ec.message());
+    log->push_back((removed ? "removed " : "absent ") + path);
+  }
+  return {};
+}
+
+namespace {
+
+// Refuses (returns an error) unless this can manage the real system's service.
+Result<void> check_can_manage(const char* verb) {
+  if (::geteuid() != 0)
+    return make_error(std::string("gpud ") + verb +
+                      " must run as root (it writes /usr/local/bin and /etc and runs systemctl); "
+                      "use sudo, or --root DIR to stage the files into DIR");
+  if (!systemd_running())
+    return make_error(std::string("gpud ") + verb +
+                      " needs systemd as PID 1 (/run/systemd/system is missing); run `gpud run` "
+                      "under your init system instead, or use --root DIR to stage the files");
+  return {};
+}
+
+}  // namespace
+
+void add_up(CLI::App& app, int* exit_code) {
+  auto root = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand(
+      "up",
+      "Install gpud as a systemd service and start it (root): /usr/local/bin/gpud, "
+      "/etc/default/gpud, /etc/systemd/system/gpud.service. Other flags are `gpud run` flags, kept "
+      "in /etc/default/gpud");
+  cmd->add_option("--root", *root,
+                  "Stage the files under this directory instead of / and run no systemctl");
+  cmd->allow_extras();
+  cmd->footer(
+      "Example: sudo gpud up --gpu-count 8 --log-level info (run flags follow directly, no `--`)");
+  cmd->callback([cmd, root, exit_code] {
+    auto fail = [exit_code](const std::string& msg) {
+      std::cerr << "✘ " << msg << "\n";
+      *exit_code = kExitUsage;
+    };
+    std::vector<std::string> flags = cmd->remaining();
+    bool staged = !root->empty() && *root != "/";
+    if (staged) {
+      std::error_code ec;
+      if (!fs::is_directory(*root, ec)) return fail("--root \"" + *root + "\" is not a directory");
+    } else if (auto r = check_can_manage("up"); !r) {
+      return fail(r.error().message);
+    }
+    for (const auto& f : flags)
+      if (auto r = check_flag_word(f); !r) return fail(r.error().message);
+    if (auto r = validate_daemon_flags(flags); !r) return fail(r.error().message);
+    auto self = self_executable();
+    if (!self) return fail(self.error().message);
+
+    // Whether the service ran before, so changed files can be applied with a restart.
+    bool was_active = false;
+    if (!staged) {
+      auto a = systemctl({"is-active", "--quiet", kServiceName}, std::chrono::seconds(10));
+      was_active = a && a->exit_code == 0;
+    }
+    std::vector<std::string> log;
+    auto changed = install_service_files(staged ? *root : "/", *self, flags, &log);
+    for (const auto& line : log) std::cout << "  " << line << "\n";
+    if (!changed) return fail(changed.error().message);
+    if (staged) {
+      std::cout << "✔ gpud service files staged under " << *root << " (no systemctl run)\n";
+      *exit_code = kExitOk;
+      return;
+    }
+    for (auto args : {std::vector<std::string>{"daemon-reload"},
+                      std::vector<std::string>{"enable", "--now", kServiceName}}) {
+      if (auto r = systemctl_ok(args); !r) return fail(r.error().message);
+    }
+    if (was_active && *changed) {
+      if (auto r = systemctl_ok({"restart", kServiceName}); !r) return fail(r.error().message);
+      std::cout << "  restarted " << kServiceName << " to apply the changes\n";
+    }
+    std::cout << "✔ gpud is running as " << kServiceName
+              << " (systemctl status gpud; journalctl -u gpud)\n";
+    *exit_code = kExitOk;
+  });
+}
+
+void add_down(CLI::App& app, int* exit_code) {
+  auto root = std::make_shared<std::string>();
+  auto purge = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("down", "Stop and disable the gpud systemd service (root)");
+  cmd->add_option("--root", *root,
+                  "Act on files staged under this directory (with --purge) and run no systemctl");
+  cmd->add_flag("--purge", *purge,
+                "Also remove /etc/systemd/system/gpud.service and /etc/default/gpud (the binary "
+                "and the data dir stay)");
+  cmd->callback([root, purge, exit_code] {
+    auto fail = [exit_code](const std::string& msg) {
+      std::cerr << "✘ " << msg << "\n";
+      *exit_code = kExitUsage;
+    };
+    bool staged = !root->empty() && *root != "/";
+    if (staged) {
+      std::error_code ec;
+      if (!fs::is_directory(*root, ec)) return fail("--root \"" + *root + "\" is not a directory");
+    } else {
+      if (auto r = check_can_manage("down"); !r) return fail(r.error().message);
+      std::error_code ec;
+      if (fs::exists(kUnitPath, ec)) {
+        if (auto r = systemctl_ok({"disable", "--now", kServiceName}); !r)
+          return fail(r.error().message);
+        std::cout << "  stopped and disabled " << kServiceName << "\n";
+      } else {
+        std::cout << "  " << kUnitPath << " is not installed; nothing to stop\n";
+      }
+    }
+    if (*purge) {
+      std::vector<std::string> log;
+      auto r = remove_service_files(staged ? *root : "/", &log);
+      for (const auto& line : log) std::cout << "  " << line << "\n";
+      if (!r) return fail(r.error().message);
+      if (!staged)
+        if (auto d = systemctl_ok({"daemon-reload"}); !d) return fail(d.error().message);
+    } else if (staged) {
+      std::cout << "  nothing to stop in a staged root; --purge removes the staged files\n";
+    }
+    std::cout << "✔ gpud service " << (*purge ? "removed" : "stopped") << "\n";
+    *exit_code = kExitOk;
+  });
+}
+
+}  // namespace gpud::app

@@ -1,0 +1,54 @@
+// `gpud up` / `gpud down`: install gpud as a systemd service (binary, /etc/default/gpud, unit) and
+// remove it again; the service state `gpud status` reports.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace gpud::app {
+
+inline constexpr const char* kServiceName = "gpud.service";
+inline constexpr const char* kInstalledBinary = "/usr/local/bin/gpud";
+inline constexpr const char* kUnitPath = "/etc/systemd/system/gpud.service";
+inline constexpr const char* kEnvFilePath = "/etc/default/gpud";
+
+// The shipped unit (deploy/systemd/gpud.service) with ExecStart running `binary`.
+std::string render_unit(std::string_view binary);
+// Checks that one daemon flag survives FLAGS="..." in an EnvironmentFile and systemd's splitting
+// of $FLAGS into words: no whitespace, control characters, quotes, backslashes, '$' or '`'.
+Result<void> check_flag_word(std::string_view word);
+// The shipped /etc/default/gpud (deploy/systemd/gpud.default) with FLAGS="<flags>".
+Result<std::string> render_env_file(const std::vector<std::string>& flags);
+// Validates `flags` as `gpud run` would parse them (same options, same checks).
+Result<void> validate_daemon_flags(const std::vector<std::string>& flags);
+
+// True when systemd is PID 1 (what sd_booted(3) checks: /run/systemd/system exists).
+bool systemd_running(const std::string& root = "/");
+
+// What `gpud status` says about the service.
+struct ServiceState {
+  std::string summary;  // "active (enabled)", "not installed", "systemd not running", ...
+  std::string active;   // `systemctl is-active`; empty when not asked
+  std::string enabled;  // `systemctl is-enabled`; empty when not asked
+  std::string unit;     // the unit file found; empty when none
+};
+ServiceState service_state();
+// The summary line from its parts (pure, for tests).
+std::string describe_service(bool systemd, const std::string& unit, const std::string& active,
+                             const std::string& enabled);
+
+// Writes the service files under `root` ("" or "/": the real system): the binary `self_exe` as
+// usr/local/bin/gpud, etc/default/gpud (only when `flags` is non-empty or the file is missing),
+// and etc/systemd/system/gpud.service. Returns whether any file changed; `log` gets one line per
+// file.
+Result<bool> install_service_files(const std::string& root, const std::string& self_exe,
+                                   const std::vector<std::string>& flags,
+                                   std::vector<std::string>* log);
+// Removes etc/systemd/system/gpud.service and etc/default/gpud under `root`; the binary and the
+// data dir stay. `log` gets one line per file.
+Result<void> remove_service_files(const std::string& root, std::vector<std::string>* log);
+
+}  // namespace gpud::app

@@ -1,0 +1,156 @@
+#include "app/service.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace gpud::app {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string temp_dir() {
+  std::string tmpl = (fs::temp_directory_path() / "gpud-service-test-XXXXXX").string();
+  return ::mkdtemp(tmpl.data()) != nullptr ? tmpl : "";
+}
+
+// The lines of a unit that are not comments.
+std::string directives(const std::string& unit) {
+  std::stringstream in(unit);
+  std::string line, out;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') out += line + "\n";
+  return out;
+}
+
+TEST(ServiceUnit, IsANotifyServiceThatRestartsAndRunsTheGivenBinary) {
+  std::string unit = directives(render_unit("/usr/bin/gpud"));
+  EXPECT_NE(unit.find("\nExecStart=/usr/bin/gpud run $FLAGS\n"), std::string::npos) << unit;
+  EXPECT_EQ(unit.find("/usr/local/bin/gpud"), std::string::npos) << unit;
+  for (const char* want : {"Type=notify\n", "Restart=always\n", "RestartSec=5\n",
+                           "LimitNOFILE=65536\n", "EnvironmentFile=-/etc/default/gpud\n",
+                           "WantedBy=multi-user.target\n", "NoNewPrivileges=yes\n"})
+    EXPECT_NE(unit.find(want), std::string::npos) << want << "\n" << unit;
+  std::string local = directives(render_unit(kInstalledBinary));
+  EXPECT_NE(local.find("\nExecStart=/usr/local/bin/gpud run $FLAGS\n"), std::string::npos);
+}
+
+TEST(ServiceUnit, HardeningLeavesKernelLogProcSysAndGpuDevicesReachable) {
+  std::string unit = directives(render_unit(kInstalledBinary));
+  // Each of these hides /dev/kmsg, /dev/nvidia*, /proc or /sys (or restricts devices).
+  for (const char* banned :
+       {"PrivateDevices=", "ProtectKernelLogs=", "ProtectKernelTunables=", "ProtectProc=",
+        "DevicePolicy=", "DeviceAllow=", "ProtectClock=", "InaccessiblePaths=", "ProcSubset="})
+    EXPECT_EQ(unit.find(banned), std::string::npos) << banned << "\n" << unit;
+}
+
+TEST(ServiceEnvFile, KeepsFlagsInOneQuotedFlagsLine) {
+  auto text = render_env_file({"--gpu-count", "8", "--listen-address=127.0.0.1:15132"});
+  ASSERT_TRUE(text) << text.error().message;
+  EXPECT_NE(text->find("\nFLAGS=\"--gpu-count 8 --listen-address=127.0.0.1:15132\"\n"),
+            std::string::npos)
+      << *text;
+  auto empty = render_env_file({});
+  ASSERT_TRUE(empty);
+  EXPECT_NE(empty->find("\nFLAGS=\"\"\n"), std::string::npos) << *empty;
+}
+
+TEST(ServiceEnvFile, RejectsWordsThatWouldBreakTheFileOrTheWordSplitting) {
+  for (const char* bad :
+       {"a b", "tab\there", "new\nline", "q\"uote", "back\\slash", "$HOME", "`id`", "it's", ""}) {
+    EXPECT_FALSE(check_flag_word(bad)) << bad;
+    EXPECT_FALSE(render_env_file({"--files", bad})) << bad;
+  }
+  for (const char* good :
+       {"--gpu-count", "8", "--components=-cpu,-fd", "/var/lib/gpud", "--xid-thresholds={}"})
+    EXPECT_TRUE(check_flag_word(good)) << good;
+}
+
+TEST(ServiceFlags, ValidatedAsGpudRunParsesThem) {
+  EXPECT_TRUE(validate_daemon_flags({}));
+  EXPECT_TRUE(validate_daemon_flags({"--gpu-count", "8", "--no-tls", "--log-level", "debug"}));
+  auto unknown = validate_daemon_flags({"--no-such-flag"});
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("--no-such-flag"), std::string::npos)
+      << unknown.error().message;
+  EXPECT_FALSE(validate_daemon_flags({"--events-retention-period", "soon"}));
+  EXPECT_FALSE(validate_daemon_flags({"--components", "no-such-component"}));
+  EXPECT_FALSE(validate_daemon_flags({"--log-file-max-files", "0"}));
+}
+
+TEST(ServiceFiles, InstallIntoAStagedRootIsIdempotentAndPurgeRemovesUnitAndEnv) {
+  std::string root = temp_dir();
+  ASSERT_FALSE(root.empty());
+  std::string exe = root + "/fake-gpud";
+  {
+    std::ofstream out(exe);
+    out << "#!/bin/sh\necho fake\n";
+  }
+  std::vector<std::string> log;
+  auto first = install_service_files(root, exe, {"--gpu-count", "8"}, &log);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_TRUE(*first);
+  EXPECT_EQ(slurp(root + "/usr/local/bin/gpud"), "#!/bin/sh\necho fake\n");
+  struct stat st {};
+  ASSERT_EQ(::stat((root + "/usr/local/bin/gpud").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  EXPECT_EQ(slurp(root + "/etc/systemd/system/gpud.service"), render_unit(kInstalledBinary));
+  EXPECT_EQ(slurp(root + "/etc/default/gpud"), *render_env_file({"--gpu-count", "8"}));
+
+  // Same input: nothing changes. No flags: the existing FLAGS are kept.
+  log.clear();
+  auto again = install_service_files(root, exe, {"--gpu-count", "8"}, &log);
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(*again);
+  auto keep = install_service_files(root, exe, {}, &log);
+  ASSERT_TRUE(keep);
+  EXPECT_FALSE(*keep);
+  EXPECT_NE(slurp(root + "/etc/default/gpud").find("FLAGS=\"--gpu-count 8\""), std::string::npos);
+  auto other = install_service_files(root, exe, {"--no-tls"}, &log);
+  ASSERT_TRUE(other);
+  EXPECT_TRUE(*other);
+  EXPECT_NE(slurp(root + "/etc/default/gpud").find("FLAGS=\"--no-tls\""), std::string::npos);
+
+  log.clear();
+  ASSERT_TRUE(remove_service_files(root, &log));
+  EXPECT_FALSE(fs::exists(root + "/etc/systemd/system/gpud.service"));
+  EXPECT_FALSE(fs::exists(root + "/etc/default/gpud"));
+  EXPECT_TRUE(fs::exists(root + "/usr/local/bin/gpud"));  // the binary stays
+  // Purging twice is fine.
+  EXPECT_TRUE(remove_service_files(root, &log));
+  fs::remove_all(root);
+}
+
+TEST(ServiceFiles, UnreadableBinaryIsAnError) {
+  std::string root = temp_dir();
+  std::vector<std::string> log;
+  auto r = install_service_files(root, root + "/missing-binary", {}, &log);
+  EXPECT_FALSE(r);
+  fs::remove_all(root);
+}
+
+TEST(ServiceState, DescribesWhatStatusPrints) {
+  EXPECT_EQ(describe_service(false, kUnitPath, "", ""), "systemd not running");
+  EXPECT_EQ(describe_service(true, "", "", ""), "not installed");
+  EXPECT_EQ(describe_service(true, kUnitPath, "active", "enabled"), "active (enabled)");
+  EXPECT_EQ(describe_service(true, kUnitPath, "failed", "disabled"), "failed (disabled)");
+  std::string root = temp_dir();
+  EXPECT_FALSE(systemd_running(root));
+  fs::create_directories(root + "/run/systemd/system");
+  EXPECT_TRUE(systemd_running(root));
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace gpud::app

@@ -1,0 +1,25 @@
+#include "core/log.h"
+
+#include <mutex>
+#include <string>
+
+namespace gpud {
+
+std::shared_ptr<spdlog::logger> logger(std::string_view component) {
+  std::string name(component);
+  if (auto l = spdlog::get(name)) return l;
+  // Two threads asking for the same new name must not both register it (spdlog throws on that).
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  if (auto l = spdlog::get(name)) return l;
+  auto l = spdlog::default_logger()->clone(name);
+  try {
+    spdlog::register_logger(l);
+  } catch (const spdlog::spdlog_ex&) {
+    // setup_logging registered the same name meanwhile; use that one.
+    if (auto existing = spdlog::get(name)) return existing;
+  }
+  return l;
+}
+
+}  // namespace gpud
