@@ -2,6 +2,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <array>
 #include <bitset>
 #include <cstdint>
@@ -64,15 +65,17 @@ constexpr std::array<std::string_view, 34> kKeywords = {
 
 class Prefilter {
  public:
-  Prefilter() : candidates_(65536) {
+  Prefilter() {
     min_len_ = SIZE_MAX;
     for (auto k : kKeywords) min_len_ = std::min(min_len_, k.size());
     for (uint8_t ki = 0; ki < kKeywords.size(); ++ki)
       for (uint8_t off = 0; static_cast<size_t>(off) + 4 <= min_len_; ++off) {
-        const size_t h = hash(load(kKeywords[ki].data() + off));
+        const uint16_t h = hash(load(kKeywords[ki].data() + off));
         bloom_.set(h);
-        candidates_[h].push_back({ki, off});
+        candidates_.push_back({h, ki, off});
       }
+    std::sort(candidates_.begin(), candidates_.end(),
+              [](const Candidate& a, const Candidate& b) { return a.hash < b.hash; });
     step_ = min_len_ - 3;
   }
 
@@ -84,12 +87,15 @@ class Prefilter {
     const char* p = s.data();
     const size_t n = s.size();
     for (size_t i = 0; i + 4 <= n; i += step_) {
-      const size_t h = hash(load(p + i));
+      const uint16_t h = hash(load(p + i));
       if (!bloom_.test(h)) continue;
-      for (const Candidate& c : candidates_[h]) {
-        if (i < c.offset) continue;
-        const std::string_view k = kKeywords[c.keyword];
-        const size_t start = i - c.offset;
+      // Bloom hits are rare (a few hundred bits set of 65536): a binary search is enough.
+      auto it = std::lower_bound(candidates_.begin(), candidates_.end(), h,
+                                 [](const Candidate& c, uint16_t v) { return c.hash < v; });
+      for (; it != candidates_.end() && it->hash == h; ++it) {
+        if (i < it->offset) continue;
+        const std::string_view k = kKeywords[it->keyword];
+        const size_t start = i - it->offset;
         if (n - start >= k.size() && std::memcmp(p + start, k.data(), k.size()) == 0) return true;
       }
     }
@@ -98,6 +104,7 @@ class Prefilter {
 
  private:
   struct Candidate {
+    uint16_t hash;
     uint8_t keyword;
     uint8_t offset;
   };
@@ -106,10 +113,10 @@ class Prefilter {
     std::memcpy(&w, p, 4);
     return w;
   }
-  static size_t hash(uint32_t w) { return (w * 2654435761u) >> 16; }
+  static uint16_t hash(uint32_t w) { return static_cast<uint16_t>((w * 2654435761u) >> 16); }
 
-  std::bitset<65536> bloom_;
-  std::vector<std::vector<Candidate>> candidates_;  // by window hash
+  std::bitset<65536> bloom_;           // 8 KiB
+  std::vector<Candidate> candidates_;  // sorted by window hash (a table per hash value was 1.5 MiB)
   size_t min_len_ = 0;
   size_t step_ = 1;
 };
