@@ -4,21 +4,6 @@
 
 namespace gpud::nvml {
 
-const std::vector<GpmMetricSpec>& gpm_metric_specs() {
-  static const std::vector<GpmMetricSpec> specs = {
-      {NVML_GPM_METRIC_SM_OCCUPANCY, "sm_occupancy"},
-      {NVML_GPM_METRIC_INTEGER_UTIL, "int_util"},
-      {NVML_GPM_METRIC_ANY_TENSOR_UTIL, "any_tensor_util"},
-      {NVML_GPM_METRIC_DFMA_TENSOR_UTIL, "dfma_tensor_util"},
-      {NVML_GPM_METRIC_HMMA_TENSOR_UTIL, "hmma_tensor_util"},
-      {NVML_GPM_METRIC_IMMA_TENSOR_UTIL, "imma_tensor_util"},
-      {NVML_GPM_METRIC_FP64_UTIL, "fp64_util"},
-      {NVML_GPM_METRIC_FP32_UTIL, "fp32_util"},
-      {NVML_GPM_METRIC_FP16_UTIL, "fp16_util"},
-  };
-  return specs;
-}
-
 // Touched only by jobs on the NVML worker (one at a time), and by the destructor's free job.
 struct GpmSampler::State {
   std::shared_ptr<const Library> lib;
@@ -72,7 +57,7 @@ GpmGpuResult sample_one(GpmSampler::State& st, nvmlDevice_t dev, unsigned int in
   req->version = NVML_GPM_METRICS_GET_VERSION;
   req->sample1 = g.previous;
   req->sample2 = now;
-  const auto& specs = gpm_metric_specs();
+  const auto& specs = kGpmMetrics;
   req->numMetrics = static_cast<unsigned int>(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) req->metrics[i].metricId = specs[i].id;
   ret = a.gpm_metrics_get(req.get());

@@ -15,16 +15,10 @@
 #include <vector>
 
 #include "core/result.h"
+#include "nvml/gpm_metrics.h"
 #include "nvml/loader.h"
 
 namespace gpud::nvml {
-
-struct GpmMetricSpec {
-  unsigned int id;   // NVML_GPM_METRIC_*
-  const char* name;  // metric name suffix, GPUd's: "sm_occupancy", "fp32_util", ...
-};
-// The nine metrics GPUd reports, in its order.
-const std::vector<GpmMetricSpec>& gpm_metric_specs();
 
 struct GpmGpuResult {
   unsigned int index = 0;

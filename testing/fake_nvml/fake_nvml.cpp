@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "nvml/abi.h"
+#include "nvml/gpm_metrics.h"
 
 using nlohmann::json;
 using namespace gpud::nvml;  // NOLINT(google-build-using-namespace)
@@ -789,23 +790,14 @@ FAKE_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* req) {
     nvmlDevice_t d{reinterpret_cast<nvmlDevice_st*>(kHandleBase + static_cast<unsigned>(gpu))};
     Call g = enter("nvmlGpmMetricsGet", &d);
     if (g.ret != NVML_SUCCESS) return g.ret;
-    static const std::map<unsigned int, const char*> kNames = {
-        {NVML_GPM_METRIC_SM_OCCUPANCY, "sm_occupancy"},
-        {NVML_GPM_METRIC_INTEGER_UTIL, "int_util"},
-        {NVML_GPM_METRIC_ANY_TENSOR_UTIL, "any_tensor_util"},
-        {NVML_GPM_METRIC_DFMA_TENSOR_UTIL, "dfma_tensor_util"},
-        {NVML_GPM_METRIC_HMMA_TENSOR_UTIL, "hmma_tensor_util"},
-        {NVML_GPM_METRIC_IMMA_TENSOR_UTIL, "imma_tensor_util"},
-        {NVML_GPM_METRIC_FP64_UTIL, "fp64_util"},
-        {NVML_GPM_METRIC_FP32_UTIL, "fp32_util"},
-        {NVML_GPM_METRIC_FP16_UTIL, "fp16_util"}};
     for (unsigned int i = 0; i < req->numMetrics; ++i) {
       nvmlGpmMetric_t& m = req->metrics[i];
       m.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
       m.value = 0;
-      auto name = kNames.find(m.metricId);
-      if (name == kNames.end()) continue;
-      const json* v = get(g.gpu, (std::string("/gpm_metrics/") + name->second).c_str());
+      const auto* spec = std::find_if(kGpmMetrics.begin(), kGpmMetrics.end(),
+                                      [&](const GpmMetricSpec& x) { return x.id == m.metricId; });
+      if (spec == kGpmMetrics.end()) continue;
+      const json* v = get(g.gpu, (std::string("/gpm_metrics/") + spec->name).c_str());
       if (v == nullptr || !v->is_number()) continue;
       m.value = v->get<double>();
       m.nvmlReturn = NVML_SUCCESS;

@@ -89,7 +89,7 @@ CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
 
 GpmComponent::GpmComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
   if (ctx.metrics == nullptr) return;
-  for (const auto& spec : nvml::gpm_metric_specs())
+  for (const auto& spec : nvml::kGpmMetrics)
     ctx.metrics->describe(
         gpm_metric_name(spec.name),
         std::string("GPM ") + spec.name + " in percent, averaged between two checks");
