@@ -160,6 +160,18 @@ inline constexpr unsigned long long kClocksEventReasonsHwSlowdownMask =
     nvmlClocksThrottleReasonHwSlowdown | nvmlClocksThrottleReasonHwThermalSlowdown |
     nvmlClocksThrottleReasonHwPowerBrakeSlowdown;
 
+// ---- P2P ----
+using nvmlGpuP2PStatus_t = int;
+inline constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_OK = 0;
+inline constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_CHIPSET_NOT_SUPPORTED = 1;
+inline constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_GPU_NOT_SUPPORTED = 2;
+inline constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED = 3;
+inline constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_DISABLED_BY_REGKEY = 4;
+inline constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_NOT_SUPPORTED = 5;
+inline constexpr nvmlGpuP2PStatus_t NVML_P2P_STATUS_UNKNOWN = 6;
+using nvmlGpuP2PCapsIndex_t = int;
+inline constexpr nvmlGpuP2PCapsIndex_t NVML_P2P_CAPS_INDEX_NVLINK = 2;
+
 // ---- fabric ----
 inline constexpr int NVML_GPU_FABRIC_UUID_LEN = 16;
 using nvmlGpuFabricState_t = unsigned char;
@@ -390,6 +402,8 @@ using PfnDevNvLinkErrorCounter = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
 using PfnDevFabricInfo = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpuFabricInfo_t*);
 using PfnDevFabricInfoV = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpuFabricInfoV_t*);
 using PfnDevGpmSupport = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSupport_t*);
+using PfnP2PStatus = nvmlReturn_t (*)(nvmlDevice_t, nvmlDevice_t, nvmlGpuP2PCapsIndex_t,
+                                      nvmlGpuP2PStatus_t*);
 using PfnGpmSampleAlloc = nvmlReturn_t (*)(nvmlGpmSample_t*);
 using PfnGpmSampleFree = nvmlReturn_t (*)(nvmlGpmSample_t);
 using PfnGpmSampleGet = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSample_t);

@@ -503,6 +503,34 @@ Result<NvmlSnapshot> collect(Nvml& nvml, std::chrono::milliseconds deadline) {
     if (!g.ok()) return g.error();
     s.gpus.push_back(std::move(g).value());
   }
+  std::shared_ptr<const Library> lib = nvml.library();
+  std::vector<nvmlDevice_t> devices = nvml.devices();
+  if (devices.size() > 1 && lib->api.p2p_status != nullptr) {
+    auto pairs = nvml.worker().call(
+        [lib, devices] {
+          std::vector<P2PPair> out;
+          for (unsigned int a = 0; a < devices.size(); ++a)
+            for (unsigned int b = a + 1; b < devices.size(); ++b) {
+              P2PPair p;
+              p.a = a;
+              p.b = b;
+              nvmlGpuP2PStatus_t st = NVML_P2P_STATUS_UNKNOWN;
+              nvmlReturn_t ret =
+                  lib->api.p2p_status(devices[a], devices[b], NVML_P2P_CAPS_INDEX_NVLINK, &st);
+              p.status.ret = ret;
+              p.status.status = classify(ret);
+              if (ret == NVML_SUCCESS)
+                p.status.value = st;
+              else if (p.status.status == FieldStatus::kError)
+                p.status.error = error_text(lib->api, ret);
+              out.push_back(std::move(p));
+            }
+          return out;
+        },
+        deadline);
+    if (!pairs.ok()) return pairs.error();
+    s.nvlink_p2p = std::move(pairs).value();
+  }
   return s;
 }
 

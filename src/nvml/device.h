@@ -174,9 +174,17 @@ struct GpuSnapshot {
   bool reset_required = false;
 };
 
+// NVLink P2P status of one unordered GPU pair (nvmlDeviceGetP2PStatus with the NVLink caps index).
+struct P2PPair {
+  unsigned int a = 0, b = 0;  // GPU indices, a < b
+  Field<int> status;          // NVML_P2P_STATUS_*
+};
+
 struct NvmlSnapshot {
   DriverInfo driver;
   std::vector<GpuSnapshot> gpus;
+  // Every unordered pair when there are at least two GPUs and the driver has the call.
+  std::vector<P2PPair> nvlink_p2p;
   std::chrono::system_clock::time_point time{};
 };
 

@@ -91,6 +91,7 @@ struct Api {
   PfnDevFabricInfoV fabric_info_v = nullptr;
   PfnDevFabricInfo fabric_info = nullptr;
   PfnDevGpmSupport gpm_query_device_support = nullptr;
+  PfnP2PStatus p2p_status = nullptr;
 
   PfnGpmSampleAlloc gpm_sample_alloc = nullptr;
   PfnGpmSampleFree gpm_sample_free = nullptr;

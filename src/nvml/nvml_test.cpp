@@ -402,6 +402,27 @@ TEST(NvmlXidWatcher, EventsAppendedToTheScenarioAreDelivered) {
   EXPECT_EQ(last.load(), 94U);
 }
 
+TEST(NvmlP2P, EveryPairIsProbedOverNvlink) {
+  std::string path =
+      write_temp("p2p.json", R"({"count": 4, "gpus": {"2": {"p2p_nvlink_status": 4}}})");
+  auto nvml = open_fake(path);
+  ASSERT_TRUE(nvml->ready());
+  auto s = collect(*nvml, 2s);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(s->nvlink_p2p.size(), 6U);
+  for (const auto& p : s->nvlink_p2p) {
+    ASSERT_TRUE(p.status.ok());
+    EXPECT_LT(p.a, p.b);
+    EXPECT_EQ(p.status.value,
+              (p.a == 2 || p.b == 2) ? NVML_P2P_STATUS_DISABLED_BY_REGKEY : NVML_P2P_STATUS_OK)
+        << p.a << "-" << p.b;
+  }
+  auto one = open_fake(write_temp("p2p1.json", R"({"count": 1})"));
+  auto s1 = collect(*one, 2s);
+  ASSERT_TRUE(s1.ok());
+  EXPECT_TRUE(s1->nvlink_p2p.empty());
+}
+
 TEST(NvmlGpm, FirstCallIsABaselineThenMetricsBetweenSamples) {
   std::string path = write_temp("gpm.json", R"({"count": 3, "gpus": {
       "1": {"gpm_metrics": {"sm_occupancy": 41.5, "fp16_util": 12.25, "fp64_util": null}},

@@ -66,6 +66,7 @@ const char* kBuiltinGpu = R"({
              "cluster_uuid": "7d2f9a31-0c4e-4b8a-9f61-2e5d8c1b3a70",
              "health_mask": 170, "health_summary": 1},
   "gpm_supported": true,
+  "p2p_nvlink_status": 0,
   "gpm_metrics": {"sm_occupancy": 0, "int_util": 0, "any_tensor_util": 0, "dfma_tensor_util": 0,
                   "hmma_tensor_util": 0, "imma_tensor_util": 0, "fp64_util": 0, "fp32_util": 0,
                   "fp16_util": 0},
@@ -807,6 +808,26 @@ FAKE_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* req) {
 }
 #endif  // FAKE_NVML_LEGACY
 
+// A pair's NVLink P2P status: the first non-OK `p2p_nvlink_status` of the two GPUs (default 0, OK);
+// NOT_SUPPORTED for any caps index but NVLink.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t d2,
+                                                nvmlGpuP2PCapsIndex_t index,
+                                                nvmlGpuP2PStatus_t* status) {
+  return guard([&] {
+    Call a = enter("nvmlDeviceGetP2PStatus", &d1);
+    if (a.ret != NVML_SUCCESS) return a.ret;
+    Call b = enter("nvmlDeviceGetP2PStatus", &d2);
+    if (b.ret != NVML_SUCCESS) return b.ret;
+    if (status == nullptr || a.index == b.index) return NVML_ERROR_INVALID_ARGUMENT;
+    if (index != NVML_P2P_CAPS_INDEX_NVLINK) return NVML_ERROR_NOT_SUPPORTED;
+    const json* sa = get(a.gpu, "/p2p_nvlink_status");
+    const json* sb = get(b.gpu, "/p2p_nvlink_status");
+    int va = sa != nullptr ? static_cast<int>(num(*sa)) : NVML_P2P_STATUS_NOT_SUPPORTED;
+    int vb = sb != nullptr ? static_cast<int>(num(*sb)) : NVML_P2P_STATUS_NOT_SUPPORTED;
+    *status = va != NVML_P2P_STATUS_OK ? va : vb;
+    return NVML_SUCCESS;
+  });
+}
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d,
                                                                    unsigned long long* r) {
   return guard([&] {

@@ -1,5 +1,8 @@
 #include "components/nvidia/nvlink.h"
 
+#include <map>
+
+#include "components/nvidia/fabric_manager.h"
 #include "components/nvidia/nvidia_b_common.h"
 #include "host/os_info.h"
 
@@ -27,6 +30,13 @@ GpuLinks summarize(const nvml::GpuSnapshot& g) {
   return s;
 }
 
+// P2P statuses that mean "this platform has no NVLink P2P" rather than a fault: chipset, GPU or
+// topology not supported, disabled by a registry key, not supported.
+bool expected_p2p_refusal(int status) {
+  return status >= nvml::NVML_P2P_STATUS_CHIPSET_NOT_SUPPORTED &&
+         status <= nvml::NVML_P2P_STATUS_NOT_SUPPORTED;
+}
+
 std::string join_links(const std::vector<unsigned int>& links) {
   std::string s;
   for (auto l : links) s += (s.empty() ? "" : ", ") + std::to_string(l);
@@ -39,7 +49,28 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
                             const std::vector<Event>& post_rx_detect_failures) {
   nlohmann::json gpus = nlohmann::json::array();
   std::vector<std::vector<std::string>> rows = {
-      {"GPU", "UUID", "LINKS", "INACTIVE", "REPLAY", "RECOVERY", "CRC"}};
+      {"GPU", "UUID", "LINKS", "INACTIVE", "REPLAY", "RECOVERY", "CRC", "P2P OK"}};
+  // NVLink P2P over every GPU pair.
+  std::map<unsigned int, int> p2p_ok_peers;
+  size_t pairs_probed = 0, pairs_ok = 0;
+  bool unexpected_p2p_status = false;
+  for (const auto& p : snapshot.nvlink_p2p) {
+    if (!p.status.ok()) continue;
+    ++pairs_probed;
+    if (p.status.value == nvml::NVML_P2P_STATUS_OK) {
+      ++pairs_ok;
+      ++p2p_ok_peers[p.a];
+      ++p2p_ok_peers[p.b];
+    } else if (!expected_p2p_refusal(p.status.value)) {
+      unexpected_p2p_status = true;
+    }
+  }
+  const bool p2p_probed = !snapshot.nvlink_p2p.empty();
+  auto p2p_cell = [&](unsigned int gpu) {
+    return p2p_probed
+               ? std::to_string(p2p_ok_peers[gpu]) + "/" + std::to_string(snapshot.gpus.size() - 1)
+               : std::string("-");
+  };
   std::string errors, inactive_reason;
   int supported = 0, active = 0;
   for (const auto& g : snapshot.gpus) {
@@ -60,12 +91,13 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
                     {"supported", s.supported},
                     {"all_feature_enabled", s.all_active},
                     {"links", links}});
+    if (p2p_probed) gpus.back()["p2p_ok_peers"] = p2p_ok_peers[g.index];
     if (g.nvlinks.status == nvml::FieldStatus::kError)
       errors += (errors.empty() ? "" : "; ") + gpu_label(g) + ": " + g.nvlinks.error;
     if (!s.supported) {
       rows.push_back({std::to_string(g.index), g.uuid.value,
                       g.nvlinks.status == nvml::FieldStatus::kError ? "error" : "not supported",
-                      "-", "-", "-", "-"});
+                      "-", "-", "-", "-", p2p_cell(g.index)});
       continue;
     }
     ++supported;
@@ -75,11 +107,15 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
                          join_links(s.inactive) + " inactive";
     rows.push_back({std::to_string(g.index), g.uuid.value, std::to_string(g.nvlinks.value.size()),
                     s.inactive.empty() ? "-" : join_links(s.inactive), std::to_string(s.replay),
-                    std::to_string(s.recovery), std::to_string(s.crc)});
+                    std::to_string(s.recovery), std::to_string(s.crc), p2p_cell(g.index)});
   }
   nlohmann::json data = {{"gpus", gpus},
                          {"gpus_with_all_links_feature_enabled", active},
                          {"expected_gpus_with_all_links_feature_enabled", expected_gpus_all_links}};
+  if (p2p_probed)
+    data["p2p"] = {{"pairs", snapshot.nvlink_p2p.size()},
+                   {"pairs_probed", pairs_probed},
+                   {"pairs_ok", pairs_ok}};
   std::string detail = format_table(rows);
 
   if (!post_rx_detect_failures.empty())
@@ -88,6 +124,22 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
                         post_rx_detect_failures.front().message + ")",
                     data, detail, SuggestedActions{"", {RepairAction::kRebootSystem}});
   if (!errors.empty()) return b_result(kNvlinkName, Health::kUnhealthy, errors, data, detail);
+  // A multi-GPU system of a product built around NVLink (it has a fabric manager or fabric state)
+  // where every pair was probed and none reports NVLink P2P.
+  const std::string product =
+      !snapshot.gpus.empty() && snapshot.gpus[0].name.ok() ? snapshot.gpus[0].name.value : "";
+  const bool nvlink_expected = snapshot.gpus.size() > 1 && (fabric_manager_supported(product) ||
+                                                            fabric_state_supported(product));
+  if (nvlink_expected && p2p_probed && pairs_probed == snapshot.nvlink_p2p.size() &&
+      pairs_ok == 0) {
+    std::optional<SuggestedActions> actions;
+    if (active < supported || unexpected_p2p_status)
+      actions = SuggestedActions{"", {RepairAction::kRebootSystem}};
+    return b_result(kNvlinkName, Health::kUnhealthy,
+                    "no GPU pairs report NVLink P2P connectivity on " +
+                        std::to_string(snapshot.gpus.size()) + "-GPU NVLink-capable system",
+                    data, detail, actions);
+  }
   if (expected_gpus_all_links > 0) {
     if (active >= expected_gpus_all_links)
       return b_result(kNvlinkName, Health::kHealthy,

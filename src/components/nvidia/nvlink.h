@@ -11,9 +11,11 @@ inline constexpr std::string_view kNvlinkName = "accelerator-nvidia-nvlink";
 inline constexpr std::string_view kNvlinkPostRxDetectEvent = "nvlink_post_rx_detect_failure";
 
 // The rule (GPUd §2.2.9, in this order): a post-RX-detect failure event since boot ⇒ Unhealthy +
-// REBOOT_SYSTEM; with an expectation N > 0, fewer than N GPUs with all links active ⇒ Unhealthy;
-// without one, a GPU supporting NVLink with an inactive link ⇒ Degraded. NOT_SUPPORTED on a GPU
-// means no NVLink (not applicable).
+// REBOOT_SYSTEM; on a multi-GPU system of an NVLink product (fabric manager or fabric state), every
+// GPU pair probed and none reporting NVLink P2P ⇒ Unhealthy (+ REBOOT_SYSTEM when a GPU has an
+// inactive link or a pair's status is unknown); with an expectation N > 0, fewer than N GPUs with
+// all links active ⇒ Unhealthy; without one, a GPU supporting NVLink with an inactive link ⇒
+// Degraded. NOT_SUPPORTED on a GPU means no NVLink (not applicable).
 CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpus_all_links,
                             const std::vector<Event>& post_rx_detect_failures);
 
