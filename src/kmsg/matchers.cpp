@@ -24,63 +24,75 @@ namespace {
 
 // Literals at least one of which every single-line trigger contains. Follow-up lines of
 // multi-line matchers are checked by KernelLogMatcher while a sequence is open.
-// The longer the shortest keyword, the fewer 4-byte windows the prefilter samples (it looks at
-// one every min_len - 3 bytes), so each is the longest literal its matcher's pattern requires.
-constexpr std::array<std::string_view, 34> kKeywords = {
-    "NVRM: Xid (",
-    "SXid (",
-    "fallen off the bus",
-    "The NVIDIA GPU",
-    "oom-killer",
-    "blocked for more than",
-    "soft lockup",
-    "Kernel panic",
-    "Kernel Panic",
-    "filesystem read-only",
-    "available path",
-    "reset controller",
-    "after reset failure",
-    "Buffer I/O error",
-    "Disk failure on",
-    "beyond end of device",
-    "writing superblock",
-    "nfs: server",
-    "Lock reclaim failed",
-    "nfs_lock_and_join_requests+",
-    "nfs_wb_all+",
-    "nfs_page_async_flush+",
-    "nfs_writepages_callback+",
-    "file-max limit",
-    "invalid context",
-    "in libnccl",
-    "insufficient power",
-    "High Temperature",
-    "ACCESS_REG",
-    "Rx Detect Link mask",
-    "postRxDetLinkMask",
-    "AER: Corr",
-    "AER: Unco",
-    "AER: Mult",
+// Every keyword is sampled through an anchor: min_len bytes of it (min_len = the shortest keyword)
+// starting at `anchor`, chosen where ordinary log text rarely matches (not "Kernel" of "Kernel
+// panic", which every "NVIDIA Kernel Mode Setting" line has, nor "filesystem" of "mounted
+// filesystem"): a window hit on a common word costs a compare per line. The longer the shortest
+// keyword, the fewer 4-byte windows are sampled (one every min_len - 3 bytes), so each keyword is
+// the longest literal its matcher's pattern requires.
+struct Keyword {
+  std::string_view text;
+  uint8_t anchor;  // offset of the sampled part
 };
+constexpr std::array<Keyword, 34> kKeywords = {{
+    {"NVRM: Xid (", 5},  // " Xid ("
+    {"SXid (", 0},
+    {"fallen off the bus", 0},
+    {"The NVIDIA GPU", 8},  // "IA GPU"
+    {"oom-killer", 0},
+    {"blocked for more than", 0},
+    {"soft lockup", 5},   // "lockup"
+    {"Kernel panic", 5},  // "l pani"
+    {"Kernel Panic", 5},
+    {"filesystem read-only", 11},  // "read-o"
+    {"available path", 8},         // "e path"
+    {"reset controller", 6},       // "contro"
+    {"after reset failure", 6},    // "reset "
+    {"Buffer I/O error", 0},
+    {"Disk failure on", 0},
+    {"beyond end of device", 0},
+    {"writing superblock", 8},  // "superb"
+    {"nfs: server", 0},
+    {"Lock reclaim failed", 5},  // "reclai"
+    {"nfs_lock_and_join_requests+", 0},
+    {"nfs_wb_all+", 0},
+    {"nfs_page_async_flush+", 0},
+    {"nfs_writepages_callback+", 0},
+    {"file-max limit", 0},
+    {"invalid context", 8},  // "contex"
+    {"in libnccl", 3},       // "libncc"
+    {"insufficient power", 0},
+    {"High Temperature", 5},  // "Temper"
+    {"ACCESS_REG", 0},
+    {"Rx Detect Link mask", 3},  // "Detect"
+    {"postRxDetLinkMask", 0},
+    {"AER: Corr", 0},
+    {"AER: Unco", 0},
+    {"AER: Mult", 0},
+}};
 
 class Prefilter {
  public:
   Prefilter() {
     min_len_ = SIZE_MAX;
-    for (auto k : kKeywords) min_len_ = std::min(min_len_, k.size());
-    for (uint8_t ki = 0; ki < kKeywords.size(); ++ki)
-      for (uint8_t off = 0; static_cast<size_t>(off) + 4 <= min_len_; ++off) {
-        const uint16_t h = hash(load(kKeywords[ki].data() + off));
+    for (const Keyword& k : kKeywords) min_len_ = std::min(min_len_, k.text.size());
+    for (uint8_t ki = 0; ki < kKeywords.size(); ++ki) {
+      const Keyword& k = kKeywords[ki];
+      // An anchor that does not fit would miss matches: fall back to the keyword's start.
+      const size_t anchor = k.anchor + min_len_ <= k.text.size() ? k.anchor : 0;
+      for (size_t off = anchor; off + 4 <= anchor + min_len_; ++off) {
+        const uint16_t h = hash(load(k.text.data() + off));
         bloom_.set(h);
-        candidates_.push_back({h, ki, off});
+        candidates_.push_back({h, ki, static_cast<uint8_t>(off)});
       }
+    }
     std::sort(candidates_.begin(), candidates_.end(),
               [](const Candidate& a, const Candidate& b) { return a.hash < b.hash; });
     step_ = min_len_ - 3;
   }
 
-  // Any occurrence of a keyword covers min_len_ bytes, so one of the 4-byte windows sampled
-  // every step_ bytes lies inside its first min_len_ bytes, at a known offset: a window hit is
+  // Any occurrence of a keyword covers its anchor's min_len_ bytes, so one of the 4-byte windows
+  // sampled every step_ bytes lies inside them, at a known offset in the keyword: a window hit is
   // verified by comparing only the keywords that have that window, in place (no search).
   bool may_match(std::string_view s) const {
     if (s.size() < min_len_) return false;
@@ -94,7 +106,7 @@ class Prefilter {
                                  [](const Candidate& c, uint16_t v) { return c.hash < v; });
       for (; it != candidates_.end() && it->hash == h; ++it) {
         if (i < it->offset) continue;
-        const std::string_view k = kKeywords[it->keyword];
+        const std::string_view k = kKeywords[it->keyword].text;
         const size_t start = i - it->offset;
         if (n - start >= k.size() && std::memcmp(p + start, k.data(), k.size()) == 0) return true;
       }

@@ -238,8 +238,15 @@ TEST(Prefilter, RejectsOrdinaryLines) {
   EXPECT_TRUE(may_match("pcieport 0000:00:01.0: AER: Corrected error received: 0000:01:00.0"));
   EXPECT_TRUE(may_match("AER: Multiple Uncorrected (Non-Fatal) error received: 0000:01:00.0"));
   EXPECT_FALSE(may_match("pcieport 0000:00:01.0: AER: enabled with IRQ 120"));
+  // Lines sharing words with a keyword ("filesystem", "Kernel") are not candidates.
+  EXPECT_FALSE(may_match("EXT4-fs (nvme0n1p2): mounted filesystem with ordered data mode."));
+  EXPECT_FALSE(may_match("nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver 535.161.08"));
   // Every keyword is found at every alignment the sampled windows can meet it.
-  for (std::string_view k : {"NVRM: Xid (", "SXid (", "in libnccl", "filesystem read-only"})
+  for (std::string_view k :
+       {"NVRM: Xid (", "SXid (", "in libnccl", "filesystem read-only", "The NVIDIA GPU",
+        "soft lockup", "Kernel panic", "Kernel Panic", "available path", "reset controller",
+        "after reset failure", "writing superblock", "Lock reclaim failed", "invalid context",
+        "High Temperature", "Rx Detect Link mask", "fallen off the bus", "AER: Mult"})
     for (size_t pad = 0; pad < 12; ++pad)
       EXPECT_TRUE(may_match(std::string(pad, 'x') + std::string(k) + " tail")) << k << " " << pad;
 }
