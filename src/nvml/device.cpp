@@ -44,15 +44,16 @@ bool FabricInfo::health_access_timeout_recovery() const {
 }
 
 std::string FabricInfo::health_incorrect_configuration() const {
-  switch ((health_mask >> kFabricHealthShiftIncorrectConfiguration) & kFabricHealthMask4Bits) {
+  const unsigned int code =
+      (health_mask >> kFabricHealthShiftIncorrectConfiguration) & kFabricHealthMask4Bits;
+  switch (code) {
     case 0:
     case kFabricConfigNone: return "";
     case kFabricConfigIncorrectSysguid: return "incorrect configuration: system GUID";
     case kFabricConfigIncorrectChassisSn: return "incorrect configuration: chassis serial number";
     case kFabricConfigNoPartition: return "incorrect configuration: no partition";
     case kFabricConfigInsufficientNvlinks: return "incorrect configuration: insufficient NVLinks";
-    default:
-      return "incorrect configuration (code " + std::to_string((health_mask >> 8) & 0xf) + ")";
+    default: return "incorrect configuration (code " + std::to_string(code) + ")";
   }
 }
 

@@ -4,6 +4,7 @@
 // Unhealthy states, and hands a good snapshot to the component's evaluate().
 #pragma once
 
+#include <atomic>
 #include <optional>
 
 #include "core/component.h"
@@ -23,6 +24,28 @@ class NvidiaComponent : public Component {
   // The component's rule over a snapshot in which no GPU is lost or needs a reset.
   virtual CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) = 0;
   nvml::NvidiaSource& source() const { return *ctx().nvidia; }
+
+  // For components that apply to some products only: supported until a snapshot shows that
+  // `applies(snapshot)` is false. `gpud scan` asks before its one check, so the snapshot is probed
+  // then; the daemon learns it from its first check (learn_support), so an API request never
+  // waits on NVML.
+  template <typename Applies>
+  bool supported_when(Applies applies) const {
+    if (!NvidiaComponent::supported()) return false;
+    int s = support_.load();
+    if (s == kUnknown && ctx().scan_mode && source().status() == nvml::NvmlStatus::kReady) {
+      if (auto snap = source().snapshot(); snap.ok()) {
+        s = applies(**snap) ? kYes : kNo;
+        support_.store(s);
+      }
+    }
+    return s != kNo;
+  }
+  void learn_support(bool applies) const { support_.store(applies ? kYes : kNo); }
+
+ private:
+  enum Support : int { kUnknown, kYes, kNo };
+  mutable std::atomic<int> support_{kUnknown};
 };
 
 // The preamble as a pure function (tests call it): an Unhealthy result for an errored NVML, a

@@ -97,22 +97,14 @@ RemappedRowsComponent::RemappedRowsComponent(const ComponentContext& ctx) : Nvid
 }
 
 bool RemappedRowsComponent::supported() const {
-  if (!NvidiaComponent::supported()) return false;
-  int s = support_.load();
-  // `gpud scan` asks before its one check: probe the product then. The daemon learns it from its
-  // first check instead, so an API request never waits on NVML.
-  if (s == kUnknown && ctx().scan_mode && source().status() == nvml::NvmlStatus::kReady) {
-    if (auto snap = source().snapshot(); snap.ok()) {
-      s = product_supports_row_remapping(product_of(**snap)) ? kYes : kNo;
-      support_.store(s);
-    }
-  }
-  return s != kNo;
+  return supported_when([](const nvml::NvmlSnapshot& snap) {
+    return product_supports_row_remapping(product_of(snap));
+  });
 }
 
 CheckResult RemappedRowsComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   bool supports = product_supports_row_remapping(product_of(snapshot));
-  support_.store(supports ? kYes : kNo);
+  learn_support(supports);
   if (MetricRegistry* m = ctx().metrics; m != nullptr && supports) {
     for (const auto& g : snapshot.gpus) {
       if (!g.remapped_rows.ok()) continue;

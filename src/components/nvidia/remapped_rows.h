@@ -3,7 +3,6 @@
 // (reboot), a failed remap is an RMA case.
 #pragma once
 
-#include <atomic>
 
 #include "components/nvidia/nvidia_component.h"
 
@@ -26,10 +25,6 @@ class RemappedRowsComponent : public NvidiaComponent {
 
  protected:
   CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override;
-
- private:
-  enum Support : int { kUnknown, kYes, kNo };
-  mutable std::atomic<int> support_{kUnknown};
 };
 
 }  // namespace gpud::components

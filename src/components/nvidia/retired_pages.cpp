@@ -152,22 +152,11 @@ RetiredPagesComponent::RetiredPagesComponent(const ComponentContext& ctx) : Nvid
   ctx.metrics->describe(kPendingMetric, "1 when pages wait for retirement at the next reset");
 }
 
-bool RetiredPagesComponent::supported() const {
-  if (!NvidiaComponent::supported()) return false;
-  int s = support_.load();
-  // As for remapped rows: scan probes before its check; the daemon learns it from the first check.
-  if (s == kUnknown && ctx().scan_mode && source().status() == nvml::NvmlStatus::kReady) {
-    if (auto snap = source().snapshot(); snap.ok()) {
-      s = snapshot_retires_pages(**snap) ? kYes : kNo;
-      support_.store(s);
-    }
-  }
-  return s != kNo;
-}
+bool RetiredPagesComponent::supported() const { return supported_when(snapshot_retires_pages); }
 
 CheckResult RetiredPagesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   const TimePoint now = Clock::now();
-  support_.store(snapshot_retires_pages(snapshot) ? kYes : kNo);
+  learn_support(snapshot_retires_pages(snapshot));
   if (MetricRegistry* m = ctx().metrics) {
     for (const auto& g : snapshot.gpus) {
       if (!architecture_retires_pages(g.architecture)) continue;

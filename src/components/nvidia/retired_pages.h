@@ -2,7 +2,6 @@
 // before Ampere (Ampere and newer remap rows instead), judged with DCGM's memory-watch limits.
 #pragma once
 
-#include <atomic>
 
 #include "components/nvidia/nvidia_component.h"
 
@@ -38,10 +37,6 @@ class RetiredPagesComponent : public NvidiaComponent {
 
  protected:
   CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override;
-
- private:
-  enum Support : int { kUnknown, kYes, kNo };
-  mutable std::atomic<int> support_{kUnknown};
 };
 
 // Whether a snapshot has a GPU that retires pages (pre-Ampere and the call supported).
