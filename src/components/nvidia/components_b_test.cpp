@@ -361,6 +361,7 @@ nvml::FabricInfo fabric(uint8_t state, uint32_t mask = 0, uint8_t summary = 1) {
 
 TEST(FabricManager, FabricStateIssuesAreUnhealthy) {
   auto s = snapshot(2);
+  for (auto& g : s.gpus) g.nvlinks = ok(links(18));
   s.gpus[0].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED));
   s.gpus[1].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_IN_PROGRESS));
   auto r = evaluate_fabric_manager(s, {});
@@ -396,12 +397,43 @@ TEST(FabricManager, HealthMaskFieldsDecode) {
   EXPECT_FALSE(f.health_degraded_bandwidth());
   EXPECT_EQ(f.health_incorrect_configuration(), "");
 
-  auto s = snapshot(1);
+  auto s = snapshot(2);
   s.gpus[0].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED, 4u << 8));
-  auto r = evaluate_fabric_manager(s, {});
+  s.gpus[1].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED));
+  auto r = evaluate_fabric_manager(s, FabricManagerProbe{8, true, true});
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   EXPECT_NE(r.states[0].reason.find("incorrect configuration: no partition"), std::string::npos)
       << r.states[0].reason;
+}
+
+// What a lone H200 (passed through to a VM) answered on a real driver (580.159.04): fabric info
+// succeeds with state Not Supported. No fabric there, so nothing to check.
+TEST(FabricManager, NoFabricMeansFabricStateIsNotChecked) {
+  auto s = snapshot(1, "NVIDIA H200");
+  s.gpus[0].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_NOT_SUPPORTED, 0, 0));
+  auto r = evaluate_fabric_manager(s, FabricManagerProbe{0, false, false});
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.states[0].reason;
+  EXPECT_EQ(r.states[0].reason,
+            "single GPU, fabric state not checked; NVSwitch not detected, skipping fabric manager "
+            "check");
+  // Two GPUs, no NVSwitch, no active NVLink (PCIe-only board): not checked either.
+  s = snapshot(2, "NVIDIA H200");
+  for (auto& g : s.gpus) {
+    g.fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_NOT_SUPPORTED, 0, 0));
+    g.nvlinks = ok(links(4, {0, 1, 2, 3}));
+  }
+  r = evaluate_fabric_manager(s, FabricManagerProbe{0, false, false});
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.states[0].reason;
+  EXPECT_NE(r.states[0].reason.find("no NVSwitch or active NVLink"), std::string::npos);
+  // The same GPUs behind NVSwitches: Not Supported is now a fault, as in GPUd.
+  r = evaluate_fabric_manager(s, FabricManagerProbe{4, true, true});
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_NE(r.states[0].reason.find("state=Not Supported"), std::string::npos);
+  // An active NVLink without a visible NVSwitch (GB200 trays) also counts as a fabric.
+  s.gpus[1].nvlinks = ok(links(4));
+  EXPECT_TRUE(nvlink_fabric_present(s, FabricManagerProbe{0, false, false}));
+  EXPECT_EQ(evaluate_fabric_manager(s, FabricManagerProbe{std::nullopt, false, false}).health(),
+            Health::kUnhealthy);
 }
 
 TEST(FabricManager, ServiceCheckOnlyWithNvSwitches) {

@@ -118,6 +118,17 @@ bool tcp_port_answers(int port, std::chrono::milliseconds timeout) {
   return ok;
 }
 
+bool nvlink_fabric_present(const nvml::NvmlSnapshot& snapshot, const FabricManagerProbe& probe) {
+  if (snapshot.gpus.size() < 2) return false;
+  if (probe.nvswitches && *probe.nvswitches > 0) return true;
+  for (const auto& g : snapshot.gpus) {
+    if (!g.nvlinks.ok()) continue;
+    for (const auto& l : g.nvlinks.value)
+      if (l.active.ok() && l.active.value) return true;
+  }
+  return false;
+}
+
 bool fabric_manager_service_expected(std::string_view product, const FabricManagerProbe& probe) {
   if (!fabric_manager_supported(product)) return false;
   if (probe.nvswitches) return *probe.nvswitches > 0;
@@ -132,7 +143,11 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
       {"GPU", "UUID", "STATE", "STATUS", "SUMMARY", "HEALTH"}};
   std::string issues;
   bool state_supported = fabric_state_supported(product);
-  if (state_supported) {
+  // A single GPU, or GPUs with neither an NVSwitch nor an active NVLink, are on no fabric: NVML
+  // answers "Not Supported" there (a lone H200 does), which is not a fault.
+  bool fabric_present = nvlink_fabric_present(snapshot, probe);
+  bool state_checked = state_supported && fabric_present;
+  if (state_checked) {
     for (const auto& g : snapshot.gpus) {
       const auto& f = g.fabric;
       if (!f.supported()) {
@@ -188,6 +203,7 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
   bool service_expected = fabric_manager_service_expected(product, probe);
   nlohmann::json data = {{"product", product},
                          {"fabric_state_supported", state_supported},
+                         {"fabric_state_checked", state_checked},
                          {"fabric_manager_supported", fabric_manager_supported(product)},
                          {"gpus", gpus},
                          {"service_checked", service_expected}};
@@ -196,7 +212,7 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
     data["fabric_manager_found"] = probe.binary_found;
     data["fabric_manager_active"] = probe.port_open;
   }
-  std::string detail = state_supported ? format_table(rows) : "";
+  std::string detail = state_checked ? format_table(rows) : "";
   std::string reason;
   Health h = Health::kHealthy;
   if (!issues.empty()) {
@@ -218,7 +234,10 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
   } else {
     svc = "fabric manager found and active";
   }
-  if (reason.empty() && state_supported) reason = "fabric state healthy on all GPUs";
+  if (reason.empty() && state_checked) reason = "fabric state healthy on all GPUs";
+  if (state_supported && !state_checked)
+    reason = snapshot.gpus.size() < 2 ? "single GPU, fabric state not checked"
+                                      : "no NVSwitch or active NVLink, fabric state not checked";
   reason += (reason.empty() ? "" : "; ") + svc;
   detail += "fabric manager: " + svc + "\n";
   return b_result(kFabricManagerName, h, reason, data, detail);
@@ -230,8 +249,9 @@ FabricManagerComponent::FabricManagerComponent(const ComponentContext& ctx)
 CheckResult FabricManagerComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   FabricManagerProbe probe;
   std::string product = snapshot.gpus.empty() ? "" : snapshot.gpus.front().name.value;
-  if (fabric_manager_supported(product)) {
+  if (fabric_manager_supported(product) || fabric_state_supported(product))
     probe.nvswitches = count_nvswitches(fs_);
+  if (fabric_manager_supported(product)) {
     const char* path = std::getenv("PATH");
     probe.binary_found = executable_on_path("nv-fabricmanager", path != nullptr ? path : "");
     if (fabric_manager_service_expected(product, probe) && probe.binary_found)

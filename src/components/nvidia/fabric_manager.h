@@ -33,7 +33,11 @@ struct FabricManagerProbe {
   bool port_open = false;
 };
 
-// The rule: fabric state not Completed, status not Success, health summary Unhealthy/Limited
+// Whether the GPUs sit on an NVLink fabric: at least two GPUs and an NVSwitch on the PCI bus or an
+// active NVLink (GB200 trays hold their switches off this host's bus).
+bool nvlink_fabric_present(const nvml::NvmlSnapshot& snapshot, const FabricManagerProbe& probe);
+
+// The rule (fabric state only where nvlink_fabric_present): fabric state not Completed, status not Success, health summary Unhealthy/Limited
 // capacity or a health-mask issue ⇒ Unhealthy; service needed but binary missing or port closed ⇒
 // Unhealthy.
 CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
