@@ -104,6 +104,39 @@ TEST(Metrics, PrometheusTextHasComponentLabelAndType) {
   EXPECT_EQ(snap[0].labels.at("mount_point"), "/");
 }
 
+// Series are stored as one key string and decoded on output: labels come back in name order with
+// gpud_component among them, a label value may hold '=', and clearing one component leaves the
+// others (including a component whose name is a prefix of it).
+TEST(Metrics, SeriesKeysDecodeBackToLabels) {
+  MetricRegistry reg;
+  reg.set("accelerator-nvidia-power", "power_mw", 7,
+          {{"uuid", "GPU-1"}, {"gpu", "0"}, {"pci_bus_id", "0000:18:00.0"}});
+  reg.set("accelerator-nvidia-power", "power_mw", 8, {{"uuid", "GPU-2"}, {"gpu", "1"}});
+  reg.set("disk", "free", 1, {{"a", "x=y"}, {"z", "q\x1fr"}});
+  reg.set("disk2", "free", 2);
+  reg.add("", "plain_total", 3, {{"kind", "k"}});
+  std::string text = reg.prometheus_text();
+  EXPECT_NE(text.find("power_mw{gpu=\"0\",gpud_component=\"accelerator-nvidia-power\","
+                      "pci_bus_id=\"0000:18:00.0\",uuid=\"GPU-1\"} 7\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("free{a=\"x=y\",gpud_component=\"disk\",z=\"q r\"} 1\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("free{gpud_component=\"disk2\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("plain_total{kind=\"k\"} 3\n"), std::string::npos) << text;
+  auto snap = reg.snapshot(5);
+  ASSERT_EQ(snap.size(), 4u);
+  EXPECT_EQ(snap[0].component, "disk");
+  EXPECT_EQ(snap[0].labels, (Labels{{"a", "x=y"}, {"z", "q r"}}));
+  EXPECT_EQ(snap[2].name, "power_mw");
+  EXPECT_EQ(snap[2].labels.at("pci_bus_id"), "0000:18:00.0");
+  EXPECT_EQ(snap[2].unix_ms, 5);
+  reg.clear_component("disk");
+  EXPECT_EQ(reg.series_count(), 4u);  // disk2 stays
+  reg.clear_series("accelerator-nvidia-power", "power_mw");
+  EXPECT_EQ(reg.series_count(), 2u);
+}
+
 class CountingComponent : public Component {
  public:
   CountingComponent(const ComponentContext& ctx, std::string name, std::chrono::seconds interval)

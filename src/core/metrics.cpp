@@ -6,15 +6,39 @@
 namespace gpud {
 namespace {
 
+constexpr char kSep = '\x1f';
+
+// A separator inside a label is replaced, so that keys decode unambiguously (label names are
+// [a-zA-Z_][a-zA-Z0-9_]* and never hold '=').
+void append_key_part(std::string& k, std::string_view v) {
+  for (char c : v) k += c == kSep ? ' ' : c;
+}
+
 std::string series_key(std::string_view component, const Labels& labels) {
   std::string k(component);
   for (const auto& [n, v] : labels) {
-    k += '\x1f';
-    k += n;
+    k += kSep;
+    append_key_part(k, n);
     k += '=';
-    k += v;
+    append_key_part(k, v);
   }
   return k;
+}
+
+std::string_view key_component(std::string_view key) { return key.substr(0, key.find(kSep)); }
+
+// Calls f(name, value) for each label of a key, in name order.
+template <typename F>
+void for_each_key_label(std::string_view key, F&& f) {
+  size_t pos = key.find(kSep);
+  while (pos != std::string_view::npos) {
+    size_t next = key.find(kSep, pos + 1);
+    std::string_view part =
+        key.substr(pos + 1, next == std::string_view::npos ? next : next - pos - 1);
+    size_t eq = part.find('=');
+    f(part.substr(0, eq), eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1));
+    pos = next;
+  }
 }
 
 void append_escaped(std::string& out, std::string_view v) {
@@ -63,29 +87,19 @@ void MetricRegistry::describe(std::string_view name, std::string_view help, Metr
 void MetricRegistry::set(std::string_view component, std::string_view name, double value,
                          const Labels& labels) {
   std::lock_guard lock(mu_);
-  auto& f = family(name, MetricKind::kGauge);
-  auto& s = f.series[series_key(component, labels)];
-  s.component = std::string(component);
-  s.name = std::string(name);
-  s.labels = labels;
-  s.value = value;
+  family(name, MetricKind::kGauge).series[series_key(component, labels)] = value;
 }
 
 void MetricRegistry::add(std::string_view component, std::string_view name, double delta,
                          const Labels& labels) {
   std::lock_guard lock(mu_);
-  auto& f = family(name, MetricKind::kCounter);
-  auto& s = f.series[series_key(component, labels)];
-  s.component = std::string(component);
-  s.name = std::string(name);
-  s.labels = labels;
-  s.value += delta;
+  family(name, MetricKind::kCounter).series[series_key(component, labels)] += delta;
 }
 
 void MetricRegistry::clear_component(std::string_view component) {
   std::lock_guard lock(mu_);
   for (auto& [name, f] : families_)
-    std::erase_if(f.series, [&](const auto& kv) { return kv.second.component == component; });
+    std::erase_if(f.series, [&](const auto& kv) { return key_component(kv.first) == component; });
 }
 
 void MetricRegistry::clear_series(std::string_view component, std::string_view name) {
@@ -93,17 +107,24 @@ void MetricRegistry::clear_series(std::string_view component, std::string_view n
   auto it = families_.find(name);
   if (it == families_.end()) return;
   std::erase_if(it->second.series,
-                [&](const auto& kv) { return kv.second.component == component; });
+                [&](const auto& kv) { return key_component(kv.first) == component; });
 }
 
 std::vector<MetricSample> MetricRegistry::snapshot(int64_t now_ms) const {
   std::lock_guard lock(mu_);
   std::vector<MetricSample> out;
   for (const auto& [name, f] : families_)
-    for (const auto& [key, s] : f.series) {
-      if (s.component.empty()) continue;
-      out.push_back(s);
-      out.back().unix_ms = now_ms;
+    for (const auto& [key, value] : f.series) {
+      std::string_view component = key_component(key);
+      if (component.empty()) continue;
+      MetricSample& s = out.emplace_back();
+      s.unix_ms = now_ms;
+      s.component = std::string(component);
+      s.name = name;
+      s.value = value;
+      for_each_key_label(key, [&](std::string_view n, std::string_view v) {
+        s.labels.emplace(std::string(n), std::string(v));
+      });
     }
   return out;
 }
@@ -121,25 +142,32 @@ std::string MetricRegistry::prometheus_text() const {
     out += "\n# TYPE ";
     out += name;
     out += f.kind == MetricKind::kCounter ? " counter\n" : " gauge\n";
-    for (const auto& [key, s] : f.series) {
+    for (const auto& [key, value] : f.series) {
       out += name;
-      Labels all = s.labels;
-      if (!s.component.empty()) all["gpud_component"] = s.component;
-      if (!all.empty()) {
-        out += '{';
-        bool first = true;
-        for (const auto& [ln, lv] : all) {
-          if (!first) out += ',';
-          first = false;
-          out += ln;
-          out += "=\"";
-          append_escaped(out, lv);
-          out += '"';
+      std::string_view component = key_component(key);
+      bool first = true;
+      auto label = [&](std::string_view ln, std::string_view lv) {
+        out += first ? '{' : ',';
+        first = false;
+        out += ln;
+        out += "=\"";
+        append_escaped(out, lv);
+        out += '"';
+      };
+      // gpud_component goes in its name order among the others.
+      bool component_done = component.empty();
+      for_each_key_label(key, [&](std::string_view ln, std::string_view lv) {
+        if (!component.empty() && ln == "gpud_component") return;  // the component's wins
+        if (!component_done && ln > "gpud_component") {
+          label("gpud_component", component);
+          component_done = true;
         }
-        out += '}';
-      }
+        label(ln, lv);
+      });
+      if (!component_done) label("gpud_component", component);
+      if (!first) out += '}';
       out += ' ';
-      append_value(out, s.value);
+      append_value(out, value);
       out += '\n';
     }
   }

@@ -37,9 +37,9 @@ struct FabricManagerProbe {
 // active NVLink (GB200 trays hold their switches off this host's bus).
 bool nvlink_fabric_present(const nvml::NvmlSnapshot& snapshot, const FabricManagerProbe& probe);
 
-// The rule (fabric state only where nvlink_fabric_present): fabric state not Completed, status not Success, health summary Unhealthy/Limited
-// capacity or a health-mask issue ⇒ Unhealthy; service needed but binary missing or port closed ⇒
-// Unhealthy.
+// The rule (fabric state only where nvlink_fabric_present): fabric state not Completed, status not
+// Success, health summary Unhealthy/Limited capacity or a health-mask issue ⇒ Unhealthy; service
+// needed but binary missing or port closed ⇒ Unhealthy.
 CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
                                     const FabricManagerProbe& probe);
 // Whether the service check applies: product needs FM and NVSwitches are present (or, when they
