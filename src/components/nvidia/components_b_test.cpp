@@ -429,6 +429,14 @@ TEST(FabricManager, NoFabricMeansFabricStateIsNotChecked) {
   r = evaluate_fabric_manager(s, FabricManagerProbe{4, true, true});
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   EXPECT_NE(r.states[0].reason.find("state=Not Supported"), std::string::npos);
+  // A fabric that has not come up: no NVSwitch seen, every link down, but the GPUs report a
+  // fabric state of their own (Not Started). Checked, and Unhealthy.
+  for (auto& g : s.gpus) g.fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_NOT_STARTED, 0, 0));
+  EXPECT_TRUE(nvlink_fabric_present(s, FabricManagerProbe{0, false, false}));
+  r = evaluate_fabric_manager(s, FabricManagerProbe{0, false, false});
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_NE(r.states[0].reason.find("state=Not Started"), std::string::npos) << r.states[0].reason;
+  for (auto& g : s.gpus) g.fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_NOT_SUPPORTED, 0, 0));
   // An active NVLink without a visible NVSwitch (GB200 trays) also counts as a fabric.
   s.gpus[1].nvlinks = ok(links(4));
   EXPECT_TRUE(nvlink_fabric_present(s, FabricManagerProbe{0, false, false}));

@@ -122,6 +122,10 @@ bool nvlink_fabric_present(const nvml::NvmlSnapshot& snapshot, const FabricManag
   if (snapshot.gpus.size() < 2) return false;
   if (probe.nvswitches && *probe.nvswitches > 0) return true;
   for (const auto& g : snapshot.gpus) {
+    // A GPU that reports a fabric state of its own has joined (or is joining) a fabric, even with
+    // every link down: exactly the case the fabric state is there to catch.
+    if (g.fabric.ok() && g.fabric.value.state != nvml::NVML_GPU_FABRIC_STATE_NOT_SUPPORTED)
+      return true;
     if (!g.nvlinks.ok()) continue;
     for (const auto& l : g.nvlinks.value)
       if (l.active.ok() && l.active.value) return true;

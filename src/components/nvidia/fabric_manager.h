@@ -33,8 +33,9 @@ struct FabricManagerProbe {
   bool port_open = false;
 };
 
-// Whether the GPUs sit on an NVLink fabric: at least two GPUs and an NVSwitch on the PCI bus or an
-// active NVLink (GB200 trays hold their switches off this host's bus).
+// Whether the GPUs sit on an NVLink fabric: at least two GPUs, and an NVSwitch on the PCI bus, an
+// active NVLink (GB200 trays hold their switches off this host's bus) or a GPU whose fabric state
+// is other than Not Supported (a fabric that has not come up).
 bool nvlink_fabric_present(const nvml::NvmlSnapshot& snapshot, const FabricManagerProbe& probe);
 
 // The rule (fabric state only where nvlink_fabric_present): fabric state not Completed, status not
