@@ -3,7 +3,6 @@
 // (reboot), a failed remap is an RMA case.
 #pragma once
 
-
 #include "components/nvidia/nvidia_component.h"
 
 namespace gpud::components {

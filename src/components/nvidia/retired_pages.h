@@ -2,7 +2,6 @@
 // before Ampere (Ampere and newer remap rows instead), judged with DCGM's memory-watch limits.
 #pragma once
 
-
 #include "components/nvidia/nvidia_component.h"
 
 namespace gpud::components {
