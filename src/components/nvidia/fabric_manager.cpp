@@ -147,10 +147,9 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
       {"GPU", "UUID", "STATE", "STATUS", "SUMMARY", "HEALTH"}};
   std::string issues;
   bool state_supported = fabric_state_supported(product);
-  // A single GPU, or GPUs with neither an NVSwitch nor an active NVLink, are on no fabric: NVML
-  // answers "Not Supported" there (a lone H200 does), which is not a fault.
-  bool fabric_present = nvlink_fabric_present(snapshot, probe);
-  bool state_checked = state_supported && fabric_present;
+  // A single GPU, or GPUs with no sign of a fabric, are on none: NVML answers "Not Supported" there
+  // (a lone H200 on driver 580 does), which is not a fault.
+  bool state_checked = state_supported && nvlink_fabric_present(snapshot, probe);
   if (state_checked) {
     for (const auto& g : snapshot.gpus) {
       const auto& f = g.fabric;
