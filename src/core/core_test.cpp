@@ -124,6 +124,11 @@ TEST(Metrics, SeriesKeysDecodeBackToLabels) {
       << text;
   EXPECT_NE(text.find("free{gpud_component=\"disk2\"} 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("plain_total{kind=\"k\"} 3\n"), std::string::npos) << text;
+  // A label named gpud_component gives way to the component's own.
+  reg.set("disk3", "own", 4, {{"gpud_component", "other"}});
+  EXPECT_NE(reg.prometheus_text().find("own{gpud_component=\"disk3\"} 4\n"), std::string::npos)
+      << reg.prometheus_text();
+  reg.clear_component("disk3");
   auto snap = reg.snapshot(5);
   ASSERT_EQ(snap.size(), 4u);
   EXPECT_EQ(snap[0].component, "disk");

@@ -109,6 +109,22 @@ TEST(Lifecycle, BadFlagsExitWithUsageError) {
   EXPECT_EQ(r.exit_code, 2) << r.out;
 }
 
+// main.cpp's .preinit_array hook initializes OpenSSL without its error strings before
+// cpp-httplib's initializer can load them (footprint). With the hook working, a bad certificate
+// still gets gpud's own words, and OpenSSL's reason is its number rather than "no start line".
+TEST(Lifecycle, OpenSslErrorStringsAreNotLoaded) {
+  std::string dir = make_temp_dir();
+  std::string bad = dir + "/not-a-cert.pem";
+  std::ofstream(bad) << "not a certificate\n";
+  auto r = run_gpud({"run", "--data-dir", dir + "/data", "--listen-address", "127.0.0.1:0",
+                     "--tls-cert", bad, "--tls-key", bad},
+                    20);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("not a PEM certificate"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reason("), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("no start line"), std::string::npos) << r.out;
+}
+
 TEST(Lifecycle, PortInUseIsAClearError) {
   std::string dir1 = make_temp_dir(), dir2 = make_temp_dir();
   DaemonProcess d(dir1, {}, false);
