@@ -5,8 +5,8 @@
 // ui-screenshot.png (desktop, full page) and ui-screenshot-phone.png into $GPUD_UI_OUT_DIR.
 //
 // Environment (set by CTest): GPUD_BINARY, GPUD_FAKE_NVML, GPUD_SOURCE_DIR, GPUD_WEB_NODE_MODULES,
-// GPUD_UI_OUT_DIR; optional GPUD_CHROMIUM (default /usr/bin/chromium), GPUD_UI_TEST_PRIVATE_KMSG=1
-// (use a private kernel-log file even where /dev/kmsg is writable).
+// GPUD_UI_OUT_DIR; optional GPUD_CHROMIUM (default /usr/bin/chromium), GPUD_TEST_REAL_KMSG=1
+// (inject into the real /dev/kmsg where writable), GPUD_UI_TEST_PRIVATE_KMSG=1 (never).
 // Exit codes: 0 passed, 1 failed, 77 skipped (CTest SKIP_RETURN_CODE).
 import { spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
@@ -123,16 +123,18 @@ async function main() {
   const port = await freePort();
   const childEnv = { ...process.env,
                      FAKE_NVML_SCENARIO: path.join(sourceDir, 'testing/fixtures/nvml/h100x8-healthy.json') };
-  // /inject-fault writes the real /dev/kmsg when it can (root); otherwise the daemon follows and
-  // the endpoint writes a private file, which exercises the same path through the daemon and UI.
-  if (kmsgWritable() && !process.env.GPUD_UI_TEST_PRIVATE_KMSG) {
+  // /inject-fault writes the real /dev/kmsg only where asked (GPUD_TEST_REAL_KMSG=1, set by
+  // .ci/run) and possible (root): a line there stays until reboot and makes every later
+  // `gpud scan` on the machine report it. Otherwise the daemon follows, and the endpoint writes, a
+  // private file: the same path through the daemon and the UI.
+  const realKmsg = process.env.GPUD_TEST_REAL_KMSG === '1' && !process.env.GPUD_UI_TEST_PRIVATE_KMSG;
+  if (realKmsg && kmsgWritable()) {
     delete childEnv.GPUD_KMSG_PATH;
     log('injecting into the real /dev/kmsg');
   } else {
     childEnv.GPUD_KMSG_PATH = path.join(tmpDir, 'kmsg');
     fs.writeFileSync(childEnv.GPUD_KMSG_PATH, '');
-    log(`${process.env.GPUD_UI_TEST_PRIVATE_KMSG ? 'asked for a private kernel log'
-                                                 : '/dev/kmsg is not writable here'}; ` +
+    log(`${realKmsg ? '/dev/kmsg is not writable here' : 'GPUD_TEST_REAL_KMSG is not 1'}; ` +
         `the daemon follows ${childEnv.GPUD_KMSG_PATH} instead`);
   }
   daemon = spawn(gpudBinary, ['run', '--listen-address', `127.0.0.1:${port}`,
@@ -171,11 +173,14 @@ async function main() {
     args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
            '--disable-component-update', '--disable-sync'],
   });
+  const origin = `https://127.0.0.1:${port}`;
+  // First, while nothing else has resized a page: a resize must not trip over empty charts.
+  await resizeWithEmptyCharts(origin);
+
   const context = await browser.newContext({ ignoreHTTPSErrors: true,
                                              viewport: { width: 1440, height: 900 } });
   const page = await context.newPage();
   const problems = [];
-  const origin = `https://127.0.0.1:${port}`;
   page.on('console', (m) => {
     if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
   });
@@ -315,6 +320,38 @@ async function main() {
   await browser.close();
   browser = null;
   log('PASSED');
+}
+
+// Every chart empty (the metric history answers no samples, as on a fresh daemon), then the page is
+// resized to a phone and back: a resize must not touch a chart that has nothing drawn yet.
+async function resizeWithEmptyCharts(origin) {
+  const context = await browser.newContext({ ignoreHTTPSErrors: true,
+                                             viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+  });
+  await page.route(/\/v1\/metrics(\?|$)/, (route) =>
+    route.fulfill({ status: 200, contentType: 'application/json', body: '[]' }));
+  await page.goto(`${origin}/`, { waitUntil: 'load' });
+  await page.waitForFunction(() => Number(document.body.dataset.refreshes || 0) >= 1,
+                             null, { timeout: 30_000 });
+  const charts = await page.$$eval('#charts .chart', (els) =>
+    els.map((e) => ({ canvas: e.querySelectorAll('canvas').length,
+                      empty: !e.querySelector('.empty').hidden })));
+  if (charts.length !== 5 || charts.some((c) => c.canvas !== 0 || !c.empty))
+    fail(`with no samples want 5 empty charts, have ${JSON.stringify(charts)}`);
+  for (const width of [375, 1024, 1440]) {
+    await page.setViewportSize({ width, height: 812 });
+    // ResizeObserver callbacks run before the next frame is painted.
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  }
+  await sleep(300);
+  if (problems.length) fail(`resizing with every chart empty:\n  ${problems.join('\n  ')}`);
+  log('resized to 375/1024/1440 px with every chart empty: no page error');
+  await context.close();
 }
 
 main().then(() => {

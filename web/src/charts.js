@@ -104,9 +104,10 @@ export class Charts {
     return window.innerWidth < 600 ? 170 : 210;
   }
 
+  // A chart with no samples yet has no plot: only drawn charts are resized.
   fit() {
     for (const { plot, box } of this.plots.values())
-      plot.setSize({ width: this.width(box), height: this.height() });
+      if (plot) plot.setSize({ width: this.width(box), height: this.height() });
   }
 
   update(history) {
