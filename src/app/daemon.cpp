@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -107,14 +108,33 @@ Result<void> Daemon::start() {
   return {};
 }
 
-std::string Daemon::uuid_for_bus(std::string_view bus) {
-  if (!nvidia_ || nvidia_->status() != nvml::NvmlStatus::kReady) return "";
-  // A minute-old snapshot is fine: GPUs do not move between bus ids.
-  auto snap = nvidia_->snapshot(std::chrono::seconds(60));
-  if (!snap || !*snap) return "";
-  for (const auto& g : (*snap)->gpus)
-    if (g.pci_bus_id.ok() && g.pci_bus_id.value == bus && g.uuid.ok()) return g.uuid.value;
-  return "";
+kmsg::BusIdentity Daemon::identify_bus(std::string_view raw_bus) {
+  const std::string bus = kmsg::normalize_pci_bus_id(raw_bus);
+  kmsg::BusIdentity id;
+  if (nvidia_ && nvidia_->status() == nvml::NvmlStatus::kReady) {
+    // A minute-old snapshot is fine: GPUs do not move between bus ids.
+    auto snap = nvidia_->snapshot(std::chrono::seconds(60));
+    if (snap && *snap)
+      for (const auto& g : (*snap)->gpus)
+        if (g.pci_bus_id.ok() && kmsg::normalize_pci_bus_id(g.pci_bus_id.value) == bus) {
+          id.known = true;
+          if (g.uuid.ok()) id.uuid = g.uuid.value;
+          return id;
+        }
+  }
+  auto known_in_sysfs = [&] {
+    return std::find(sysfs_nvidia_devices_.begin(), sysfs_nvidia_devices_.end(), bus) !=
+           sysfs_nvidia_devices_.end();
+  };
+  const TimePoint now = Clock::now();
+  if (!known_in_sysfs() && now - sysfs_nvidia_devices_at_ >= std::chrono::minutes(1)) {
+    sysfs_nvidia_devices_.clear();
+    for (const std::string& dev : host::find_nvidia_devices(host::HostFs(config_.host_root)))
+      sysfs_nvidia_devices_.push_back(kmsg::normalize_pci_bus_id(dev));
+    sysfs_nvidia_devices_at_ = now;
+  }
+  id.known = known_in_sysfs();
+  return id;
 }
 
 void Daemon::start_kernel_log() {
@@ -124,7 +144,7 @@ void Daemon::start_kernel_log() {
         if (scheduler_) scheduler_->trigger(component);
       },
       [this](std::string_view component) { return registry_.find(component) != nullptr; },
-      [this](std::string_view bus) { return uuid_for_bus(bus); });
+      [this](std::string_view bus) { return identify_bus(bus); });
   kmsg::KmsgFollower::Options opts;
   opts.path = kmsg::kmsg_path_from_env();
   // /proc/stat's btime is stable across restarts (the monotonic estimate jitters), so a record
@@ -183,7 +203,7 @@ void Daemon::housekeeping(TimePoint now) {
   metrics_.set("", "gpud_sqlite_db_size_bytes", static_cast<double>(db_->size_bytes().value_or(0)));
   if (auto r = history_->insert(metrics_.snapshot(now_ms)); !r)
     logger("daemon")->warn("metric history insert failed: {}", r.error().message);
-  if (auto r = history_->purge(now - config_.metrics_retention); !r)
+  if (auto r = history_->purge(saturating_sub(now, config_.metrics_retention)); !r)
     logger("daemon")->warn("metric history purge failed: {}", r.error().message);
   // Event retention is enforced for every component, at most every retention/5 and at least every
   // minute.

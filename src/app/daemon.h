@@ -42,7 +42,7 @@ class Daemon {
   void loop();
   void start_kernel_log();
   void maybe_start_xid_watcher();
-  std::string uuid_for_bus(std::string_view bus);
+  kmsg::BusIdentity identify_bus(std::string_view bus);
   nlohmann::json machine_info();
 
   Config config_;
@@ -66,6 +66,10 @@ class Daemon {
   nlohmann::json machine_info_;
   TimePoint machine_info_at_{};
   TimePoint last_retention_{};
+  // NVIDIA devices in sysfs (normalized bus ids), re-read at most once a minute on a miss; used
+  // only from identify_bus, which the dispatcher calls under its own lock.
+  std::vector<std::string> sysfs_nvidia_devices_;
+  TimePoint sysfs_nvidia_devices_at_{};
 };
 
 // Takes an exclusive lock on <data_dir>/gpud.lock; returns the fd, or an error naming the holder

@@ -112,12 +112,14 @@ Result<void> finalize(RunFlags& f) {
   auto ev = parse_duration(f.events_retention);
   if (!ev || ev->count() < 60'000)
     return make_error("invalid --events-retention-period \"" + f.events_retention +
-                      "\": want a duration of at least 1m such as 336h");
+                      "\": want a duration from 1m to " + std::string(kMaxDurationText) +
+                      " such as 336h");
   c.events_retention = std::chrono::duration_cast<std::chrono::seconds>(*ev);
   auto mr = parse_duration(f.metrics_retention);
   if (!mr || mr->count() < 60'000)
     return make_error("invalid --metrics-retention-period \"" + f.metrics_retention +
-                      "\": want a duration of at least 1m such as 3h");
+                      "\": want a duration from 1m to " + std::string(kMaxDurationText) +
+                      " such as 3h");
   c.metrics_retention = std::chrono::duration_cast<std::chrono::seconds>(*mr);
 
   c.components = split_list(f.components);
@@ -139,7 +141,8 @@ Result<void> finalize(RunFlags& f) {
     auto d = parse_duration(*text);
     if (!d || d->count() < 1000)
       return make_error(std::string("invalid ") + flag + " \"" + *text +
-                        "\": want a duration of at least 1s such as 72h");
+                        "\": want a duration from 1s to " + std::string(kMaxDurationText) +
+                        " such as 72h");
     *out = std::chrono::duration_cast<std::chrono::seconds>(*d);
   }
   if (c.xid_reboot_threshold < 1) return make_error("--xid-reboot-threshold must be at least 1");

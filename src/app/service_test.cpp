@@ -89,6 +89,18 @@ TEST(ServiceFlags, ValidatedAsGpudRunParsesThem) {
   EXPECT_FALSE(validate_daemon_flags({"--log-file-max-files", "0"}));
 }
 
+// A retention of 1000 years once wrapped "now - retention" into the future: the Xid component read
+// Healthy over a stored Xid 79 and the metric history was purged at every sample.
+TEST(ServiceFlags, DurationsOverOneHundredYearsAreRefused) {
+  for (const char* flag : {"--events-retention-period", "--metrics-retention-period",
+                           "--xid-lookback-period", "--sxid-lookback-period"}) {
+    auto r = validate_daemon_flags({flag, "8760000h"});
+    ASSERT_FALSE(r) << flag;
+    EXPECT_NE(r.error().message.find("100 years"), std::string::npos) << r.error().message;
+    EXPECT_TRUE(validate_daemon_flags({flag, "876000h"})) << flag;
+  }
+}
+
 TEST(ServiceFiles, InstallIntoAStagedRootIsIdempotentAndPurgeRemovesUnitAndEnv) {
   std::string root = temp_dir();
   ASSERT_FALSE(root.empty());

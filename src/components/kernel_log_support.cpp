@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "core/time_util.h"
 #include "nvml/source.h"
 
 namespace gpud::components {
@@ -33,7 +34,7 @@ TimePoint lookback_start(const ComponentContext& ctx, std::chrono::seconds lookb
                          TimePoint now) {
   if (ctx.scan_mode) return TimePoint{};
   if (lookback.count() <= 0) lookback = ctx.config->events_retention;
-  return now - lookback;
+  return saturating_sub(now, lookback);
 }
 
 std::string summarize_events(const std::vector<Event>& events) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <thread>
 
 #include "core/json.h"
@@ -47,6 +48,42 @@ TEST(Time, RejectsGarbage) {
   for (const char* s : {"", "abc", "2024-13-02T03:04:05Z", "2024-01-02", "12a",
                         "2024-01-02T03:04:05", "99999999999999999999"})
     EXPECT_FALSE(parse_time(s).has_value()) << s;
+}
+
+// Outside 1970..2262 a time cannot be held (or was never meant): refused, never wrapped.
+TEST(Time, AcceptsOnlyTheRepresentableRange) {
+  EXPECT_EQ(to_unix_seconds(*parse_time("0")), 0);
+  EXPECT_EQ(to_unix_seconds(*parse_time("1970-01-01T00:00:00Z")), 0);
+  EXPECT_EQ(to_unix_seconds(*parse_time("9223372036")), kMaxUnixSeconds);
+  EXPECT_EQ(to_unix_seconds(*parse_time("2262-04-11T23:47:16Z")), kMaxUnixSeconds);
+  EXPECT_EQ(format_rfc3339(*parse_time("2262-04-11T23:47:16.854Z")), "2262-04-11T23:47:16Z");
+  for (const char* s : {"9000000000000", "9223372037", "-1", "1969-12-31T23:59:59Z",
+                        "2262-04-11T23:47:17Z", "2262-04-11T23:47:16.9Z", "2300-01-01T00:00:00Z",
+                        "9999-12-31T23:59:59Z", "2262-04-12T00:00:00+00:01"})
+    EXPECT_FALSE(parse_time(s).has_value()) << s;
+}
+
+TEST(Time, ArithmeticSaturates) {
+  const TimePoint now = from_unix_seconds(1'700'000'000);
+  EXPECT_EQ(saturating_sub(now, std::chrono::hours(8'760'000)), TimePoint::min());
+  EXPECT_EQ(saturating_add(now, std::chrono::hours(8'760'000)), TimePoint::max());
+  EXPECT_EQ(saturating_sub(now, std::chrono::seconds(INT64_MAX)), TimePoint::min());
+  EXPECT_EQ(saturating_add(now, std::chrono::seconds(INT64_MAX)), TimePoint::max());
+  EXPECT_EQ(saturating_add(TimePoint::max(), std::chrono::nanoseconds(1)), TimePoint::max());
+  EXPECT_EQ(saturating_sub(now, std::chrono::hours(1)), now - std::chrono::hours(1));
+  EXPECT_EQ(saturating_add(now, std::chrono::milliseconds(1)), now + std::chrono::milliseconds(1));
+  // 99 years back is still an ordinary time point (1924), before every stored event.
+  EXPECT_LT(saturating_sub(now, std::chrono::hours(24 * 365 * 99)), from_unix_seconds(0));
+}
+
+TEST(Duration, AtMostOneHundredYears) {
+  EXPECT_EQ(parse_duration("876000h"), std::chrono::milliseconds(kMaxDuration));
+  EXPECT_EQ(parse_duration("3153600000")->count(), 3'153'600'000'000LL);
+  EXPECT_FALSE(parse_duration("876001h").has_value());
+  EXPECT_FALSE(parse_duration("8760000h").has_value());
+  EXPECT_FALSE(parse_duration("3153600001").has_value());
+  EXPECT_FALSE(parse_duration("99999999999999999999").has_value());
+  EXPECT_FALSE(parse_duration("1e300h").has_value());
 }
 
 TEST(Duration, ParsesGoStyle) {

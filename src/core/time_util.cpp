@@ -61,8 +61,16 @@ std::optional<TimePoint> parse_rfc3339(std::string_view s) {
   tm.tm_hour = hour;
   tm.tm_min = min;
   tm.tm_sec = sec;
-  time_t t = timegm(&tm);
-  return TimePoint(std::chrono::seconds(t - offset_s)) + std::chrono::microseconds(frac_us);
+  const int64_t t = static_cast<int64_t>(timegm(&tm)) - offset_s;
+  // The last second holds only part of a second's ticks.
+  constexpr int64_t kLastSecondUs =
+      std::chrono::duration_cast<std::chrono::microseconds>(TimePoint::duration::max() -
+                                                            std::chrono::seconds(kMaxUnixSeconds))
+          .count();
+  if (t < kMinUnixSeconds || t > kMaxUnixSeconds ||
+      (t == kMaxUnixSeconds && frac_us > kLastSecondUs))
+    return std::nullopt;
+  return TimePoint(std::chrono::seconds(t)) + std::chrono::microseconds(frac_us);
 }
 
 }  // namespace
@@ -86,8 +94,7 @@ std::optional<TimePoint> parse_time(std::string_view s) {
     int64_t v = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-    // Refuse values whose milliseconds would overflow.
-    if (v > 9'000'000'000'000LL || v < -9'000'000'000'000LL) return std::nullopt;
+    if (v < kMinUnixSeconds || v > kMaxUnixSeconds) return std::nullopt;
     return from_unix_seconds(v);
   }
   return parse_rfc3339(s);
@@ -101,7 +108,7 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
   if (all_digits) {
     int64_t v = 0;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || v > 1'000'000'000'000LL) return std::nullopt;
+    if (ec != std::errc() || v > std::chrono::seconds(kMaxDuration).count()) return std::nullopt;
     return std::chrono::milliseconds(v * 1000);
   }
   double total_ms = 0;
@@ -131,7 +138,9 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
       return std::nullopt;
     total_ms += num * mult;
   }
-  if (!std::isfinite(total_ms) || total_ms > 1e15) return std::nullopt;
+  if (!std::isfinite(total_ms) ||
+      total_ms > static_cast<double>(std::chrono::milliseconds(kMaxDuration).count()))
+    return std::nullopt;
   return std::chrono::milliseconds(static_cast<int64_t>(total_ms));
 }
 

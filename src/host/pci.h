@@ -15,5 +15,7 @@ bool is_nvidia_gpu(std::string_view vendor, std::string_view pci_class);
 // PCI addresses ("0000:3b:00.0") of NVIDIA display controllers, sorted.
 std::vector<std::string> find_nvidia_gpus(const HostFs& fs);
 bool nvidia_gpu_present(const HostFs& fs);
+// PCI addresses of every NVIDIA device (vendor 0x10de: GPUs, NVSwitches, bridges), sorted.
+std::vector<std::string> find_nvidia_devices(const HostFs& fs);
 
 }  // namespace gpud::host

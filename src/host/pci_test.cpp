@@ -22,6 +22,14 @@ TEST(NvidiaGpu, FindsThe3DControllerInFixture) {
   EXPECT_TRUE(nvidia_gpu_present(fs));
 }
 
+// Every NVIDIA function counts as the node's own device (the GPU's audio function, NVSwitches);
+// other vendors do not.
+TEST(NvidiaDevices, EveryNvidiaFunctionInFixture) {
+  HostFs fs(fixture("pci"));
+  EXPECT_EQ(find_nvidia_devices(fs), (std::vector<std::string>{"0000:3b:00.0", "0000:3b:00.1"}));
+  EXPECT_TRUE(find_nvidia_devices(HostFs(fixture("pci-none"))).empty());
+}
+
 TEST(NvidiaGpu, AbsentWithoutNvidiaDevices) {
   EXPECT_FALSE(nvidia_gpu_present(HostFs(fixture("pci-none"))));
   EXPECT_FALSE(nvidia_gpu_present(HostFs(fixture("does-not-exist"))));

@@ -39,17 +39,21 @@ Match nvml_xid_match(int code, std::string_view pci_bus_id, std::string_view uui
 }
 
 KernelLogDispatcher::KernelLogDispatcher(EventLog& events, MetricRegistry& metrics,
-                                         OnEvent on_event, Accept accept, UuidForBus uuid_for_bus)
+                                         OnEvent on_event, Accept accept, IdentifyBus identify_bus)
     : events_(events),
       metrics_(metrics),
       on_event_(std::move(on_event)),
       accept_(std::move(accept)),
-      uuid_for_bus_(std::move(uuid_for_bus)) {
+      identify_bus_(std::move(identify_bus)) {
   metrics_.describe(kEventsTotal, "Kernel-log events recorded, by component and event type",
                     MetricKind::kCounter);
   metrics_.describe(kXidErrorsTotal, "NVIDIA Xid errors recorded, by GPU and code",
                     MetricKind::kCounter);
   metrics_.describe(kSxidErrorsTotal, "NVIDIA NVSwitch SXid errors recorded, by switch and code",
+                    MetricKind::kCounter);
+  metrics_.describe(kParseErrorsTotal,
+                    "Kernel-log records skipped because matching them failed (the record is "
+                    "dropped, the follower goes on)",
                     MetricKind::kCounter);
 }
 
@@ -64,11 +68,30 @@ int KernelLogDispatcher::feed(const KmsgRecordView& r, TimePoint now) {
 int KernelLogDispatcher::feed_message(std::string_view message, std::optional<TimePoint> time,
                                       TimePoint now) {
   std::lock_guard lock(mu_);
-  std::vector<Match> ms = matcher_.feed(message);
-  pending_.store(matcher_.pending(), std::memory_order_relaxed);
-  int n = 0;
-  for (const Match& m : ms) n += dispatch_locked(m, time.value_or(now));
-  return n;
+  // One record is the unit of failure: whatever a line does to a matcher or to the JSON it builds,
+  // it is counted and dropped, and the next record is read as usual.
+  try {
+    std::vector<Match> ms = matcher_.feed(message);
+    pending_.store(matcher_.pending(), std::memory_order_relaxed);
+    int n = 0;
+    for (const Match& m : ms) n += dispatch_locked(m, time.value_or(now));
+    return n;
+  } catch (const std::exception& e) {
+    record_parse_error_locked(message, e.what());
+  } catch (...) {
+    record_parse_error_locked(message, "unknown exception");
+  }
+  return 0;
+}
+
+void KernelLogDispatcher::record_parse_error_locked(std::string_view message,
+                                                    std::string_view what) {
+  ++parse_errors_;
+  metrics_.add("", kParseErrorsTotal, 1);
+  // The first, then one in a thousand: a flood of hostile lines must not flood the log too.
+  if (parse_errors_ == 1 || parse_errors_ % 1000 == 0)
+    logger("kmsg")->warn("kernel-log record skipped ({} so far): {}: {:.200}", parse_errors_, what,
+                         sanitize_utf8(message));
 }
 
 int KernelLogDispatcher::dispatch(const Match& m, TimePoint t) {
@@ -80,12 +103,17 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
   ++matched_;
   if (accept_ && !accept_(m.component)) return 0;
   if (deduper_.is_duplicate(m.component, m.name, m.message, t)) return 0;
-  std::string uuid;
   const std::string bus = m.extra_info.value("pci_bus_id", std::string());
-  if (m.extra_info.contains("gpu_uuid"))
-    uuid = m.extra_info.value("gpu_uuid", std::string());
-  else if (uuid_for_bus_ && !bus.empty())
-    uuid = uuid_for_bus_(bus);
+  BusIdentity id;
+  if (m.extra_info.contains("gpu_uuid")) {  // NVML named the GPU itself
+    id.known = true;
+    id.uuid = m.extra_info.value("gpu_uuid", std::string());
+  } else if (identify_bus_ && !bus.empty()) {
+    id = identify_bus_(bus);
+  }
+  const std::string& uuid = id.uuid;
+  // The event keeps the raw bus id; only the counter's label is folded.
+  const std::string bus_label = id.known ? bus : std::string(kUnknownBusLabel);
   Event e = to_event(m, t, uuid);
   auto inserted = events_.insert(e);
   if (!inserted) {
@@ -102,13 +130,13 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
   if (m.component == kComponentXid && m.extra_info.contains("xid")) {
     metrics_.add(m.component, kXidErrorsTotal, 1,
                  {{"uuid", uuid},
-                  {"pci_bus_id", bus},
+                  {"pci_bus_id", bus_label},
                   {"xid", std::to_string(m.extra_info.value("xid", 0))},
                   {"type", std::string(to_string(m.type))}});
   } else if (m.component == kComponentSxid && m.extra_info.contains("sxid")) {
     metrics_.add(m.component, kSxidErrorsTotal, 1,
                  {{"uuid", uuid},
-                  {"pci_bus_id", bus},
+                  {"pci_bus_id", bus_label},
                   {"sxid", std::to_string(m.extra_info.value("sxid", 0))},
                   {"type", std::string(to_string(m.type))}});
   }
@@ -123,6 +151,11 @@ bool KernelLogDispatcher::wants(std::string_view raw_line) const {
 uint64_t KernelLogDispatcher::matched() const {
   std::lock_guard lock(mu_);
   return matched_;
+}
+
+uint64_t KernelLogDispatcher::parse_errors() const {
+  std::lock_guard lock(mu_);
+  return parse_errors_;
 }
 
 uint64_t KernelLogDispatcher::stored() const {

@@ -20,6 +20,7 @@ namespace gpud::kmsg {
 inline constexpr std::string_view kEventsTotal = "gpud_kernel_log_events_total";
 inline constexpr std::string_view kXidErrorsTotal = "accelerator_nvidia_xid_errors_total";
 inline constexpr std::string_view kSxidErrorsTotal = "accelerator_nvidia_sxid_errors_total";
+inline constexpr std::string_view kParseErrorsTotal = "gpud_kernel_log_parse_errors_total";
 
 // Builds the event a match becomes: time cut to the second (so a ring re-read after a restart
 // yields the identical row), gpu_uuid added when known.
@@ -28,16 +29,27 @@ Event to_event(const Match& m, TimePoint t, std::string_view gpu_uuid = {});
 // The match an NVML Xid event becomes: the same shape as the kernel-log one, source "nvml".
 Match nvml_xid_match(int code, std::string_view pci_bus_id, std::string_view uuid);
 
+// What the node knows of a PCI bus id named by a kernel-log line.
+struct BusIdentity {
+  bool known = false;  // one of this node's NVIDIA devices (NVML or sysfs lists it)
+  std::string uuid;    // the GPU's UUID, when NVML has it
+};
+
+// The label a bus id gets on the per-GPU counters: only the node's own devices get their own
+// series, so crafted lines naming random bus ids cannot grow /metrics without bound.
+inline constexpr std::string_view kUnknownBusLabel = "unknown";
+
 class KernelLogDispatcher {
  public:
   using OnEvent = std::function<void(std::string_view component)>;
   using Accept = std::function<bool(std::string_view component)>;
-  using UuidForBus = std::function<std::string(std::string_view pci_bus_id)>;
+  using IdentifyBus = std::function<BusIdentity(std::string_view pci_bus_id)>;
 
-  // `accept` (default: all) keeps events of components this process runs; `uuid_for_bus`
-  // (optional) names the GPU of a bus id.
+  // `accept` (default: all) keeps events of components this process runs; `identify_bus`
+  // (optional; without it every bus is unknown) says whether a bus id is one of the node's
+  // devices and names its GPU.
   KernelLogDispatcher(EventLog& events, MetricRegistry& metrics, OnEvent on_event,
-                      Accept accept = {}, UuidForBus uuid_for_bus = {});
+                      Accept accept = {}, IdentifyBus identify_bus = {});
 
   // Thread-safe. Returns the number of events stored (not deduplicated, not already stored).
   int feed(const KmsgRecord& record, TimePoint now = Clock::now());
@@ -52,15 +64,17 @@ class KernelLogDispatcher {
 
   uint64_t matched() const;  // matches seen, before dedup
   uint64_t stored() const;
+  uint64_t parse_errors() const;  // records dropped because matching them threw
 
  private:
   int dispatch_locked(const Match& m, TimePoint t);
+  void record_parse_error_locked(std::string_view message, std::string_view what);
 
   EventLog& events_;
   MetricRegistry& metrics_;
   OnEvent on_event_;
   Accept accept_;
-  UuidForBus uuid_for_bus_;
+  IdentifyBus identify_bus_;
   mutable std::mutex mu_;
   KernelLogMatcher matcher_;
   // matcher_.pending() as of the last feed, readable without mu_: wants() runs for every line of
@@ -69,6 +83,7 @@ class KernelLogDispatcher {
   Deduper deduper_;
   uint64_t matched_ = 0;
   uint64_t stored_ = 0;
+  uint64_t parse_errors_ = 0;
 };
 
 }  // namespace gpud::kmsg

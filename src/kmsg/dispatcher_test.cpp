@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
+#include <stdexcept>
 
 #include "kmsg/writer.h"
 #include "store/database.h"
@@ -29,7 +31,9 @@ TEST(Dispatcher, XidLineBecomesStoredEventWithMetricsAndTrigger) {
   Fixture f;
   KernelLogDispatcher d(
       f.events, f.metrics, [&](std::string_view c) { f.triggered.emplace_back(c); }, {},
-      [](std::string_view bus) { return bus == "0000:3b:00.0" ? "GPU-abc" : ""; });
+      [](std::string_view bus) {
+        return bus == "0000:3b:00.0" ? BusIdentity{true, "GPU-abc"} : BusIdentity{};
+      });
   EXPECT_EQ(d.feed_message(xid_line(79, "0000:3b:00.0"), kT), 1);
   auto ev = f.events.query(kComponentXid, TimePoint{}, TimePoint::max());
   ASSERT_TRUE(ev);
@@ -52,6 +56,23 @@ TEST(Dispatcher, XidLineBecomesStoredEventWithMetricsAndTrigger) {
                       "type=\"Fatal\"} 1"),
             std::string::npos)
       << text;
+}
+
+// A record that makes anything downstream throw is counted and dropped; the next record is
+// dispatched as usual.
+TEST(Dispatcher, ThrowDuringARecordIsCountedAndTheNextRecordFlows) {
+  Fixture f;
+  int calls = 0;
+  KernelLogDispatcher d(f.events, f.metrics, [&](std::string_view) {
+    if (++calls == 1) throw std::runtime_error("consumer failed");
+  });
+  EXPECT_EQ(d.feed_message(xid_line(79, "0000:3b:00.0"), kT), 0);
+  EXPECT_EQ(d.parse_errors(), 1u);
+  EXPECT_EQ(d.feed_message(xid_line(79, "0000:3c:00.0"), kT), 1);
+  EXPECT_EQ(d.parse_errors(), 1u);
+  EXPECT_NE(f.metrics.prometheus_text().find("gpud_kernel_log_parse_errors_total 1"),
+            std::string::npos)
+      << f.metrics.prometheus_text();
 }
 
 TEST(Dispatcher, IdenticalMessageWithinAMinuteIsOneEvent) {
@@ -104,7 +125,9 @@ TEST(Dispatcher, HostEventsGoToTheirComponents) {
 
 TEST(Dispatcher, XidAndSxidCountersCarryTheEventType) {
   Fixture f;
-  KernelLogDispatcher d(f.events, f.metrics, {});
+  KernelLogDispatcher d(f.events, f.metrics, {}, {}, [](std::string_view) {
+    return BusIdentity{true, ""};
+  });
   d.feed_message(xid_line(13, "0000:3b:00.0"), kT);  // catalog: Warning
   // Xid 145 is Warning in the catalog; this NVLink sub-code decodes to Fatal, and the label says
   // so.
@@ -124,6 +147,40 @@ TEST(Dispatcher, XidAndSxidCountersCarryTheEventType) {
                       "error-sxid\",pci_bus_id=\"0000:05:00.0\",sxid=\"20034\",type=\"Fatal\""),
             std::string::npos)
       << text;
+}
+
+// Lines naming bus ids that are none of the node's devices share one series: a flood of crafted
+// lines cannot add a series each. The events keep the bus id the line named.
+TEST(Dispatcher, XidOnUnknownBusCountsUnderOneSeries) {
+  Fixture f;
+  KernelLogDispatcher d(f.events, f.metrics, {}, {}, [](std::string_view bus) {
+    return bus == "0000:3b:00.0" ? BusIdentity{true, "GPU-abc"} : BusIdentity{};
+  });
+  for (int i = 0; i < 200; ++i) {
+    char pci[32];
+    std::snprintf(pci, sizeof pci, "%04x:%02x:00.0", 0x1000 + i, i % 256);
+    EXPECT_EQ(d.feed_message(xid_line(79, pci), kT), 1) << pci;
+  }
+  d.feed_message(xid_line(79, "0000:3b:00.0"), kT);
+  const std::string text = f.metrics.prometheus_text();
+  size_t series = 0;
+  for (size_t pos = 0;
+       (pos = text.find("\naccelerator_nvidia_xid_errors_total{", pos)) != std::string::npos; ++pos)
+    ++series;
+  EXPECT_EQ(series, 2u) << text;
+  EXPECT_NE(text.find("pci_bus_id=\"unknown\",type=\"Fatal\",uuid=\"\",xid=\"79\"} 200"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pci_bus_id=\"0000:3b:00.0\",type=\"Fatal\",uuid=\"GPU-abc\",xid=\"79\"} 1"),
+            std::string::npos)
+      << text;
+  auto ev = f.events.query(kComponentXid, TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 201u);
+  std::set<std::string> buses;
+  for (const Event& e : *ev) buses.insert(e.extra_info.value("pci_bus_id", ""));
+  EXPECT_EQ(buses.size(), 201u);
+  EXPECT_EQ(buses.count("unknown"), 0u);
 }
 
 TEST(Dispatcher, RecordWithoutTimeUsesNow) {

@@ -15,6 +15,7 @@
 #include "catalog/nvlink_decode.h"
 #include "catalog/sxid_catalog.h"
 #include "catalog/xid_catalog.h"
+#include "core/parse_number.h"
 #include "kmsg/parser.h"
 
 namespace gpud::kmsg {
@@ -217,29 +218,42 @@ bool match_xid(std::string_view s, std::vector<Match>& out) {
         R"(\((0x[0-9a-fA-F]+)\s+(0x[0-9a-fA-F]+))");
     std::string pci, unit, sev, intr, status;
     int code = 0, link = 0;
+    // An NVLink field wider than 32 bits cannot be decoded: the line is still an Xid (below), with
+    // the fields marked invalid.
+    bool nvlink_fields_invalid = false;
     if (RE2::PartialMatch(in, kNvlink, &pci, &code, &unit, &sev, &link, &intr, &status)) {
-      const auto intrinfo = static_cast<uint32_t>(std::stoul(intr, nullptr, 16));
-      const auto err = static_cast<uint32_t>(std::stoul(status, nullptr, 16));
-      const auto nv = catalog::decode_nvlink(code, unit, intrinfo, err, sev == "Fatal");
-      nlohmann::json extra = {{"unit", unit},
-                              {"log_severity", sev},
-                              {"link", link},
-                              {"intrinfo", intrinfo},
-                              {"error_status", err}};
-      add_xid(out, code, pci, s, nv, std::move(extra));
-      return true;
+      const auto intrinfo = parse_integer<uint32_t>(intr, 16);
+      const auto err = parse_integer<uint32_t>(status, 16);
+      if (intrinfo && err) {
+        const auto nv = catalog::decode_nvlink(code, unit, *intrinfo, *err, sev == "Fatal");
+        nlohmann::json extra = {{"unit", unit},
+                                {"log_severity", sev},
+                                {"link", link},
+                                {"intrinfo", *intrinfo},
+                                {"error_status", *err}};
+        add_xid(out, code, pci, s, nv, std::move(extra));
+        return true;
+      }
+      nvlink_fields_invalid = true;
     }
     static const RE2 kStd(R"(NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)((?: [^)]*)?)\):\s*(\d+))");
     std::string rest;
     if (RE2::PartialMatch(in, kStd, &pci, &rest, &code)) {
       nlohmann::json extra = nlohmann::json::object();
+      if (nvlink_fields_invalid) extra["nvlink_fields_invalid"] = true;
       static const RE2 kGi(R"(GPU-I:(\d+))");
       int gi = 0;
       if (!rest.empty() && RE2::PartialMatch(rest, kGi, &gi)) extra["gpu_instance"] = gi;
       static const RE2 kPid(R"(, pid=('<unknown>'|\d+), name=([^,]*),)");
       std::string pid, name;
       if (RE2::PartialMatch(in, kPid, &pid, &name)) {
-        if (pid.front() != '\'') extra["pid"] = std::stoll(pid);
+        if (pid.front() != '\'') {
+          // A pid that does not fit is kept out of the event and marked, not trusted.
+          if (auto v = parse_integer<int64_t>(pid))
+            extra["pid"] = *v;
+          else
+            extra["pid_invalid"] = true;
+        }
         if (name != "<unknown>") extra["process_name"] = sanitize_utf8(name);
       }
       add_xid(out, code, pci, s, std::nullopt, std::move(extra));

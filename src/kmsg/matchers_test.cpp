@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace gpud::kmsg {
 namespace {
 
@@ -75,6 +77,37 @@ TEST(XidMatcher, NvlinkExtendedForm) {
   EXPECT_EQ(m.extra_info["sub_code"], 4);
   EXPECT_EQ(m.extra_info["repair_actions"][0], "HARDWARE_INSPECTION");
   EXPECT_NE(m.message.find("XID 149.4"), std::string::npos);
+}
+
+// Numbers wider than their field once threw out of the matcher (std::stoll, std::stoul) and ended
+// the process: now the Xid is kept and the field is marked invalid.
+TEST(XidMatcher, OversizedNumbersAreMarkedInvalidNotThrown) {
+  auto m = one(
+      "NVRM: Xid (PCI:0000:3b:00): 79, pid=99999999999999999999, name=x, GPU has fallen off the "
+      "bus.");
+  EXPECT_EQ(m.extra_info["xid"], 79);
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:3b:00.0");
+  EXPECT_FALSE(m.extra_info.contains("pid"));
+  EXPECT_EQ(m.extra_info["pid_invalid"], true);
+  EXPECT_EQ(m.extra_info["process_name"], "x");
+  m =
+      one("NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0x10000000000000004 "
+          "0x00000040 0x0 0x0)");
+  EXPECT_EQ(m.extra_info["xid"], 145);
+  EXPECT_EQ(m.extra_info["nvlink_fields_invalid"], true);
+  EXPECT_FALSE(m.extra_info.contains("error_status"));
+  m =
+      one("NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0x00000004 "
+          "0xfffffffff 0x0 0x0)");
+  EXPECT_EQ(m.extra_info["nvlink_fields_invalid"], true);
+  // The largest values that fit are still read.
+  m = one("NVRM: Xid (PCI:0000:3b:00): 13, pid=9223372036854775807, name=y, Graphics Exception");
+  EXPECT_EQ(m.extra_info["pid"], INT64_MAX);
+  m =
+      one("NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0xffffffff "
+          "0xFFFFFFFF 0x0 0x0)");
+  EXPECT_EQ(m.extra_info["intrinfo"], 0xffffffffu);
+  EXPECT_EQ(m.extra_info["error_status"], 0xffffffffu);
 }
 
 TEST(XidMatcher, NearMisses) {

@@ -3,7 +3,10 @@
 #include <time.h>
 
 #include <array>
+#include <cstdint>
 #include <cstring>
+
+#include "core/time_util.h"
 
 namespace gpud::kmsg {
 namespace {
@@ -42,11 +45,33 @@ int month_index(std::string_view m) {
   return -1;
 }
 
+// A date a line carries that TimePoint cannot hold (before 1970, after 2262): the line is rejected
+// rather than given a wrapped time. Used only inside this file, between the prefix parsers and
+// parse_line_view.
+constexpr TimePoint kOutOfRange = TimePoint::min();
+
+TimePoint checked_time(int64_t secs, int64_t micros) {
+  if (secs < kMinUnixSeconds || secs > kMaxUnixSeconds) return kOutOfRange;
+  const TimePoint base{std::chrono::seconds(secs)};
+  const TimePoint t = saturating_add(base, std::chrono::microseconds(micros));
+  return t == TimePoint::max() ? kOutOfRange : t;
+}
+
+// boot time + microseconds since boot, for the monotonic stamps of /dev/kmsg and dmesg.
+TimePoint since_boot(TimePoint boot, uint64_t micros) {
+  if (micros > static_cast<uint64_t>(INT64_MAX)) return kOutOfRange;
+  const TimePoint t = saturating_add(boot, std::chrono::microseconds(static_cast<int64_t>(micros)));
+  return t == TimePoint::max() || t > TimePoint{std::chrono::seconds(kMaxUnixSeconds)} ? kOutOfRange
+                                                                                       : t;
+}
+
 std::optional<TimePoint> make_time(int year, int mon0, int day, int h, int m, int s,
                                    int64_t micros = 0, int64_t offset_s = 0) {
   if (mon0 < 0 || mon0 > 11 || day < 1 || day > 31 || h > 23 || m > 59 || s > 60) {
     return std::nullopt;
   }
+  // Years far outside the range are refused before timegm, whose int tm_year they could overflow.
+  if (year < 1900 || year > 9999) return kOutOfRange;
   struct tm t {};
   t.tm_year = year - 1900;
   t.tm_mon = mon0;
@@ -55,7 +80,7 @@ std::optional<TimePoint> make_time(int year, int mon0, int day, int h, int m, in
   t.tm_min = m;
   t.tm_sec = s;
   const time_t secs = timegm(&t);
-  return TimePoint{} + std::chrono::seconds(secs - offset_s) + std::chrono::microseconds(micros);
+  return checked_time(static_cast<int64_t>(secs) - offset_s, micros);
 }
 
 int current_year() {
@@ -256,9 +281,7 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
         r.priority = static_cast<int>(prio & 7);
         r.facility = static_cast<int>(prio >> 3);
         r.seq = seq;
-        if (opts.boot_time) {
-          r.time = *opts.boot_time + std::chrono::microseconds(static_cast<int64_t>(usec));
-        }
+        if (opts.boot_time) r.time = since_boot(*opts.boot_time, usec);
         i = semi + 1;
       }
     }
@@ -287,7 +310,7 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
     std::optional<TimePoint> t;
     if (parse_dmesg_prefix(line, i, micros)) {
       r.format = Format::kDmesg;
-      if (opts.boot_time) r.time = *opts.boot_time + std::chrono::microseconds(micros);
+      if (opts.boot_time) r.time = since_boot(*opts.boot_time, static_cast<uint64_t>(micros));
     } else if (parse_ctime_prefix(line, i, t)) {
       r.format = Format::kDmesgCtime;
       r.time = t;
@@ -307,6 +330,8 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
     int64_t ignored = 0;
     (void)parse_dmesg_prefix(line, i, ignored);
   }
+
+  if (r.time == kOutOfRange) return std::nullopt;
 
   std::string_view msg = line.substr(std::min(i, line.size()));
   if (msg.size() > kMaxMessageBytes) msg = msg.substr(0, kMaxMessageBytes);

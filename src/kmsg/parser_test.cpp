@@ -63,6 +63,30 @@ TEST(KmsgParser, SyslogAndJournal) {
   EXPECT_EQ(iso->message, "msg c");
 }
 
+// A date TimePoint cannot hold rejects its line (no record), instead of overflowing into a
+// wrapped time; the edges of the range still parse.
+TEST(KmsgParser, DatesOutsideTheRangeRejectTheLine) {
+  EXPECT_FALSE(parse_line("[Mon Jan  1 00:00:05 2300] NVRM: Xid (PCI:0000:3b:00): 79, x"));
+  EXPECT_FALSE(parse_line("2300-01-01T00:00:00,000000+00:00 NVRM: Xid (PCI:0000:3b:00): 79"));
+  EXPECT_FALSE(parse_line("9999-12-31T23:59:59Z host kernel: msg"));
+  EXPECT_FALSE(parse_line("1969-12-31T23:59:59Z host kernel: msg"));
+  EXPECT_FALSE(parse_line("Jan 01 00:00:00 host kernel: msg", {std::nullopt, 2300}));
+  EXPECT_FALSE(parse_line("Jan 01 00:00:00 host kernel: msg", {std::nullopt, 1969}));
+  EXPECT_FALSE(parse_line("Jan 01 00:00:00 host kernel: msg", {std::nullopt, 2'000'000'000}));
+  // Monotonic stamps that take the boot time past 2262.
+  const TimePoint late_boot = from_unix_seconds(kMaxUnixSeconds - 10);
+  EXPECT_FALSE(parse_line("[999999999999.000000] msg", {late_boot, 0}));
+  EXPECT_FALSE(parse_line("6,1,99999999999999999999,-;msg", {kBoot, 0}));
+  EXPECT_FALSE(parse_line("6,1,18446744073709551615,-;msg", {kBoot, 0}));
+  EXPECT_TRUE(parse_line("[5.000000] msg", {late_boot, 0}));
+  auto edge = parse_line("2262-04-11T23:47:16Z host kernel: msg");
+  ASSERT_TRUE(edge);
+  EXPECT_EQ(to_unix_seconds(*edge->time), kMaxUnixSeconds);
+  auto epoch = parse_line("[Thu Jan  1 00:00:00 1970] msg");
+  ASSERT_TRUE(epoch);
+  EXPECT_EQ(to_unix_seconds(*epoch->time), 0);
+}
+
 TEST(KmsgParser, BareAndUnknownPrefixesKeepTheWholeLine) {
   EXPECT_EQ(parse_line("NVRM: Xid (PCI:0000:3b:00): 79, x")->message,
             "NVRM: Xid (PCI:0000:3b:00): 79, x");

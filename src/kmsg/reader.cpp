@@ -162,10 +162,20 @@ bool KmsgFollower::wait(std::chrono::milliseconds timeout, bool on_fd) {
 }
 
 void KmsgFollower::deliver(std::string_view line) {
-  auto v = parse_line_view(line, opts_.parse);
-  if (!v) return;
-  ++records_;
-  cb_(to_record(*v));
+  // The follower outlives any one record: a record that makes the parser or the consumer throw
+  // is counted and skipped, never allowed to end the thread (which would end the process).
+  try {
+    auto v = parse_line_view(line, opts_.parse);
+    if (!v) return;
+    ++records_;
+    cb_(to_record(*v));
+  } catch (const std::exception& e) {
+    if (record_errors_.fetch_add(1) == 0)
+      logger("kmsg")->warn("kernel-log record skipped: {}", e.what());
+  } catch (...) {
+    if (record_errors_.fetch_add(1) == 0)
+      logger("kmsg")->warn("kernel-log record skipped: unknown exception");
+  }
 }
 
 void KmsgFollower::run() {
@@ -260,6 +270,11 @@ Result<ReadStats> read_kmsg_ring(const std::string& path, const ParseOptions& pa
     for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
       emit(std::string_view(pending).substr(start, nl - start));
     pending.erase(0, start);
+    if (pending.size() > kMaxMessageBytes * 2) {  // no newline in sight: cut, as the follower does
+      emit(pending);
+      ++st.truncated_lines;
+      pending.clear();
+    }
   }
   if (!pending.empty()) emit(pending);
   ::close(fd);

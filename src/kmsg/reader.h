@@ -82,6 +82,8 @@ class KmsgFollower {
   uint64_t records() const { return records_.load(); }
   uint64_t overruns() const { return overruns_.load(); }  // EPIPE: records lost to the ring
   uint64_t errors() const { return errors_.load(); }
+  // Records skipped because parsing or the callback threw.
+  uint64_t record_errors() const { return record_errors_.load(); }
 
  private:
   void run();
@@ -99,6 +101,7 @@ class KmsgFollower {
   std::atomic<uint64_t> records_{0};
   std::atomic<uint64_t> overruns_{0};
   std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> record_errors_{0};
 };
 
 }  // namespace gpud::kmsg

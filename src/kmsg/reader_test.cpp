@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 #include "kmsg/deduper.h"
 #include "kmsg/matchers.h"
@@ -186,6 +187,27 @@ TEST(KmsgFollower, ReadsRingThenFollowsAndStopsPromptly) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
   EXPECT_EQ(seen[2].substr(0, 10), "NVRM: Xid ");
   EXPECT_EQ(fol.records(), 3u);
+}
+
+// A record whose consumer throws is counted and skipped; the thread goes on with the next one.
+TEST(KmsgFollower, ThrowingConsumerSkipsTheRecordAndKeepsFollowing) {
+  TempFile f;
+  f.append("6,1,100,-;poison\n6,2,200,-;second\n");
+  std::atomic<int> n{0};
+  KmsgFollower::Options o;
+  o.path = f.path();
+  o.idle_poll = std::chrono::milliseconds(20);
+  o.parse.boot_time = TimePoint{};
+  KmsgFollower fol(o, [&](const KmsgRecord& r) {
+    if (r.message == "poison") throw std::out_of_range("stoll");
+    ++n;
+  });
+  ASSERT_TRUE(fol.start().ok());
+  ASSERT_TRUE(wait_for([&] { return n.load() == 1 && fol.ring_done(); }));
+  f.append("6,3,300,-;third\n");
+  ASSERT_TRUE(wait_for([&] { return n.load() == 2; }));
+  fol.stop();
+  EXPECT_EQ(fol.record_errors(), 1u);
 }
 
 TEST(KmsgFollower, MissingPathFailsStart) {

@@ -28,8 +28,9 @@ Result<TimePoint> time_param(const httplib::Request& req, const char* key, TimeP
   if (raw.empty()) return fallback;
   auto t = parse_time(raw);
   if (!t)
-    return make_error(
-        std::string("invalid ") + key + " \"" + raw + "\": want Unix seconds or RFC 3339", 400);
+    return make_error(std::string("invalid ") + key + " \"" + raw +
+                          "\": want Unix seconds or RFC 3339 from " + std::string(kTimeRangeText),
+                      400);
   return *t;
 }
 
@@ -49,9 +50,11 @@ Result<TimePoint> since_param(const httplib::Request& req, TimePoint now) {
   if (raw.empty()) return now - kDefaultMetricsSince;
   auto d = parse_duration(raw);
   if (!d)
-    return make_error("invalid since \"" + raw + "\": want a duration such as 30m, 1h30m or 90s",
+    return make_error("invalid since \"" + raw +
+                          "\": want a duration such as 30m, 1h30m or 90s, at most " +
+                          std::string(kMaxDurationText),
                       400);
-  return now - *d;
+  return saturating_sub(now, *d);
 }
 
 void fail(const httplib::Request& req, httplib::Response& res, const Error& e) {

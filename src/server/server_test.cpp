@@ -308,16 +308,47 @@ TEST_F(ServerTest, EventsHonourStartAndEndTime) {
 
 TEST_F(ServerTest, EventsRejectBadTimes) {
   expect_error("/v1/events?startTime=yesterday", 400,
-               "invalid startTime \"yesterday\": want Unix seconds or RFC 3339");
+               "invalid startTime \"yesterday\": want Unix seconds or RFC 3339 from "
+               "1970-01-01T00:00:00Z to 2262-04-11T23:47:16Z");
   expect_error("/v1/events?endTime=2024-13-01T00:00:00Z", 400,
-               "invalid endTime \"2024-13-01T00:00:00Z\": want Unix seconds or RFC 3339");
+               "invalid endTime \"2024-13-01T00:00:00Z\": want Unix seconds or RFC 3339 from "
+               "1970-01-01T00:00:00Z to 2262-04-11T23:47:16Z");
   auto cli = client();
   auto res = cli.Get("/v1/events?startTime=2000&endTime=1000");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
   EXPECT_EQ(json::parse(res->body)["code"], 400);
   expect_error("/v1/info?startTime=x", 400,
-               "invalid startTime \"x\": want Unix seconds or RFC 3339");
+               "invalid startTime \"x\": want Unix seconds or RFC 3339 from "
+               "1970-01-01T00:00:00Z to 2262-04-11T23:47:16Z");
+}
+
+// A time the clock type cannot hold was once wrapped (9000000000000 s was echoed as 1906 and
+// returned everything): now it is refused with the accepted range.
+TEST_F(ServerTest, TimesOutsideTheRangeAreRefusedWithTheRange) {
+  for (const char* t :
+       {"9000000000000", "9223372037", "2300-01-01T00:00:00Z", "-1", "1969-12-31T23:59:59Z"}) {
+    expect_error(std::string("/v1/events?startTime=") + t, 400,
+                 std::string("invalid startTime \"") + t +
+                     "\": want Unix seconds or RFC 3339 from 1970-01-01T00:00:00Z to "
+                     "2262-04-11T23:47:16Z");
+    expect_error(std::string("/v1/info?endTime=") + t, 400,
+                 std::string("invalid endTime \"") + t +
+                     "\": want Unix seconds or RFC 3339 from 1970-01-01T00:00:00Z to "
+                     "2262-04-11T23:47:16Z");
+  }
+  expect_error("/v1/metrics?since=8760000h", 400,
+               "invalid since \"8760000h\": want a duration such as 30m, 1h30m or 90s, at most "
+               "100 years (876000h)");
+  // The edges are accepted.
+  auto cli = client();
+  auto res = cli.Get("/v1/events?startTime=0&endTime=9223372036");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)[0]["endTime"], "2262-04-11T23:47:16Z");
+  res = cli.Get("/v1/metrics?since=876000h");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
 }
 
 TEST_F(ServerTest, MetricsDefaultToTheLast30Minutes) {
@@ -342,9 +373,11 @@ TEST_F(ServerTest, MetricsSinceWidensTheWindow) {
 
 TEST_F(ServerTest, MetricsRejectBadSince) {
   expect_error("/v1/metrics?since=soon", 400,
-               "invalid since \"soon\": want a duration such as 30m, 1h30m or 90s");
+               "invalid since \"soon\": want a duration such as 30m, 1h30m or 90s, at most 100 "
+               "years (876000h)");
   expect_error("/v1/info?since=5x", 400,
-               "invalid since \"5x\": want a duration such as 30m, 1h30m or 90s");
+               "invalid since \"5x\": want a duration such as 30m, 1h30m or 90s, at most 100 "
+               "years (876000h)");
 }
 
 TEST_F(ServerTest, InfoCombinesStatesEventsAndMetrics) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -100,7 +101,12 @@ bool kmsg_writable() {
   return true;
 }
 
+// Writes into the machine's real kernel log, which keeps the line until reboot: only where asked
+// (GPUD_TEST_REAL_KMSG=1, set by .ci/run).
 TEST(KmsgE2E, XidInRealKmsgMakesXidUnhealthyWithinTwoSeconds) {
+  const char* real = std::getenv("GPUD_TEST_REAL_KMSG");
+  if (real == nullptr || std::string(real) != "1")
+    GTEST_SKIP() << "GPUD_TEST_REAL_KMSG=1 not set: this test would write into the real /dev/kmsg";
   if (!kmsg_writable())
     GTEST_SKIP() << "/dev/kmsg is not writable here (needs root): the real-kernel-log e2e test is "
                     "skipped";
@@ -261,6 +267,82 @@ TEST(KmsgE2E, InjectFaultWritesKernelLineAndRefusesUnwritable) {
   EXPECT_NE(r.out.find("cannot"), std::string::npos) << r.out;
   r = shell(std::string(GPUD_BINARY) + " inject-fault --xid 79 --kernel-log-level LOUD");
   EXPECT_EQ(r.exit_code, 2) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+// Two lines that once aborted gpud (std::stoll / std::stoul threw out of the matcher): a pid of 20
+// digits and an NVLink Xid 145 with a 17-digit hex field. Bus ids are unique to this test.
+struct HostileLines {
+  std::string pid_pci = unique_pci(), nvlink_pci = unique_pci();
+  static std::string bdf(const std::string& pci) { return pci.substr(0, pci.size() - 2); }
+  std::string huge_pid() const {
+    return "NVRM: Xid (PCI:" + bdf(pid_pci) +
+           "): 79, pid=99999999999999999999, name=x, GPU has fallen off the bus.";
+  }
+  std::string wide_nvlink() const {
+    return "NVRM: Xid (PCI:" + bdf(nvlink_pci) +
+           "): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0x10000000000000004 0x00000000 0x00000000 "
+           "0x00000000 0x00000000 0x00000000)";
+  }
+};
+
+TEST(KmsgE2E, HostileXidLinesDoNotStopTheDaemon) {
+  std::string dir = make_temp_dir();
+  const std::string kmsg = dir + "/kmsg";
+  HostileLines lines;
+  double uptime_s = 0;
+  std::ifstream("/proc/uptime") >> uptime_s;
+  const long now_us = static_cast<long>(uptime_s * 1e6);
+  std::ofstream(kmsg) << "4,1," << now_us - 2000000 << ",-;" << lines.huge_pid() << "\n"
+                      << "4,2," << now_us - 1000000 << ",-;" << lines.wide_nvlink() << "\n";
+  ::setenv("GPUD_KMSG_PATH", kmsg.c_str(), 1);
+  DaemonProcess d(dir + "/data", {}, false);
+  ::unsetenv("GPUD_KMSG_PATH");
+  ASSERT_TRUE(d.ready()) << d.log();
+  nlohmann::json event;
+  ASSERT_GE(wait_for_xid(d, lines.pid_pci, Ms(5000), &event).count(), 0) << d.log();
+  EXPECT_EQ(event["extra_info"]["xid"], 79);
+  EXPECT_EQ(event["extra_info"].value("pid_invalid", false), true) << event.dump();
+  EXPECT_FALSE(event["extra_info"].contains("pid")) << event.dump();
+  nlohmann::json nvlink;
+  for (int i = 0; i < 100 && nvlink.is_null(); ++i) {
+    nvlink = find_event(d, lines.nvlink_pci);
+    if (nvlink.is_null()) std::this_thread::sleep_for(Ms(50));
+  }
+  ASSERT_FALSE(nvlink.is_null()) << d.log();
+  EXPECT_EQ(nvlink["extra_info"]["xid"], 145);
+  EXPECT_EQ(nvlink["extra_info"].value("nvlink_fields_invalid", false), true) << nvlink.dump();
+  // The follower is still reading: a line appended afterwards arrives too.
+  const std::string after = unique_pci();
+  std::ofstream(kmsg, std::ios::app)
+      << "4,3," << now_us << ",-;NVRM: Xid (PCI:" << HostileLines::bdf(after)
+      << "): 79, pid=1, name=y, test.\n";
+  for (int i = 0; i < 100 && find_event(d, after).is_null(); ++i)
+    std::this_thread::sleep_for(Ms(50));
+  EXPECT_FALSE(find_event(d, after).is_null()) << d.log();
+  EXPECT_EQ(d.stop(), 0) << d.log();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(KmsgE2E, ScanOfHostileXidLinesExitsUnhealthyNotAborted) {
+  std::string dir = make_temp_dir();
+  HostileLines lines;
+  const std::string log = dir + "/dmesg.txt";
+  std::ofstream(log) << "[ 1005.000001] " << lines.huge_pid() << "\n"
+                     << "[ 1006.000001] " << lines.wide_nvlink() << "\n";
+  auto r = run_gpud(
+      {"scan", "--kernel-log", log, "--json", "--log-level", "error", "--components", kXid});
+  EXPECT_EQ(r.exit_code, 1) << "want 1 (unhealthy), not an abort (134)\n" << r.out;
+  auto doc = parse_json(r.out);
+  ASSERT_TRUE(doc.is_object()) << r.out;
+  ASSERT_EQ(doc["components"].size(), 1u) << r.out;
+  std::map<std::string, nlohmann::json> by_pci;
+  for (const auto& e : doc["components"][0]["events"])
+    by_pci[e["extra_info"].value("pci_bus_id", "")] = e["extra_info"];
+  ASSERT_TRUE(by_pci.count(lines.pid_pci)) << r.out;
+  EXPECT_EQ(by_pci[lines.pid_pci].value("pid_invalid", false), true);
+  ASSERT_TRUE(by_pci.count(lines.nvlink_pci)) << r.out;
+  EXPECT_EQ(by_pci[lines.nvlink_pci]["xid"], 145);
   std::filesystem::remove_all(dir);
 }
 

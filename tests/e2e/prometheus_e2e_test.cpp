@@ -306,7 +306,10 @@ TEST(PrometheusE2E, ScrapesGpudOverTlsAndEvaluatesTheAlertRules) {
   EXPECT_EQ(m.value("severity", ""), "critical");
   ASSERT_EQ(sxid_alert.size(), 1u) << sxid_alert.dump() << "\n" << gpud.log();
   EXPECT_EQ(sxid_alert[0]["metric"].value("sxid", ""), "20034");
-  EXPECT_EQ(sxid_alert[0]["metric"].value("pci_bus_id", ""), "0000:05:00.0");
+  // The daemon reads this machine's sysfs, which has no NVSwitch at 0000:05:00.0: a bus id that is
+  // none of the node's devices is counted under "unknown" (bounded series), and the alert still
+  // fires.
+  EXPECT_EQ(sxid_alert[0]["metric"].value("pci_bus_id", ""), "unknown");
   // Nothing else fires: apart from its GPU count the node is healthy, and gpud is up.
   Json firing =
       api.query("ALERTS{alertstate=\"firing\",alertname!~\"GpuFatalXid|NvSwitchFatalSxid\"}");
