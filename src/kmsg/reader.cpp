@@ -247,6 +247,10 @@ Result<ReadStats> read_kmsg_ring(const std::string& path, const ParseOptions& pa
   ReadStats st;
   std::vector<char> buf(16 * 1024);
   std::string pending;  // regular files (tests) give chunks of several lines
+  // /dev/kmsg records are at most ~8 KiB with their dictionary; a file may hold a line of any
+  // length, which is cut here (the message is capped at kMaxMessageBytes anyway).
+  constexpr size_t kMaxLineBytes = kMaxMessageBytes * 2;
+  bool skipping = false;
   auto emit = [&](std::string_view line) {
     ++st.lines;
     if (auto r = parse_line(line, parse)) {
@@ -265,18 +269,26 @@ Result<ReadStats> read_kmsg_ring(const std::string& path, const ParseOptions& pa
     }
     if (n == 0) break;
     st.bytes += static_cast<uint64_t>(n);
-    pending.append(buf.data(), static_cast<size_t>(n));
+    std::string_view chunk(buf.data(), static_cast<size_t>(n));
+    if (skipping) {  // the rest of a line already cut: dropped up to its newline
+      const size_t nl = chunk.find('\n');
+      if (nl == std::string_view::npos) continue;
+      chunk.remove_prefix(nl + 1);
+      skipping = false;
+    }
+    pending.append(chunk);
     size_t start = 0;
     for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1)
       emit(std::string_view(pending).substr(start, nl - start));
     pending.erase(0, start);
-    if (pending.size() > kMaxMessageBytes * 2) {  // no newline in sight: cut, as the follower does
-      emit(pending);
+    if (pending.size() > kMaxLineBytes) {  // no newline in sight: cut, as the follower does
+      emit(std::string_view(pending).substr(0, kMaxLineBytes));
       ++st.truncated_lines;
       pending.clear();
+      skipping = true;
     }
   }
-  if (!pending.empty()) emit(pending);
+  if (!pending.empty() && !skipping) emit(pending);
   ::close(fd);
   return st;
 }

@@ -163,6 +163,21 @@ bool wait_for(const std::function<bool()>& f) {
   return f();
 }
 
+// `gpud scan` reads the ring (or a file standing in for it) with the same line cap as the follower:
+// a 3 MiB line without a newline is cut once, its rest dropped, and the next line read.
+TEST(KmsgRing, LongLinesAreCutOnceAndTheNextLineIsRead) {
+  TempFile f;
+  f.append("6,1,100,-;" + std::string(3 << 20, 'a') + "\n6,2,200,-;short\n");
+  std::vector<size_t> sizes;
+  auto r = read_kmsg_ring(f.path(), ParseOptions{TimePoint{}, 0},
+                          [&](const KmsgRecord& rec) { sizes.push_back(rec.message.size()); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->truncated_lines, 1u);
+  ASSERT_EQ(sizes.size(), 2u);
+  EXPECT_LE(sizes[0], kMaxMessageBytes);
+  EXPECT_EQ(sizes[1], 5u);
+}
+
 TEST(KmsgFollower, ReadsRingThenFollowsAndStopsPromptly) {
   TempFile f;
   f.append("6,1,100,-;first\n SUBSYSTEM=pci\n6,2,200,-;second\n");
