@@ -109,14 +109,14 @@ Result<void> Daemon::start() {
 }
 
 kmsg::BusIdentity Daemon::identify_bus(std::string_view raw_bus) {
-  const std::string bus = kmsg::normalize_pci_bus_id(raw_bus);
+  const std::string bus = normalize_pci_bus_id(raw_bus);
   kmsg::BusIdentity id;
   if (nvidia_ && nvidia_->status() == nvml::NvmlStatus::kReady) {
     // A minute-old snapshot is fine: GPUs do not move between bus ids.
     auto snap = nvidia_->snapshot(std::chrono::seconds(60));
     if (snap && *snap)
       for (const auto& g : (*snap)->gpus)
-        if (g.pci_bus_id.ok() && kmsg::normalize_pci_bus_id(g.pci_bus_id.value) == bus) {
+        if (g.pci_bus_id.ok() && normalize_pci_bus_id(g.pci_bus_id.value) == bus) {
           id.known = true;
           if (g.uuid.ok()) id.uuid = g.uuid.value;
           return id;
@@ -130,7 +130,7 @@ kmsg::BusIdentity Daemon::identify_bus(std::string_view raw_bus) {
   if (!known_in_sysfs() && now - sysfs_nvidia_devices_at_ >= std::chrono::minutes(1)) {
     sysfs_nvidia_devices_.clear();
     for (const std::string& dev : host::find_nvidia_devices(host::HostFs(config_.host_root)))
-      sysfs_nvidia_devices_.push_back(kmsg::normalize_pci_bus_id(dev));
+      sysfs_nvidia_devices_.push_back(normalize_pci_bus_id(dev));
     sysfs_nvidia_devices_at_ = now;
   }
   id.known = known_in_sysfs();

@@ -2,12 +2,48 @@
 
 #include <set>
 
+#include "catalog/nvidia_products.h"
 #include "catalog/nvlink_decode.h"
 #include "catalog/sxid_catalog.h"
 #include "catalog/xid_catalog.h"
 
 namespace gpud::catalog {
 namespace {
+
+TEST(NvidiaProducts, MemoryErrorManagement) {
+  for (const char* p : {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "NVIDIA GB200",
+                        "NVIDIA B200", "NVIDIA H200", "NVIDIA-A100-SXM4-80GB"}) {
+    const ProductCaps c = product_caps(p);
+    EXPECT_TRUE(c.row_remapping && c.error_containment && c.dynamic_page_offlining) << p;
+  }
+  const ProductCaps a10 = product_caps("NVIDIA A10");
+  EXPECT_TRUE(a10.row_remapping);
+  EXPECT_FALSE(a10.error_containment || a10.dynamic_page_offlining);
+  for (const char* p : {"NVIDIA GeForce RTX 4090", "Tesla V100-SXM2-32GB", ""})
+    EXPECT_FALSE(product_caps(p).row_remapping) << p;
+}
+
+TEST(NvidiaProducts, FabricManagerAndFabricState) {
+  EXPECT_TRUE(product_caps("NVIDIA H100 80GB HBM3").fabric_state);
+  EXPECT_FALSE(product_caps("NVIDIA H100 PCIe").fabric_state);
+  EXPECT_FALSE(product_caps("NVIDIA GH200 480GB").fabric_state);
+  EXPECT_FALSE(product_caps("NVIDIA A100-SXM4-80GB").fabric_state);
+  EXPECT_TRUE(product_caps("NVIDIA GB200").fabric_state);
+  EXPECT_TRUE(product_caps("NVIDIA A100-SXM4-80GB").fabric_manager);
+  EXPECT_TRUE(product_caps("NVIDIA H200").fabric_manager);
+  EXPECT_FALSE(product_caps("NVIDIA H100 PCIe").fabric_manager);
+  EXPECT_FALSE(product_caps("NVIDIA A10").fabric_manager);
+  EXPECT_FALSE(product_caps("NVIDIA GB200").fabric_manager);
+  EXPECT_FALSE(product_caps("NVIDIA GeForce RTX 4090").fabric_manager);
+}
+
+TEST(NvidiaProducts, PageRetirementUpToTuring) {
+  EXPECT_TRUE(architecture_retires_pages("volta"));
+  EXPECT_TRUE(architecture_retires_pages("turing"));
+  EXPECT_FALSE(architecture_retires_pages("ampere"));
+  EXPECT_FALSE(architecture_retires_pages("hopper"));
+  EXPECT_FALSE(architecture_retires_pages(""));
+}
 
 TEST(XidCatalog, HasEveryAppendixEntryOnce) {
   EXPECT_EQ(xid_catalog().size(), 172u);

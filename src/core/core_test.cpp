@@ -8,6 +8,7 @@
 #include "core/metrics.h"
 #include "core/registry.h"
 #include "core/scheduler.h"
+#include "core/strings.h"
 #include "core/time_util.h"
 
 namespace gpud {
@@ -98,6 +99,15 @@ TEST(Duration, ParsesGoStyle) {
   EXPECT_EQ(format_duration(5min), "5m0s");
   EXPECT_EQ(format_duration(1min), "1m0s");
   EXPECT_EQ(format_duration(15min), "15m0s");
+}
+
+TEST(Strings, TrimAndJoin) {
+  EXPECT_EQ(trim(" \t a b \r\n"), "a b");
+  EXPECT_EQ(trim("\v\f"), "");
+  EXPECT_EQ(trim(""), "");
+  EXPECT_EQ(join({}, ", "), "");
+  EXPECT_EQ(join({"a"}, ", "), "a");
+  EXPECT_EQ(join({"a", "", "c"}, "; "), "a; ; c");
 }
 
 TEST(Health, WorstOrdersBySeverity) {

@@ -15,11 +15,12 @@ std::optional<RepairAction> evaluate_suggested_actions(std::vector<TimePoint> re
   std::sort(failures.begin(), failures.end());
   if (reboots.back() > failures.back()) return std::nullopt;
   if (reboots.size() == 1 || failures.size() == 1) return RepairAction::kRebootSystem;
-  // Each failure is paired with the newest reboot before it; distinct pairs count the reboots
-  // that did not fix the failure.
+  // Each failure is paired with the newest reboot at or before it (a failure stamped with its
+  // reboot's second came after it, as GPUd's "not before the reboot" and the strict "resolved"
+  // test above agree); distinct pairs count the reboots that did not fix the failure.
   std::set<TimePoint> preceding;
   for (TimePoint f : failures) {
-    auto it = std::lower_bound(reboots.begin(), reboots.end(), f);
+    auto it = std::upper_bound(reboots.begin(), reboots.end(), f);
     if (it == reboots.begin()) continue;
     preceding.insert(*std::prev(it));
   }

@@ -12,10 +12,12 @@
 
 namespace gpud {
 
-// GPUd's EvaluateSuggestedActions: nullopt when there is no failure or the newest reboot came after
-// the newest failure (resolved by the reboot); REBOOT_SYSTEM without reboots, or with only one
-// reboot or failure; otherwise HARDWARE_INSPECTION once failures followed at least `max_reboots`
-// distinct reboots, else REBOOT_SYSTEM.
+// GPUd's EvaluateSuggestedActions, the one copy (disk, nfs, gpu-counts): nullopt when there is no
+// failure or the newest reboot came strictly after the newest failure (resolved by the reboot);
+// REBOOT_SYSTEM without reboots, or with only one reboot or failure; otherwise HARDWARE_INSPECTION
+// once failures followed at least `max_reboots` distinct reboots, else REBOOT_SYSTEM. A failure at
+// the same instant as a reboot follows that reboot (event times are cut to the second, so a
+// failure seen at boot often shares its reboot's second).
 std::optional<RepairAction> evaluate_suggested_actions(std::vector<TimePoint> reboots,
                                                        std::vector<TimePoint> failures,
                                                        int max_reboots = 2);

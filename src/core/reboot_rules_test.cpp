@@ -38,6 +38,22 @@ TEST(SuggestedActions, FailuresAfterTheSameRebootCountOnce) {
   EXPECT_EQ(evaluate_suggested_actions({at(0), at(1)}, {at(2), at(3)}, 1),
             RepairAction::kHardwareInspection);
 }
+// The boundary, decided once: a failure stamped with its reboot's second happened after that
+// reboot (it survived it), so the reboot neither resolves it nor escapes the count.
+TEST(SuggestedActions, FailureAtTheRebootsInstantFollowsThatReboot) {
+  EXPECT_EQ(evaluate_suggested_actions({at(1)}, {at(1)}), RepairAction::kRebootSystem);
+  EXPECT_EQ(evaluate_suggested_actions({at(1), at(3)}, {at(1), at(3)}),
+            RepairAction::kHardwareInspection);
+  EXPECT_EQ(evaluate_suggested_actions({at(1), at(3)}, {at(2), at(3)}),
+            RepairAction::kHardwareInspection);
+  // One instant later the reboot is after the newest failure: resolved.
+  EXPECT_FALSE(evaluate_suggested_actions({at(1), at(4)}, {at(2), at(3)}).has_value());
+}
+TEST(SuggestedActions, FailuresBeforeAnyRebootAreNotPaired) {
+  EXPECT_EQ(evaluate_suggested_actions({at(5), at(6)}, {at(1), at(2), at(7)}),
+            RepairAction::kRebootSystem);
+}
+
 TEST(SuggestedActions, AggregateHardwareDominates) {
   EXPECT_EQ(aggregate_actions({RepairAction::kRebootSystem, RepairAction::kHardwareInspection}),
             RepairAction::kHardwareInspection);

@@ -83,14 +83,6 @@ Result<std::vector<std::string>> HostFs::list(std::string_view absolute) const {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\n' || s[b] == '\r')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n' || s[e - 1] == '\r'))
-    --e;
-  return s.substr(b, e - b);
-}
-
 std::vector<std::string_view> split_fields(std::string_view line) {
   std::vector<std::string_view> out;
   size_t i = 0;

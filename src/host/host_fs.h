@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/strings.h"
 
 namespace gpud::host {
 
@@ -30,7 +31,6 @@ class HostFs {
   std::string root_;
 };
 
-std::string_view trim(std::string_view s);
 std::vector<std::string_view> split_fields(std::string_view line);  // on runs of spaces/tabs
 std::vector<std::string_view> split_lines(std::string_view text);
 

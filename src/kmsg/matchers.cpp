@@ -16,6 +16,7 @@
 #include "catalog/sxid_catalog.h"
 #include "catalog/xid_catalog.h"
 #include "core/parse_number.h"
+#include "core/pci_address.h"
 #include "kmsg/parser.h"
 
 namespace gpud::kmsg {
@@ -555,42 +556,5 @@ std::vector<Match> KernelLogMatcher::feed(std::string_view s) {
 }
 
 void KernelLogMatcher::reset() { *this = KernelLogMatcher(); }
-
-std::string normalize_pci_bus_id(std::string_view id) {
-  std::string s;
-  for (char c : id) s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  if (s.rfind("pci:", 0) == 0) s.erase(0, 4);
-  // Split "[domain:]bus:dev[.fn]".
-  std::string fn = "0";
-  if (auto dot = s.rfind('.'); dot != std::string::npos) {
-    fn = s.substr(dot + 1);
-    s.resize(dot);
-  }
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (;;) {
-    const size_t c = s.find(':', start);
-    parts.push_back(s.substr(start, c == std::string::npos ? std::string::npos : c - start));
-    if (c == std::string::npos) break;
-    start = c + 1;
-  }
-  auto hex = [](const std::string& p) {
-    return !p.empty() && p.find_first_not_of("0123456789abcdef") == std::string::npos;
-  };
-  if (parts.size() == 2) parts.insert(parts.begin(), "0000");
-  if (parts.size() != 3 || !hex(parts[0]) || !hex(parts[1]) || !hex(parts[2]) || !hex(fn) ||
-      parts[0].size() > 8 || parts[1].size() > 2 || parts[2].size() > 2 || fn.size() > 1) {
-    std::string lower;
-    for (char c : id)
-      lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    return lower;
-  }
-  auto pad = [](std::string p, size_t n) {
-    while (p.size() < n) p.insert(p.begin(), '0');
-    return p;
-  };
-  std::string dom = parts[0].size() > 4 ? parts[0].substr(parts[0].size() - 4) : pad(parts[0], 4);
-  return dom + ":" + pad(parts[1], 2) + ":" + pad(parts[2], 2) + "." + fn;
-}
 
 }  // namespace gpud::kmsg

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/health.h"
+#include "core/pci_address.h"
 
 namespace gpud::kmsg {
 
@@ -57,9 +58,5 @@ class KernelLogMatcher {
   std::string fallen_bdf_;
   int fallen_lines_left_ = 0;
 };
-
-// "PCI:0000:3B:00" / "3b:00" / "00000000:3b:00.0" -> "0000:3b:00.0" (lower case, 4-digit
-// domain, function added when missing). Returns the input lower-cased when it is no bus id.
-std::string normalize_pci_bus_id(std::string_view id);
 
 }  // namespace gpud::kmsg

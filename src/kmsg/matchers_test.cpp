@@ -257,11 +257,10 @@ TEST(AerMatcher, SeverityAndDevice) {
   EXPECT_TRUE(match_message("AER: enabled with IRQ 24").empty());
 }
 
-TEST(PciId, Normalisation) {
-  EXPECT_EQ(normalize_pci_bus_id("PCI:0000:3B:00"), "0000:3b:00.0");
-  EXPECT_EQ(normalize_pci_bus_id("3b:00"), "0000:3b:00.0");
-  EXPECT_EQ(normalize_pci_bus_id("00000000:3b:00.1"), "0000:3b:00.1");
-  EXPECT_EQ(normalize_pci_bus_id("garbage"), "garbage");
+// The Xid of a GPU in a PCI domain above 0xffff names the bus id NVML and sysfs give that GPU.
+TEST(XidMatcher, WideDomainsKeepTheirDigits) {
+  auto m = one("NVRM: Xid (PCI:10000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.");
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "10000:3b:00.0");
 }
 
 TEST(Prefilter, RejectsOrdinaryLines) {

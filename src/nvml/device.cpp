@@ -57,18 +57,6 @@ std::string FabricInfo::health_incorrect_configuration() const {
   }
 }
 
-std::string normalize_pci_bus_id(std::string_view bus_id) {
-  std::string s;
-  for (char c : bus_id) {
-    if (c == '\0') break;
-    s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  // NVML writes an 8-digit domain; sysfs and lspci use 4 digits when the upper ones are zero.
-  auto colon = s.find(':');
-  if (colon == 8 && s.compare(0, 4, "0000") == 0) s.erase(0, 4);
-  return s;
-}
-
 std::string architecture_from_compute_capability(int major, int minor) {
   switch (major) {
     case 1: return "tesla";

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/pci_address.h"
 #include "core/result.h"
 #include "nvml/abi.h"
 #include "nvml/loader.h"
@@ -188,8 +189,6 @@ struct NvmlSnapshot {
   std::chrono::system_clock::time_point time{};
 };
 
-// "00000000:3B:00.0" -> "0000:3b:00.0" (4-digit domain when it fits, lower case).
-std::string normalize_pci_bus_id(std::string_view bus_id);
 // GPUd's mapping from CUDA compute capability: 1 tesla, 2 fermi, 3 kepler, 5 maxwell, 6 pascal,
 // 7.0-7.4 volta, 7.5+ turing, 8.0-8.8 ampere, 8.9 ada-lovelace, 9 hopper, 10/12 blackwell.
 std::string architecture_from_compute_capability(int major, int minor);

@@ -470,10 +470,7 @@ TEST(NvmlGpm, SamplingErrorsAndOldDriversAreReported) {
   EXPECT_EQ(o.error().message, "GPM sampling not supported by this driver");
 }
 
-TEST(NvmlDevice, NormalizesBusIdsAndArchitectures) {
-  EXPECT_EQ(normalize_pci_bus_id("00000000:3B:00.0"), "0000:3b:00.0");
-  EXPECT_EQ(normalize_pci_bus_id("0000:3B:00.0"), "0000:3b:00.0");
-  EXPECT_EQ(normalize_pci_bus_id("00010000:3B:00.0"), "00010000:3b:00.0");
+TEST(NvmlDevice, MapsArchitecturesAndErrors) {
   EXPECT_EQ(architecture_from_compute_capability(7, 0), "volta");
   EXPECT_EQ(architecture_from_compute_capability(7, 5), "turing");
   EXPECT_EQ(architecture_from_compute_capability(8, 6), "ampere");

@@ -11,7 +11,7 @@ namespace gpud::components {
 namespace {
 
 std::string unquote(std::string_view v) {
-  v = host::trim(v);
+  v = trim(v);
   if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front())
     v = v.substr(1, v.size() - 2);
   return std::string(v);
@@ -21,7 +21,7 @@ void check_assignment(std::string_view kv, const std::string& where,
                       std::vector<BadEnvFinding>& out) {
   size_t eq = kv.find('=');
   if (eq == std::string_view::npos) return;
-  auto key = host::trim(kv.substr(0, eq));
+  auto key = trim(kv.substr(0, eq));
   if (is_bad_cuda_env_var(key))
     out.push_back({std::string(key), unquote(kv.substr(eq + 1)), where});
 }
@@ -54,9 +54,9 @@ std::vector<BadEnvFinding> bad_envs_in_environment_file(std::string_view text,
                                                         const std::string& where) {
   std::vector<BadEnvFinding> out;
   for (auto line : host::split_lines(text)) {
-    line = host::trim(line);
+    line = trim(line);
     if (line.empty() || line.front() == '#') continue;
-    if (line.substr(0, 7) == "export ") line = host::trim(line.substr(7));
+    if (line.substr(0, 7) == "export ") line = trim(line.substr(7));
     check_assignment(line, where, out);
   }
   return out;
@@ -67,7 +67,7 @@ std::vector<BadEnvFinding> bad_envs_in_systemd_conf(std::string_view text,
   std::vector<BadEnvFinding> out;
   constexpr std::string_view kKey = "DefaultEnvironment=";
   for (auto line : host::split_lines(text)) {
-    line = host::trim(line);
+    line = trim(line);
     if (line.substr(0, kKey.size()) != kKey) continue;
     for (const auto& w : split_systemd_words(line.substr(kKey.size())))
       check_assignment(w, where, out);

@@ -340,17 +340,6 @@ TEST(Pcie, ReplayGrowthAboveBudgetIsDegraded) {
   EXPECT_EQ(evaluate_pcie(s, prev).health(), Health::kHealthy);
 }
 
-TEST(FabricManager, ProductTables) {
-  EXPECT_TRUE(fabric_state_supported("NVIDIA H100 80GB HBM3"));
-  EXPECT_FALSE(fabric_state_supported("NVIDIA H100 PCIe"));
-  EXPECT_FALSE(fabric_state_supported("NVIDIA GH200 480GB"));
-  EXPECT_FALSE(fabric_state_supported("NVIDIA A100-SXM4-80GB"));
-  EXPECT_TRUE(fabric_manager_supported("NVIDIA A100-SXM4-80GB"));
-  EXPECT_FALSE(fabric_manager_supported("NVIDIA A10"));
-  EXPECT_FALSE(fabric_manager_supported("NVIDIA GB200"));
-  EXPECT_FALSE(fabric_manager_supported("NVIDIA GeForce RTX 4090"));
-}
-
 nvml::FabricInfo fabric(uint8_t state, uint32_t mask = 0, uint8_t summary = 1) {
   nvml::FabricInfo f;
   f.state = state;

@@ -16,20 +16,6 @@
 namespace gpud::components {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// The longest key contained in `product`, or "".
-std::string longest_match(const std::string& product, std::initializer_list<const char*> keys) {
-  std::string best;
-  for (const char* k : keys)
-    if (product.find(k) != std::string::npos && std::string_view(k).size() > best.size()) best = k;
-  return best;
-}
-
 std::string_view state_name(uint8_t state) {
   switch (state) {
     case nvml::NVML_GPU_FABRIC_STATE_NOT_SUPPORTED: return "Not Supported";
@@ -50,20 +36,6 @@ std::string_view summary_name(uint8_t s) {
 }
 
 }  // namespace
-
-bool fabric_state_supported(std::string_view product) {
-  std::string p = lower(product);
-  if (p.find("pcie") != std::string::npos || p.find("gh200") != std::string::npos) return false;
-  return !longest_match(p, {"gb200", "h100", "h200"}).empty();
-}
-
-bool fabric_manager_supported(std::string_view product) {
-  std::string p = lower(product);
-  if (p.find("pcie") != std::string::npos) return false;
-  std::string m =
-      longest_match(p, {"a100", "b100", "b200", "h100", "h200", "gb200", "gh200", "a10"});
-  return m == "a100" || m == "b100" || m == "b200" || m == "h100" || m == "h200";
-}
 
 std::optional<int> count_nvswitches(const host::HostFs& fs) {
   auto devs = fs.list("/sys/bus/pci/devices");
@@ -133,20 +105,22 @@ bool nvlink_fabric_present(const nvml::NvmlSnapshot& snapshot, const FabricManag
   return false;
 }
 
-bool fabric_manager_service_expected(std::string_view product, const FabricManagerProbe& probe) {
-  if (!fabric_manager_supported(product)) return false;
+bool fabric_manager_service_expected(const catalog::ProductCaps& caps,
+                                     const FabricManagerProbe& probe) {
+  if (!caps.fabric_manager) return false;
   if (probe.nvswitches) return *probe.nvswitches > 0;
   return probe.binary_found;
 }
 
 CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
                                     const FabricManagerProbe& probe) {
-  std::string product = snapshot.gpus.empty() ? "" : snapshot.gpus.front().name.value;
+  const std::string product = product_of(snapshot);
+  const catalog::ProductCaps caps = caps_of(snapshot);
   nlohmann::json gpus = nlohmann::json::array();
   std::vector<std::vector<std::string>> rows = {
       {"GPU", "UUID", "STATE", "STATUS", "SUMMARY", "HEALTH"}};
   std::string issues;
-  bool state_supported = fabric_state_supported(product);
+  bool state_supported = caps.fabric_state;
   // A single GPU, or GPUs with no sign of a fabric, are on none: NVML answers "Not Supported" there
   // (a lone H200 on driver 580 does), which is not a fault.
   bool state_checked = state_supported && nvlink_fabric_present(snapshot, probe);
@@ -203,11 +177,11 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
       }
     }
   }
-  bool service_expected = fabric_manager_service_expected(product, probe);
+  bool service_expected = fabric_manager_service_expected(caps, probe);
   nlohmann::json data = {{"product", product},
                          {"fabric_state_supported", state_supported},
                          {"fabric_state_checked", state_checked},
-                         {"fabric_manager_supported", fabric_manager_supported(product)},
+                         {"fabric_manager_supported", caps.fabric_manager},
                          {"gpus", gpus},
                          {"service_checked", service_expected}};
   if (probe.nvswitches) data["nvswitches"] = *probe.nvswitches;
@@ -223,7 +197,7 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
     reason = product + " with unhealthy fabric state: " + issues;
   }
   std::string svc;
-  if (!fabric_manager_supported(product)) {
+  if (!caps.fabric_manager) {
     svc = "does not support fabric manager";
   } else if (!service_expected) {
     svc = "NVSwitch not detected, skipping fabric manager check";
@@ -251,13 +225,12 @@ FabricManagerComponent::FabricManagerComponent(const ComponentContext& ctx)
 
 CheckResult FabricManagerComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   FabricManagerProbe probe;
-  std::string product = snapshot.gpus.empty() ? "" : snapshot.gpus.front().name.value;
-  if (fabric_manager_supported(product) || fabric_state_supported(product))
-    probe.nvswitches = count_nvswitches(fs_);
-  if (fabric_manager_supported(product)) {
+  const catalog::ProductCaps caps = caps_of(snapshot);
+  if (caps.fabric_manager || caps.fabric_state) probe.nvswitches = count_nvswitches(fs_);
+  if (caps.fabric_manager) {
     const char* path = std::getenv("PATH");
     probe.binary_found = executable_on_path("nv-fabricmanager", path != nullptr ? path : "");
-    if (fabric_manager_service_expected(product, probe) && probe.binary_found)
+    if (fabric_manager_service_expected(caps, probe) && probe.binary_found)
       probe.port_open = tcp_port_answers(kFabricManagerPort, std::chrono::seconds(1));
   }
   return evaluate_fabric_manager(snapshot, probe);

@@ -14,10 +14,6 @@ namespace gpud::components {
 inline constexpr std::string_view kFabricManagerName = "accelerator-nvidia-fabric-manager";
 inline constexpr int kFabricManagerPort = 6666;
 
-// GPUd's product tables (longest case-insensitive substring; "pcie" in the name disables both).
-bool fabric_state_supported(std::string_view product);
-bool fabric_manager_supported(std::string_view product);
-
 // Counts PCI devices with vendor 0x10de and class 0x0680xx (NVSwitch bridges) under
 // /sys/bus/pci/devices; nullopt when that directory cannot be read.
 std::optional<int> count_nvswitches(const host::HostFs& fs);
@@ -45,7 +41,8 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
                                     const FabricManagerProbe& probe);
 // Whether the service check applies: product needs FM and NVSwitches are present (or, when they
 // cannot be detected, nv-fabricmanager is installed).
-bool fabric_manager_service_expected(std::string_view product, const FabricManagerProbe& probe);
+bool fabric_manager_service_expected(const catalog::ProductCaps& caps,
+                                     const FabricManagerProbe& probe);
 
 class FabricManagerComponent : public NvidiaComponent {
  public:

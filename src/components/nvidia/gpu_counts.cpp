@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <set>
-
+#include "core/reboot_rules.h"
 #include "host/pci.h"
 
 namespace gpud::components {
@@ -17,24 +15,6 @@ constexpr const char* kFound = "accelerator_nvidia_gpu_counts_found";
 constexpr const char* kPci = "accelerator_nvidia_gpu_counts_pci";
 constexpr const char* kExpected = "accelerator_nvidia_gpu_counts_expected";
 }  // namespace
-
-std::optional<RepairAction> evaluate_suggested_actions(std::vector<TimePoint> reboots,
-                                                       std::vector<TimePoint> failures,
-                                                       int max_reboots) {
-  if (reboots.empty()) return RepairAction::kRebootSystem;
-  std::sort(reboots.begin(), reboots.end());
-  std::sort(failures.begin(), failures.end());
-  if (!failures.empty() && reboots.back() > failures.back()) return std::nullopt;
-  if (reboots.size() == 1 || failures.size() <= 1) return RepairAction::kRebootSystem;
-  std::set<TimePoint> preceding;  // distinct reboots each followed by a failure
-  for (TimePoint f : failures) {
-    auto it = std::upper_bound(reboots.begin(), reboots.end(), f);
-    if (it == reboots.begin()) continue;
-    preceding.insert(*std::prev(it));
-  }
-  if (static_cast<int>(preceding.size()) >= max_reboots) return RepairAction::kHardwareInspection;
-  return RepairAction::kRebootSystem;
-}
 
 CheckResult evaluate_gpu_counts(const GpuCountInput& in, TimePoint now) {
   std::map<std::string, std::string> extra = {

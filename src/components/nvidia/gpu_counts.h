@@ -13,14 +13,6 @@ namespace gpud::components {
 inline constexpr const char* kGpuCountMismatchEvent = "gpu-count-mismatch";
 inline constexpr std::chrono::hours kGpuCountLookback{72};
 
-// GPUd's EvaluateSuggestedActions (pkg/eventstore/suggested_actions.go), pure; local here until
-// src/core has a shared one. No reboot ⇒ REBOOT_SYSTEM; the newest reboot after the newest failure
-// ⇒ nullopt (resolved); one reboot or one failure ⇒ REBOOT_SYSTEM; else the number of distinct
-// reboots that preceded a failure ≥ max_reboots ⇒ HARDWARE_INSPECTION, else REBOOT_SYSTEM.
-std::optional<RepairAction> evaluate_suggested_actions(std::vector<TimePoint> reboots,
-                                                       std::vector<TimePoint> failures,
-                                                       int max_reboots = 2);
-
 struct GpuCountInput {
   size_t nvml_count = 0;
   int expected = 0;                   // --gpu-count; 0: not checked

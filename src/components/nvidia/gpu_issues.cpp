@@ -3,19 +3,9 @@
 #include <algorithm>
 
 #include "components/nvidia/nvidia_component.h"
+#include "core/strings.h"
 
 namespace gpud::components {
-
-namespace {
-std::string join(const std::vector<std::string>& v, std::string_view sep) {
-  std::string out;
-  for (const auto& s : v) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
-}
-}  // namespace
 
 void GpuIssues::nvml_error(const nvml::GpuSnapshot& gpu, std::string_view what,
                            const std::string& error) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "components/nvidia/gpu_issues.h"
+#include "core/strings.h"
 
 namespace gpud::components {
 
@@ -14,11 +15,6 @@ constexpr const char* kSlowdown = "accelerator_nvidia_clock_hw_slowdown";
 constexpr const char* kThermal = "accelerator_nvidia_clock_hw_slowdown_thermal";
 constexpr const char* kPowerBrake = "accelerator_nvidia_clock_hw_slowdown_power_brake";
 
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
 }  // namespace
 
 std::vector<Event> hw_slowdown_events(const nvml::NvmlSnapshot& snapshot, TimePoint now) {
@@ -34,7 +30,7 @@ std::vector<Event> hw_slowdown_events(const nvml::NvmlSnapshot& snapshot, TimePo
     e.name = kHwSlowdownEvent;
     e.type = EventType::kWarning;
     std::string uuid = g.uuid.ok() ? g.uuid.value : gpu_label(g);
-    e.message = uuid + ": " + join(reasons);
+    e.message = uuid + ": " + join(reasons, ", ");
     e.extra_info = {{"data_source", "nvml"},
                     {"gpu_uuid", uuid},
                     {"gpu", g.index},
@@ -57,9 +53,9 @@ CheckResult evaluate_hw_slowdown(const nvml::NvmlSnapshot& snapshot,
       auto reasons = nvml::hw_slowdown_reasons(g.clocks_event_reasons.value);
       j["clock_event_reasons"] = g.clocks_event_reasons.value;
       j["hw_slowdown_reasons"] = reasons;
-      if (!reasons.empty()) current.push_back(gpu_label(g) + ": " + join(reasons));
+      if (!reasons.empty()) current.push_back(gpu_label(g) + ": " + join(reasons, ", "));
       rows.push_back({std::to_string(g.index), fmt::format("0x{:x}", g.clocks_event_reasons.value),
-                      reasons.empty() ? "-" : join(reasons)});
+                      reasons.empty() ? "-" : join(reasons, ", ")});
     } else {
       std::string t = g.clocks_event_reasons.supported() ? "error" : "n/a";
       rows.push_back({std::to_string(g.index), t, t});
@@ -90,7 +86,7 @@ CheckResult evaluate_hw_slowdown(const nvml::NvmlSnapshot& snapshot,
                             " GPU(s) were checked, no hw slowdown found"
                       : fmt::format("hw slowdown in {} of the last {} minutes (below {:.0f}%): {}",
                                     minutes.size(), kHwSlowdownWindow.count(),
-                                    kHwSlowdownFrequencyThreshold * 100, join(current));
+                                    kHwSlowdownFrequencyThreshold * 100, join(current, ", "));
   nlohmann::json data = {{"gpus", gpus},
                          {"window_minutes_with_events", minutes.size()},
                          {"window_events", count},
@@ -101,7 +97,7 @@ CheckResult evaluate_hw_slowdown(const nvml::NvmlSnapshot& snapshot,
         "frequent hardware slowdown (thermal, power brake or external signal): "
         "inspect the GPU, its cooling and power delivery";
   if (issues.health() == Health::kUnhealthy && !current.empty())
-    r.states[0].reason += "; now: " + join(current);
+    r.states[0].reason += "; now: " + join(current, ", ");
   return r;
 }
 

@@ -20,12 +20,6 @@ std::string brand_name(int brand) {
   return kBrands[brand];
 }
 
-std::string product_of(const nvml::NvmlSnapshot& s) {
-  for (const auto& g : s.gpus)
-    if (g.name.ok()) return g.name.value;
-  return "";
-}
-
 }  // namespace
 
 CheckResult evaluate_info(const nvml::NvmlSnapshot& snapshot) {

@@ -44,6 +44,16 @@ std::optional<CheckResult> nvidia_preamble(
   return std::nullopt;
 }
 
+std::string product_of(const nvml::NvmlSnapshot& snapshot) {
+  for (const auto& g : snapshot.gpus)
+    if (g.name.ok()) return g.name.value;
+  return "";
+}
+
+catalog::ProductCaps caps_of(const nvml::NvmlSnapshot& snapshot) {
+  return catalog::product_caps(product_of(snapshot));
+}
+
 std::string gpu_label(const nvml::GpuSnapshot& gpu) {
   std::string s = "GPU " + std::to_string(gpu.index);
   if (gpu.pci_bus_id.ok()) s += " (" + gpu.pci_bus_id.value + ")";

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <optional>
 
+#include "catalog/nvidia_products.h"
 #include "core/component.h"
 #include "nvml/source.h"
 
@@ -54,6 +55,11 @@ class NvidiaComponent : public Component {
 std::optional<CheckResult> nvidia_preamble(
     std::string_view component, nvml::NvmlStatus status, const std::string& status_message,
     const Result<std::shared_ptr<const nvml::NvmlSnapshot>>& snap);
+
+// The product of a snapshot: the name of its first GPU whose name could be read ("" when none).
+std::string product_of(const nvml::NvmlSnapshot& snapshot);
+// What that product can do (row remapping, fabric manager, fabric state...): the one catalog.
+catalog::ProductCaps caps_of(const nvml::NvmlSnapshot& snapshot);
 
 // A GPU's short label for reasons: "GPU 0 (0000:3b:00.0)".
 std::string gpu_label(const nvml::GpuSnapshot& gpu);

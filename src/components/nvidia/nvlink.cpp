@@ -126,10 +126,9 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
   if (!errors.empty()) return b_result(kNvlinkName, Health::kUnhealthy, errors, data, detail);
   // A multi-GPU system of a product built around NVLink (it has a fabric manager or fabric state)
   // where every pair was probed and none reports NVLink P2P.
-  const std::string product =
-      !snapshot.gpus.empty() && snapshot.gpus[0].name.ok() ? snapshot.gpus[0].name.value : "";
-  const bool nvlink_expected = snapshot.gpus.size() > 1 && (fabric_manager_supported(product) ||
-                                                            fabric_state_supported(product));
+  const catalog::ProductCaps caps = caps_of(snapshot);
+  const bool nvlink_expected =
+      snapshot.gpus.size() > 1 && (caps.fabric_manager || caps.fabric_state);
   if (nvlink_expected && p2p_probed && pairs_probed == snapshot.nvlink_p2p.size() &&
       pairs_ok == 0) {
     std::optional<SuggestedActions> actions;

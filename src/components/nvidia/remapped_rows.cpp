@@ -16,25 +16,11 @@ constexpr const char* kUncorrectable =
 constexpr const char* kCorrectable = "accelerator_nvidia_remapped_rows_due_to_correctable_errors";
 constexpr const char* kPending = "accelerator_nvidia_remapped_rows_remapping_pending";
 constexpr const char* kFailed = "accelerator_nvidia_remapped_rows_remapping_failed";
-
-std::string product_of(const nvml::NvmlSnapshot& s) {
-  for (const auto& g : s.gpus)
-    if (g.name.ok()) return g.name.value;
-  return "";
-}
 }  // namespace
-
-bool product_supports_row_remapping(std::string_view product) {
-  std::string p(product);
-  std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const char* k : {"a100", "b100", "b200", "gb200", "h100", "h200", "a10"})
-    if (p.find(k) != std::string::npos) return true;
-  return false;
-}
 
 CheckResult evaluate_remapped_rows(const nvml::NvmlSnapshot& snapshot) {
   std::string product = product_of(snapshot);
-  if (!product_supports_row_remapping(product)) {
+  if (!caps_of(snapshot).row_remapping) {
     auto r = single_state(
         kName, Health::kHealthy,
         (product.empty() ? std::string("GPU") : product) + " does not support row remapping",
@@ -97,13 +83,11 @@ RemappedRowsComponent::RemappedRowsComponent(const ComponentContext& ctx) : Nvid
 }
 
 bool RemappedRowsComponent::supported() const {
-  return supported_when([](const nvml::NvmlSnapshot& snap) {
-    return product_supports_row_remapping(product_of(snap));
-  });
+  return supported_when([](const nvml::NvmlSnapshot& snap) { return caps_of(snap).row_remapping; });
 }
 
 CheckResult RemappedRowsComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
-  bool supports = product_supports_row_remapping(product_of(snapshot));
+  bool supports = caps_of(snapshot).row_remapping;
   learn_support(supports);
   if (MetricRegistry* m = ctx().metrics; m != nullptr && supports) {
     for (const auto& g : snapshot.gpus) {

@@ -7,10 +7,6 @@
 
 namespace gpud::components {
 
-// GPUd's memory-error-management table: a product name containing a100, a10, b100, b200, gb200,
-// h100 or h200 (case-insensitive) supports row remapping.
-bool product_supports_row_remapping(std::string_view product);
-
 // The rule over one snapshot (pure; unit tests call it).
 CheckResult evaluate_remapped_rows(const nvml::NvmlSnapshot& snapshot);
 

@@ -43,14 +43,10 @@ std::map<std::string, Range> dbe_history(const std::vector<Event>& history) {
 }
 }  // namespace
 
-bool architecture_retires_pages(std::string_view a) {
-  return a == "volta" || a == "turing" || a == "pascal" || a == "maxwell" || a == "kepler" ||
-         a == "fermi" || a == "tesla";
-}
-
 bool snapshot_retires_pages(const nvml::NvmlSnapshot& snapshot) {
   for (const auto& g : snapshot.gpus)
-    if (architecture_retires_pages(g.architecture) && g.retired_pages.supported()) return true;
+    if (catalog::architecture_retires_pages(g.architecture) && g.retired_pages.supported())
+      return true;
   return false;
 }
 
@@ -59,7 +55,7 @@ std::vector<Event> retired_pages_events(const nvml::NvmlSnapshot& snapshot,
   auto known = dbe_history(history);
   std::vector<Event> out;
   for (const auto& g : snapshot.gpus) {
-    if (!architecture_retires_pages(g.architecture) || !g.retired_pages.ok()) continue;
+    if (!catalog::architecture_retires_pages(g.architecture) || !g.retired_pages.ok()) continue;
     uint32_t dbe = g.retired_pages.value.double_bit;
     auto it = known.find(uuid_of(g));
     if (it != known.end() && it->second.newest == dbe) continue;
@@ -86,7 +82,7 @@ CheckResult evaluate_retired_pages(const nvml::NvmlSnapshot& snapshot,
   for (const auto& g : snapshot.gpus) {
     nlohmann::json j = gpu_identity_json(g);
     j["architecture"] = g.architecture;
-    if (!architecture_retires_pages(g.architecture)) {
+    if (!catalog::architecture_retires_pages(g.architecture)) {
       j["supported"] = false;
       rows.push_back({std::to_string(g.index), g.architecture, "n/a", "n/a", "n/a", "n/a"});
       gpus.push_back(std::move(j));
@@ -159,7 +155,7 @@ CheckResult RetiredPagesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) 
   learn_support(snapshot_retires_pages(snapshot));
   if (MetricRegistry* m = ctx().metrics) {
     for (const auto& g : snapshot.gpus) {
-      if (!architecture_retires_pages(g.architecture)) continue;
+      if (!catalog::architecture_retires_pages(g.architecture)) continue;
       Labels l = gpu_labels(g);
       if (g.retired_pages.ok()) {
         m->set(kName, kSbe, g.retired_pages.value.single_bit, l);

@@ -12,9 +12,6 @@ inline constexpr uint32_t kMaxRetiredPages = 63;           // DCGM_LIMIT_MAX_RET
 inline constexpr uint32_t kDbeRetiredPagesSoftLimit = 15;  // ..._SOFT_LIMIT: DBE pages
 inline constexpr std::chrono::hours kDbeRetirementWindow{24 * 7};
 
-// Architectures that retire pages (before Ampere).
-bool architecture_retires_pages(std::string_view architecture);
-
 // The DBE page count recorded per GPU (uuid) as events when it changes, read back to compute the
 // weekly growth.
 std::vector<Event> retired_pages_events(const nvml::NvmlSnapshot& snapshot,

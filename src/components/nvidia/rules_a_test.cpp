@@ -82,18 +82,6 @@ TEST(GpuCounts, MismatchAfterTwoRebootsNeedsInspection) {
   EXPECT_EQ(action_of(evaluate_gpu_counts(in)), RepairAction::kHardwareInspection);
 }
 
-TEST(SuggestedActions, RebootAfterNewestFailureResolves) {
-  TimePoint t0 = Clock::now();
-  EXPECT_EQ(evaluate_suggested_actions({t0 + 1h}, {t0}), std::nullopt);
-  EXPECT_EQ(evaluate_suggested_actions({}, {t0}), RepairAction::kRebootSystem);
-  EXPECT_EQ(evaluate_suggested_actions({t0}, {t0 + 1h, t0 + 2h}), RepairAction::kRebootSystem);
-  // Two failures after the same reboot are one pair.
-  EXPECT_EQ(evaluate_suggested_actions({t0, t0 + 1h}, {t0 + 2h, t0 + 3h}),
-            RepairAction::kRebootSystem);
-  EXPECT_EQ(evaluate_suggested_actions({t0, t0 + 2h}, {t0 + 1h, t0 + 3h}),
-            RepairAction::kHardwareInspection);
-}
-
 // ---- temperature ----
 TEST(Temperature, NormalTemperaturesAreHealthy) {
   auto r = evaluate_temperature(h100x(8), 5);
@@ -293,14 +281,6 @@ TEST(Ecc, UnsupportedIsNotApplicable) {
 }
 
 // ---- remapped rows ----
-TEST(RemappedRows, ProductTable) {
-  EXPECT_TRUE(product_supports_row_remapping("NVIDIA H100 80GB HBM3"));
-  EXPECT_TRUE(product_supports_row_remapping("NVIDIA A100-SXM4-80GB"));
-  EXPECT_TRUE(product_supports_row_remapping("NVIDIA A10"));
-  EXPECT_TRUE(product_supports_row_remapping("NVIDIA GB200"));
-  EXPECT_FALSE(product_supports_row_remapping("NVIDIA GeForce RTX 4090"));
-  EXPECT_FALSE(product_supports_row_remapping("Tesla V100-SXM2-32GB"));
-}
 
 TEST(RemappedRows, NoRemapIsHealthy) {
   EXPECT_EQ(evaluate_remapped_rows(h100x(8)).health(), Health::kHealthy);

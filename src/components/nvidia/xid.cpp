@@ -7,18 +7,11 @@
 
 #include "catalog/xid_catalog.h"
 #include "components/kernel_log_support.h"
+#include "components/nvidia/nvidia_component.h"
 #include "core/log.h"
 #include "nvml/source.h"
 
 namespace gpud::components {
-
-bool supports_row_remapping(std::string_view product) {
-  std::string p(product);
-  std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (std::string_view k : {"a100", "h100", "h200", "b200", "gb200", "b100"})
-    if (p.find(k) != std::string::npos) return true;
-  return false;
-}
 
 ErrorRecord to_error_record(const Event& e, std::string_view code_key) {
   ErrorRecord r;
@@ -109,9 +102,7 @@ bool XidComponent::row_remapping() const {
   if (src == nullptr || src->status() != nvml::NvmlStatus::kReady) return false;
   auto snap = src->snapshot();
   if (!snap || !*snap) return false;
-  for (const auto& g : (*snap)->gpus)
-    if (g.name.ok() && supports_row_remapping(g.name.value)) return true;
-  return false;
+  return caps_of(**snap).row_remapping;
 }
 
 CheckResult XidComponent::check() {

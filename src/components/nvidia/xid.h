@@ -15,10 +15,6 @@ namespace gpud::components {
 inline constexpr std::string_view kXidComponent = "accelerator-nvidia-error-xid";
 inline constexpr std::string_view kSxidComponent = "accelerator-nvidia-error-sxid";
 
-// GPU products whose memory errors are handled by row remapping (the remapped-rows component
-// judges Xid 63/64 there).
-bool supports_row_remapping(std::string_view product);
-
 // One stored Xid/SXid event as a replay record; `code_key` is "xid" or "sxid". The reason names
 // the code, mnemonic, description, bus id and UUID.
 ErrorRecord to_error_record(const Event& e, std::string_view code_key);

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "components/nvidia/nvidia_component.h"
 #include "components/nvidia/sxid.h"
+#include "components/nvidia/test_snapshot.h"
 #include "kmsg/dispatcher.h"
 #include "kmsg/writer.h"
 #include "store/database.h"
@@ -49,12 +51,19 @@ TEST(XidRule, RowRemappingGpusLeave63And64ToRemappedRows) {
   EXPECT_EQ(evaluate_xid({e}, {}, {}, false).health, Health::kUnhealthy);
 }
 
-TEST(XidRule, ProductsWithRowRemapping) {
-  EXPECT_TRUE(supports_row_remapping("NVIDIA H100 80GB HBM3"));
-  EXPECT_TRUE(supports_row_remapping("NVIDIA-A100-SXM4-80GB"));
-  EXPECT_TRUE(supports_row_remapping("NVIDIA GB200"));
-  EXPECT_FALSE(supports_row_remapping("NVIDIA A10"));
-  EXPECT_FALSE(supports_row_remapping("Tesla V100-SXM2-16GB"));
+// The disagreement this resolved: the Xid component's own table lacked the A10, so on an A10 an
+// Xid 64 was judged twice (here and by remapped-rows). Both now read the one catalog.
+TEST(XidRule, A10LeavesRowRemappingXidsToRemappedRowsToo) {
+  using namespace testing;
+  nvml::GpuSnapshot a10 = h100(0);
+  a10.name = ok<std::string>("NVIDIA A10");
+  const nvml::NvmlSnapshot s = snapshot_of({a10});
+  ASSERT_TRUE(caps_of(s).row_remapping);
+  Event e = xid_event(1, 64);
+  e.type = EventType::kFatal;
+  EXPECT_EQ(evaluate_xid({e}, {}, {}, caps_of(s).row_remapping).health, Health::kHealthy);
+  nvml::GpuSnapshot v100_0 = v100(0);
+  EXPECT_FALSE(caps_of(snapshot_of({v100_0})).row_remapping);
 }
 
 TEST(XidRule, Xid94HasAThousandRebootsByDefault) {
