@@ -80,6 +80,9 @@ Result<void> Daemon::start() {
   for (Component* c : registry_.supported()) c->start();
 
   machine_info_ = host::collect_machine_info(fs);
+  // Takes the first NVML snapshot when NVML is ready, before the kernel log is followed: the ring
+  // re-read then names each bus id's GPU (identify_bus reads that snapshot, never NVML), so a
+  // record re-read after a restart becomes the identical row and is not stored twice.
   nvidia_->fill_machine_info(machine_info_);
   machine_info_at_ = Clock::now();
 
@@ -111,11 +114,11 @@ Result<void> Daemon::start() {
 kmsg::BusIdentity Daemon::identify_bus(std::string_view raw_bus) {
   const std::string bus = normalize_pci_bus_id(raw_bus);
   kmsg::BusIdentity id;
-  if (nvidia_ && nvidia_->status() == nvml::NvmlStatus::kReady) {
-    // A minute-old snapshot is fine: GPUs do not move between bus ids.
-    auto snap = nvidia_->snapshot(std::chrono::seconds(60));
-    if (snap && *snap)
-      for (const auto& g : (*snap)->gpus)
+  // Runs on the kernel-log thread (and the Xid watcher's): never an NVML call, never a wait on a
+  // collection, which a hung driver can hold for the whole deadline exactly when an Xid 79 arrives.
+  if (nvidia_) {
+    if (auto snap = nvidia_->last_good_snapshot())
+      for (const auto& g : snap->gpus)
         if (g.pci_bus_id.ok() && normalize_pci_bus_id(g.pci_bus_id.value) == bus) {
           id.known = true;
           if (g.uuid.ok()) id.uuid = g.uuid.value;

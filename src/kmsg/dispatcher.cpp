@@ -4,7 +4,6 @@
 
 #include "core/log.h"
 #include "kmsg/parser.h"
-#include "kmsg/writer.h"
 
 namespace gpud::kmsg {
 
@@ -21,19 +20,10 @@ Event to_event(const Match& m, TimePoint t, std::string_view gpu_uuid) {
 }
 
 Match nvml_xid_match(int code, std::string_view pci_bus_id, std::string_view uuid) {
-  std::string line = xid_line(code, pci_bus_id.empty() ? "0000:00:00.0" : pci_bus_id);
-  std::vector<Match> ms = match_message(line);
-  Match m;
-  for (Match& x : ms)
-    if (x.component == kComponentXid) m = std::move(x);
-  if (m.component.empty()) {
-    m.component = std::string(kComponentXid);
-    m.name = "error_xid";
-    m.message = "XID " + std::to_string(code) + " reported by NVML";
-    m.extra_info = {{"xid", code}, {"pci_bus_id", normalize_pci_bus_id(pci_bus_id)}};
-  }
+  // The same shape and message as the kernel line of the same Xid, so the deduper makes the two
+  // one event.
+  Match m = make_xid_match(code, pci_bus_id.empty() ? "0000:00:00.0" : pci_bus_id, "");
   m.extra_info["source"] = "nvml";
-  m.extra_info.erase("log_line");
   if (!uuid.empty()) m.extra_info["gpu_uuid"] = std::string(uuid);
   return m;
 }

@@ -191,7 +191,26 @@ TEST(Dispatcher, RecordWithoutTimeUsesNow) {
             std::chrono::time_point_cast<std::chrono::seconds>(kT));
 }
 
-TEST(Dispatcher, NvmlXidHasKernelShapeAndSource) {
+// NVML's Xid is built directly (no kernel text rendered and parsed back) and carries the same
+// meaning, message and fields as the kernel line of the same Xid, so the two dedupe.
+TEST(Dispatcher, NvmlXidIsTheKernelLinesEventWithSourceAndUuid) {
+  const auto kernel = match_message(xid_line(48, "0000:3b:00.0"));
+  ASSERT_EQ(kernel.size(), 1u);
+  Match n = nvml_xid_match(48, "00000000:3B:00.0", "GPU-x");
+  EXPECT_EQ(n.message, kernel[0].message);
+  EXPECT_EQ(n.type, kernel[0].type);
+  nlohmann::json without = n.extra_info;
+  without.erase("source");
+  without.erase("gpu_uuid");
+  nlohmann::json kernel_extra = kernel[0].extra_info;
+  kernel_extra.erase("log_line");
+  EXPECT_EQ(without, kernel_extra);
+  EXPECT_FALSE(n.extra_info.contains("log_line"));
+  Fixture f;
+  KernelLogDispatcher d(f.events, f.metrics, {});
+  EXPECT_EQ(d.feed_message(xid_line(48, "0000:3b:00.0"), kT), 1);
+  EXPECT_EQ(d.dispatch(n, kT), 0)
+      << "the NVML event of the same Xid in the same minute is a repeat";
   Match m = nvml_xid_match(79, "0000:3b:00.0", "GPU-x");
   EXPECT_EQ(m.component, kComponentXid);
   EXPECT_EQ(m.type, EventType::kFatal);

@@ -175,6 +175,13 @@ std::string device_id(const std::string& bdf) {
 void add_xid(std::vector<Match>& out, int code, const std::string& raw_pci, std::string_view line,
              const std::optional<catalog::NvlinkDecoded>& nv = std::nullopt,
              nlohmann::json extra = nlohmann::json::object()) {
+  out.push_back(make_xid_match(code, raw_pci, line, nv, std::move(extra)));
+}
+
+}  // namespace
+
+Match make_xid_match(int code, std::string_view raw_pci, std::string_view line,
+                     const std::optional<catalog::NvlinkDecoded>& nv, nlohmann::json extra) {
   const auto info = catalog::lookup_xid(code);
   const std::string bdf = normalize_pci_bus_id(raw_pci);
   const std::string dev = device_id(bdf);
@@ -203,12 +210,14 @@ void add_xid(std::vector<Match>& out, int code, const std::string& raw_pci, std:
   extra["event_type"] = std::string(type_name(type));
   extra["repair_actions"] = actions_json(actions);
   extra["reboot_class"] = !actions.empty() && actions.front() == RepairAction::kRebootSystem;
-  extra["log_line"] = sanitize_utf8(line.substr(0, 1024));
+  if (!line.empty()) extra["log_line"] = sanitize_utf8(line.substr(0, 1024));
   std::string msg = head;
   if (!info.mnemonic.empty()) msg += " " + info.mnemonic;
   msg += " " + description + " detected on GPU " + dev;
-  out.push_back(make(kComponentXid, "error_xid", type, std::move(msg), std::move(extra)));
+  return make(kComponentXid, "error_xid", type, std::move(msg), std::move(extra));
 }
+
+namespace {
 
 bool match_xid(std::string_view s, std::vector<Match>& out) {
   if (has(s, "Xid (")) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "catalog/nvlink_decode.h"
 #include "core/health.h"
 #include "core/pci_address.h"
 
@@ -38,6 +39,13 @@ bool may_match(std::string_view msg);
 // the multi-line "fallen off the bus") need KernelLogMatcher; the multi-line fallen-off-the-bus
 // form is also recognised here when it arrives as one message with embedded newlines.
 std::vector<Match> match_message(std::string_view msg);
+
+// The match an Xid becomes wherever it was seen (a kernel line, NVML's event stream): its meaning
+// is looked up in the catalog here, once. `log_line` is the kernel line ("" when NVML reported
+// it); `nvlink` the decoded Xid 144-150 fields when the line carried them.
+Match make_xid_match(int code, std::string_view pci_bus_id, std::string_view log_line,
+                     const std::optional<catalog::NvlinkDecoded>& nvlink = std::nullopt,
+                     nlohmann::json extra = nlohmann::json::object());
 
 // Stateful matcher over a stream of messages (one per kernel record, in order). Not thread-safe:
 // one per stream.

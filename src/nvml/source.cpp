@@ -92,7 +92,13 @@ Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::snapshot(
   }
   cached_error_.reset();
   cached_ = std::make_shared<const NvmlSnapshot>(std::move(*snap));
+  last_good_ = cached_;
   return cached_;
+}
+
+std::shared_ptr<const NvmlSnapshot> NvidiaSource::last_good_snapshot() const {
+  std::lock_guard lock(mu_);
+  return last_good_;
 }
 
 Result<std::vector<GpmGpuResult>> NvidiaSource::gpm_sample(const std::vector<unsigned int>& gpus) {

@@ -40,6 +40,11 @@ class NvidiaSource {
   Result<std::shared_ptr<const NvmlSnapshot>> snapshot(
       std::chrono::milliseconds max_age = std::chrono::seconds(5));
 
+  // The last snapshot that was collected well, whatever its age; nullptr before the first. Never
+  // collects nor waits for a collection: the kernel-log thread names the GPU of a bus id with it
+  // while a collection may be stuck on a hung driver (GPUs do not move between bus ids).
+  std::shared_ptr<const NvmlSnapshot> last_good_snapshot() const;
+
   // The GPU part of /machine-info (gpuDriverVersion, cudaVersion, gpuInfo{product, manufacturer,
   // architecture, memory, gpus[{uuid, busID, sn, minorID, boardID}]}) merged into `info`.
   void fill_machine_info(nlohmann::json& info);
@@ -60,6 +65,7 @@ class NvidiaSource {
   std::unique_ptr<GpmSampler> gpm_;  // of nvml_; reset before nvml_ goes
   std::chrono::steady_clock::time_point last_open_{};
   std::shared_ptr<const NvmlSnapshot> cached_;
+  std::shared_ptr<const NvmlSnapshot> last_good_;  // kept across failed collections
   std::optional<Error> cached_error_;
   std::mutex collect_mu_;  // held across a collection (bounded by the deadline); taken before mu_
   std::chrono::steady_clock::time_point cached_at_{};
