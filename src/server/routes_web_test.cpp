@@ -13,6 +13,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A build with -DGPUD_WEB=OFF has no UI to test: the tests that need its files say so and skip.
+#define SKIP_WITHOUT_WEB_UI()                                                            \
+  if (web_assets().empty()) GTEST_SKIP() << "built with -DGPUD_WEB=OFF: no web UI files"
+
 class WebRoutes : public ::testing::Test {
  protected:
   void start(bool web_enable) {
@@ -44,6 +48,7 @@ class WebRoutes : public ::testing::Test {
 };
 
 TEST(WebAssets, PageFirstThenItsBundledScriptAndStyle) {
+  SKIP_WITHOUT_WEB_UI();
   auto assets = web_assets();
   ASSERT_EQ(assets.size(), 3u);
   EXPECT_EQ(assets[0].path, "/");
@@ -62,6 +67,7 @@ TEST(WebAssets, PageFirstThenItsBundledScriptAndStyle) {
 }
 
 TEST_F(WebRoutes, ServesThePageAndAssetsWithTypesAndCaching) {
+  SKIP_WITHOUT_WEB_UI();
   start(true);
   auto page = get("/");
   ASSERT_TRUE(page);
@@ -98,6 +104,7 @@ TEST_F(WebRoutes, ServesThePageAndAssetsWithTypesAndCaching) {
 
 // Browsers offer brotli, which Debian's httplib compresses far too slowly: the server answers gzip.
 TEST_F(WebRoutes, BrowserAcceptEncodingGetsGzip) {
+  SKIP_WITHOUT_WEB_UI();
   start(true);
   httplib::Client cli("127.0.0.1", server_->port());
   cli.set_read_timeout(5s);
