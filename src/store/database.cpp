@@ -276,11 +276,18 @@ void Database::begin_write_locked() {
   if (db_ != nullptr && !path_.empty()) sqlite3_db_release_memory(db_);
 }
 
-void Database::note_write_ok_locked() { health_.writable = true; }
+void Database::note_write_ok_locked() {
+  if (!health_.writable) logger("store")->info("database {} takes writes again", path_);
+  health_.writable = true;
+}
 
 bool Database::note_failure_locked(std::string_view op, const Error& error, int rc, bool write) {
   ++health_.errors_by_op[std::string(op)];
   health_.last_error = std::string(op) + ": " + error.message;
+  // One line when writes start failing, not one per failed write (a full disk fails them all).
+  if (write && health_.writable)
+    logger("store")->error("database {} cannot write ({}); events wait in memory until it can",
+                           path_.empty() ? ":memory:" : path_, health_.last_error);
   if (write) health_.writable = false;
   if (metrics_ != nullptr) metrics_->add("", kStoreErrorsTotal, 1, {{"op", std::string(op)}});
   if (!is_corruption(rc) || path_.empty()) return false;
