@@ -105,8 +105,9 @@ export class Charts {
   }
 
   fit() {
+    // A chart without samples has no plot yet; the page may resize before its first sample.
     for (const { plot, box } of this.plots.values())
-      plot.setSize({ width: this.width(box), height: this.height() });
+      if (plot) plot.setSize({ width: this.width(box), height: this.height() });
   }
 
   update(history) {
