@@ -281,22 +281,26 @@ void Database::note_write_ok_locked() {
   health_.writable = true;
 }
 
-bool Database::note_failure_locked(std::string_view op, const Error& error, int rc, bool write) {
+void Database::count_failure_locked(std::string_view op) {
   ++health_.errors_by_op[std::string(op)];
+  if (metrics_ != nullptr) metrics_->add("", kStoreErrorsTotal, 1, {{"op", std::string(op)}});
+}
+
+bool Database::note_failure_locked(std::string_view op, const Error& error, int rc, bool write) {
+  count_failure_locked(op);
   health_.last_error = std::string(op) + ": " + error.message;
   // One line when writes start failing, not one per failed write (a full disk fails them all).
   if (write && health_.writable)
     logger("store")->error("database {} cannot write ({}); events wait in memory until it can",
                            path_.empty() ? ":memory:" : path_, health_.last_error);
   if (write) health_.writable = false;
-  if (metrics_ != nullptr) metrics_->add("", kStoreErrorsTotal, 1, {{"op", std::string(op)}});
   if (!is_corruption(rc) || path_.empty()) return false;
   return reopen_locked(error.message);
 }
 
 bool Database::retry_reopen_locked() {
   if (health_.usable) return false;
-  return reopen_locked(health_.last_error);
+  return reopen_locked(corruption_);
 }
 
 // The damaged file is renamed while the old connection still has it open (on Linux the
@@ -304,13 +308,14 @@ bool Database::retry_reopen_locked() {
 // connection is kept and every operation keeps failing, counted, instead of running on no
 // connection at all.
 bool Database::reopen_locked(const std::string& reason) {
+  if (health_.usable) corruption_ = reason;
   auto fail = [this](const std::string& why) {
+    // Retried every few seconds: one line when the store becomes unusable, not one per retry.
+    if (health_.usable) logger("store")->error("{}", why);
     health_.usable = false;
     health_.writable = false;
     health_.last_error = why;
-    ++health_.errors_by_op["reopen"];
-    if (metrics_ != nullptr) metrics_->add("", kStoreErrorsTotal, 1, {{"op", "reopen"}});
-    logger("store")->error("{}", why);
+    count_failure_locked("reopen");
     return false;
   };
   if (!reopen_pending_) {

@@ -92,6 +92,8 @@ class Database {
   // database replaces the connection; returns true when that happened, so the caller may retry on
   // the fresh database.
   bool note_failure_locked(std::string_view op, const Error& error, int rc, bool write);
+  // Counts a failed operation in errors_by_op and gpud_store_errors_total{op}.
+  void count_failure_locked(std::string_view op);
   // Replaces a connection that a failed reopen left on a corrupt file; true when it did.
   bool retry_reopen_locked();
 
@@ -103,8 +105,10 @@ class Database {
   template <typename F>
   auto run_locked(std::string_view op, bool write, F&& f) -> decltype(f(handle())) {
     for (int attempt = 0;; ++attempt) {
-      if (!health_.usable)
+      if (!health_.usable) {
+        count_failure_locked(op);
         return make_error("the state database is unusable: " + health_.last_error);
+      }
       if (write) begin_write_locked();
       auto r = f(db_);
       if (r) {
@@ -132,6 +136,8 @@ class Database {
   DatabaseHealth health_;
   // The damaged file was moved aside but no fresh one could be opened yet.
   bool reopen_pending_ = false;
+  // SQLite's message about the damage, kept for the retries of a failed reopen.
+  std::string corruption_;
   mutable std::mutex mu_;
 };
 

@@ -645,6 +645,42 @@ TEST(Database, CorruptionWhileRunningIsQuarantinedAndAFreshDatabaseTakesTheBackl
   EXPECT_THAT(metrics.prometheus_text(), HasSubstr("gpud_store_errors_total{op=\"insert\"}"));
 }
 
+TEST(Database, UnusableUntilAFreshDatabaseCanBeCreatedThenTakesTheBacklog) {
+  TempDir dir;
+  const std::string data = dir.file("data");
+  ASSERT_TRUE(fs::create_directory(data));
+  const std::string path = data + "/gpud.state";
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  EventStore events(**db);
+  ASSERT_TRUE(events.insert(big_event(0)).value_or(false));
+  // Damaged, and its directory gone (taken away with the file in it): nothing to move aside and
+  // nowhere to create a fresh database.
+  scribble(path);
+  scribble(path + "-wal");
+  fs::rename(data, dir.file("gone"));
+  ASSERT_TRUE(events.insert(big_event(1)).value_or(false)) << "the event must wait, not fail";
+  DatabaseHealth h = (*db)->health();
+  EXPECT_FALSE(h.usable);
+  EXPECT_FALSE(h.writable);
+  EXPECT_THAT(h.last_error, HasSubstr("open a fresh database " + path));
+  EXPECT_GE(h.errors_by_op["reopen"], 1u);
+  EXPECT_EQ(events.backlog_size(), 1u);
+  // While unusable every operation fails at once, counted, without touching the old connection.
+  auto q = Metadata(**db).get(kKeySchemaVersion);
+  ASSERT_FALSE(q.ok());
+  EXPECT_THAT(q.error().message, HasSubstr("the state database is unusable: open a fresh"));
+  EXPECT_EQ((*db)->health().errors_by_op["metadata"], 1u);
+  EXPECT_EQ(events.retry(), 1u);
+
+  ASSERT_TRUE(fs::create_directory(data));
+  EXPECT_EQ(events.retry(), 0u);
+  h = (*db)->health();
+  EXPECT_TRUE(h.usable);
+  EXPECT_TRUE(h.writable);
+  EXPECT_EQ(stored_order(path), std::vector<int>{1});
+}
+
 TEST(Database, MetricWriteOnADamagedFileQuarantinesItToo) {
   TempDir dir;
   const std::string path = dir.file("gpud.state");
