@@ -41,16 +41,28 @@ Result<int> lock_data_dir(const std::string& data_dir) {
   return fd;
 }
 
+Result<void> ensure_data_dir(const std::string& data_dir) {
+  namespace fs = std::filesystem;
+  fs::path dir(data_dir);
+  if (!dir.empty() && dir.filename().empty()) dir = dir.parent_path();  // "a/b/" is "a/b"
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return {};
+  if (dir.has_parent_path()) {
+    fs::create_directories(dir.parent_path(), ec);
+    if (ec) return make_error("create data dir " + data_dir + ": " + ec.message());
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && !(errno == EEXIST && fs::is_directory(dir, ec)))
+    return make_error("create data dir " + data_dir + ": " + std::strerror(errno));
+  return {};
+}
+
 Daemon::Daemon(Config config) : config_(std::move(config)) {}
 
 Daemon::~Daemon() { stop(); }
 
 Result<void> Daemon::start() {
   if (!config_.db_in_memory || config_.tls_cert.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(config_.data_dir, ec);
-    if (ec) return make_error("create data dir " + config_.data_dir + ": " + ec.message());
-    ::chmod(config_.data_dir.c_str(), 0755);
+    if (auto r = ensure_data_dir(config_.data_dir); !r) return r;
   }
   auto lock = lock_data_dir(config_.data_dir);
   if (!lock) return lock.error();
@@ -61,6 +73,7 @@ Result<void> Daemon::start() {
                 : store::Database::open(config_.data_dir + "/" + store::kStateFileName);
   if (!db) return db.error();
   db_ = std::move(*db);
+  db_->set_metrics(&metrics_);
   events_ = std::make_unique<store::EventStore>(*db_);
   history_ = std::make_unique<store::MetricStore>(*db_);
 
@@ -76,6 +89,10 @@ Result<void> Daemon::start() {
   ComponentContext ctx{&config_, events_.get(), &metrics_, false};
   ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);
   ctx.nvidia = nvidia_.get();
+  gpud_probes_.db = db_.get();
+  gpud_probes_.events = events_.get();
+  gpud_probes_.kernel_log = [this] { return kernel_log_counters(); };
+  ctx.gpud = &gpud_probes_;
   if (auto r = components::register_all(registry_, ctx); !r) return r.error();
   for (Component* c : registry_.supported()) c->start();
 
@@ -141,6 +158,7 @@ kmsg::BusIdentity Daemon::identify_bus(std::string_view raw_bus) {
 }
 
 void Daemon::start_kernel_log() {
+  std::lock_guard lock(kernel_log_mu_);
   dispatcher_ = std::make_unique<kmsg::KernelLogDispatcher>(
       *events_, metrics_,
       [this](std::string_view component) {
@@ -161,10 +179,28 @@ void Daemon::start_kernel_log() {
   if (auto r = follower_->start(); !r) {
     logger("kmsg")->warn("kernel log not followed ({}); kernel-log components see no new events",
                          r.error().message);
+    kernel_log_error_ = opts.path + ": " + r.error().message;
     follower_.reset();
     return;
   }
   logger("kmsg")->info("following {}", opts.path);
+}
+
+components::KernelLogCounters Daemon::kernel_log_counters() {
+  std::lock_guard lock(kernel_log_mu_);
+  components::KernelLogCounters c;
+  if (!follower_) {
+    c.error = kernel_log_error_.empty() ? "not started" : kernel_log_error_;
+    return c;
+  }
+  c.followed = true;
+  c.records = follower_->records();
+  c.overruns = follower_->overruns();
+  c.read_errors = follower_->errors();
+  // Hook for the merge: main is adding KmsgFollower::record_errors() and
+  // KernelLogDispatcher::parse_errors(); set c.record_errors and c.parse_errors from them here.
+  // Until then both stay absent, and the gpud component neither reports nor judges them.
+  return c;
 }
 
 void Daemon::maybe_start_xid_watcher() {
@@ -230,10 +266,16 @@ void Daemon::loop() {
               std::min<std::chrono::steady_clock::duration>(config_.metrics_sample_interval,
                                                             std::chrono::seconds(10));
   while (!stopping_) {
-    if (cv_.wait_until(lock, next, [this] { return stopping_; })) break;
-    next = std::chrono::steady_clock::now() + config_.metrics_sample_interval;
+    // Events waiting for the store are retried every few seconds, so that they are stored soon
+    // after space comes back, not at the next sample only.
+    auto wake = std::min(next, std::chrono::steady_clock::now() + kStoreRetryInterval);
+    if (cv_.wait_until(lock, wake, [this] { return stopping_; })) break;
     lock.unlock();
-    housekeeping(Clock::now());
+    events_->retry();
+    if (std::chrono::steady_clock::now() >= next) {
+      next = std::chrono::steady_clock::now() + config_.metrics_sample_interval;
+      housekeeping(Clock::now());
+    }
     lock.lock();
   }
 }
@@ -250,6 +292,12 @@ void Daemon::stop() {
   if (xid_watcher_) xid_watcher_->stop();
   if (follower_) follower_->stop();
   if (scheduler_) scheduler_->stop();
+  if (events_) {
+    // A last try: what still waits for the store is lost with this process.
+    if (size_t left = events_->retry(); left > 0)
+      logger("store")->error("{} events could not be stored and are lost: {}", left,
+                             db_->health().last_error);
+  }
   if (lock_fd_ >= 0) {
     ::close(lock_fd_);
     lock_fd_ = -1;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "components/self/gpud.h"
 #include "core/config.h"
 #include "core/registry.h"
 #include "core/scheduler.h"
@@ -41,6 +42,7 @@ class Daemon {
  private:
   void loop();
   void start_kernel_log();
+  components::KernelLogCounters kernel_log_counters();
   void maybe_start_xid_watcher();
   kmsg::BusIdentity identify_bus(std::string_view bus);
   nlohmann::json machine_info();
@@ -55,8 +57,13 @@ class Daemon {
   Registry registry_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<server::Server> server_;
+  components::GpudProbes gpud_probes_;
+  // Guards follower_, dispatcher_ and kernel_log_error_ against the gpud component's check, which
+  // the scheduler may run while start_kernel_log() sets them.
+  std::mutex kernel_log_mu_;
   std::unique_ptr<kmsg::KernelLogDispatcher> dispatcher_;
   std::unique_ptr<kmsg::KmsgFollower> follower_;
+  std::string kernel_log_error_;
   std::unique_ptr<nvml::XidWatcher> xid_watcher_;
 
   std::mutex mu_;
@@ -71,6 +78,13 @@ class Daemon {
   std::vector<std::string> sysfs_nvidia_devices_;
   TimePoint sysfs_nvidia_devices_at_{};
 };
+
+// How often the daemon retries events that wait for the store (a full disk, a replaced database).
+inline constexpr std::chrono::seconds kStoreRetryInterval{5};
+
+// Creates the data dir with mode 0700 when it is missing (its files hold the node's job names and
+// pids); a directory that exists keeps the mode its owner gave it (0700, 1777, ...).
+Result<void> ensure_data_dir(const std::string& data_dir);
 
 // Takes an exclusive lock on <data_dir>/gpud.lock; returns the fd, or an error naming the holder
 // when another gpud holds it. `gpud compact` uses the same lock to refuse while the daemon runs.

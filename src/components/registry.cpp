@@ -40,6 +40,7 @@
 #include "components/nvidia/temperature.h"
 #include "components/nvidia/utilization.h"
 #include "components/nvidia/xid.h"
+#include "components/self/gpud.h"
 
 namespace gpud::components {
 namespace {
@@ -63,6 +64,7 @@ const std::vector<std::pair<const char*, Factory>>& all_components() {
       entry<DiskComponent>("disk"),
       entry<FdComponent>("fd"),
       entry<FileComponent>("file"),
+      entry<GpudComponent>("gpud"),
       entry<KernelModuleComponent>("kernel-module"),
       entry<LibraryComponent>("library"),
       entry<MemoryComponent>("memory"),

@@ -17,6 +17,9 @@ namespace gpud {
 namespace nvml {
 class NvidiaSource;
 }
+namespace components {
+struct GpudProbes;
+}
 
 // What the daemon (or scan) hands every component. Pointers are never null once constructed by
 // make_context(); tests point them at their own instances.
@@ -33,6 +36,9 @@ struct ComponentContext {
   // The shared NVML instance and snapshot cache; null where NVIDIA components are not built (unit
   // tests).
   nvml::NvidiaSource* nvidia = nullptr;
+  // What the `gpud` component watches (the daemon's store and kernel-log follower); null outside
+  // the daemon, where that component is not supported.
+  const components::GpudProbes* gpud = nullptr;
 };
 
 class Component {

@@ -1,5 +1,10 @@
 #include "store/database.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <optional>
@@ -140,6 +145,23 @@ OpenStatus init_connection(sqlite3* db, bool in_memory) {
   return ensure_schema(db);
 }
 
+// Creates <path> empty (SQLite takes an empty file for an empty database) with kStateFileMode, or
+// narrows an existing one and its side files to it: SQLite gives the -wal and -shm files it
+// creates the main file's mode, so this one mode covers all three. Failures are left to SQLite's
+// open, which names the path in its error.
+void prepare_state_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, kStateFileMode);
+  if (fd < 0) return;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && (st.st_mode & 07777) != kStateFileMode) ::fchmod(fd, kStateFileMode);
+  ::close(fd);
+  for (const char* side : {"-wal", "-shm"}) {
+    std::string p = path + side;
+    if (::stat(p.c_str(), &st) == 0 && (st.st_mode & 07777) != kStateFileMode)
+      ::chmod(p.c_str(), kStateFileMode);
+  }
+}
+
 // Opens and initialises one connection; on failure the handle is closed and *out left null.
 OpenStatus open_connection(const std::string& path, bool in_memory, sqlite3** out) {
   *out = nullptr;
@@ -164,6 +186,7 @@ OpenStatus open_connection(const std::string& path, bool in_memory, sqlite3** ou
 }
 
 // Moves <path> and its -wal/-shm side files aside; returns the new name of the main file.
+// A path that no longer exists (removed by hand) has nothing to move: the result is then empty.
 Result<std::string> quarantine(const std::string& path) {
   namespace fs = std::filesystem;
   std::string suffix = ".corrupt-" + std::to_string(to_unix_seconds(Clock::now()));
@@ -173,6 +196,7 @@ Result<std::string> quarantine(const std::string& path) {
   for (int n = 1; fs::exists(path + unique, ec); ++n) unique = suffix + "-" + std::to_string(n);
 
   std::string target = path + unique;
+  if (!fs::exists(path, ec) && !ec) return std::string();
   fs::rename(path, target, ec);
   if (ec) return make_error("move corrupt database " + path + " aside: " + ec.message());
   for (const char* side : {"-wal", "-shm", "-journal"}) {
@@ -189,15 +213,19 @@ Result<std::string> quarantine(const std::string& path) {
 
 Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
   sqlite3* db = nullptr;
+  prepare_state_file(path);
   OpenStatus s = open_connection(path, false, &db);
   std::string quarantined;
+  std::string corruption;
   if (!s.ok() && is_corruption(s.rc)) {
     auto moved = quarantine(path);
     if (!moved) return make_error(moved.error().message + " (" + s.message + ")");
     quarantined = *moved;
+    corruption = s.message;
     logger("store")->error(
         "database {} is corrupt ({}); moved it to {} and started a fresh database", path, s.message,
         quarantined);
+    prepare_state_file(path);
     s = open_connection(path, false, &db);
   }
   if (!s.ok()) return make_error("open database " + path + ": " + s.message);
@@ -206,6 +234,8 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
       new Database());  // private constructor: make_unique cannot reach it
   out->db_ = db;
   out->path_ = path;
+  if (!quarantined.empty())
+    out->health_.quarantines.push_back({quarantined, Clock::now(), std::move(corruption)});
   out->quarantined_ = std::move(quarantined);
   return out;
 }
@@ -224,10 +254,123 @@ Database::~Database() {
   if (db_ != nullptr) sqlite3_close_v2(db_);
 }
 
+void Database::set_metrics(MetricRegistry* metrics) {
+  std::lock_guard lock(mu_);
+  metrics_ = metrics;
+  if (metrics_ == nullptr) return;
+  metrics_->describe(kStoreErrorsTotal, "Failed operations of the state database, by operation",
+                     MetricKind::kCounter);
+  metrics_->describe(kStoreQuarantinesTotal,
+                     "State databases moved aside as corrupt (at start and while running)",
+                     MetricKind::kCounter);
+  // Present from the start, so that an alert can use rate() from the first scrape on.
+  metrics_->add("", kStoreQuarantinesTotal, static_cast<double>(health_.quarantines.size()));
+}
+
+DatabaseHealth Database::health() const {
+  std::lock_guard lock(mu_);
+  return health_;
+}
+
+void Database::begin_write_locked() {
+  if (db_ != nullptr && !path_.empty()) sqlite3_db_release_memory(db_);
+}
+
+void Database::note_write_ok_locked() {
+  if (!health_.writable) logger("store")->info("database {} takes writes again", path_);
+  health_.writable = true;
+}
+
+void Database::count_failure_locked(std::string_view op) {
+  ++health_.errors_by_op[std::string(op)];
+  if (metrics_ != nullptr) metrics_->add("", kStoreErrorsTotal, 1, {{"op", std::string(op)}});
+}
+
+bool Database::note_failure_locked(std::string_view op, const Error& error, int rc, bool write) {
+  count_failure_locked(op);
+  health_.last_error = std::string(op) + ": " + error.message;
+  // One line when writes start failing, not one per failed write (a full disk fails them all).
+  if (write && health_.writable)
+    logger("store")->error("database {} cannot write ({}); events wait in memory until it can",
+                           path_.empty() ? ":memory:" : path_, health_.last_error);
+  if (write) health_.writable = false;
+  if (!is_corruption(rc) || path_.empty()) return false;
+  return reopen_locked(error.message);
+}
+
+bool Database::retry_reopen_locked() {
+  if (health_.usable) return false;
+  return reopen_locked(corruption_);
+}
+
+// The damaged file is renamed while the old connection still has it open (on Linux the
+// connection simply follows the inode), so that when no fresh database can be created the old
+// connection is kept and every operation keeps failing, counted, instead of running on no
+// connection at all.
+bool Database::reopen_locked(const std::string& reason) {
+  if (health_.usable) corruption_ = reason;
+  auto fail = [this](const std::string& why) {
+    // Retried every few seconds: one line when the store becomes unusable, not one per retry.
+    if (health_.usable) logger("store")->error("{}", why);
+    health_.usable = false;
+    health_.writable = false;
+    health_.last_error = why;
+    count_failure_locked("reopen");
+    return false;
+  };
+  if (!reopen_pending_) {
+    auto moved = quarantine(path_);
+    if (!moved)
+      return fail("database " + path_ + " is corrupt (" + reason +
+                  ") and cannot be moved aside: " + moved.error().message);
+    if (!moved->empty()) {
+      health_.quarantines.push_back({*moved, Clock::now(), reason});
+      if (metrics_ != nullptr) metrics_->add("", kStoreQuarantinesTotal, 1);
+      logger("store")->error("database {} turned corrupt while running ({}); moved it to {}", path_,
+                             reason, *moved);
+    }
+    reopen_pending_ = true;
+  }
+  prepare_state_file(path_);
+  sqlite3* fresh = nullptr;
+  OpenStatus s = open_connection(path_, false, &fresh);
+  if (!s.ok()) return fail("open a fresh database " + path_ + ": " + s.message);
+  // The old connection must not checkpoint its WAL into the file it is closing: that file is
+  // the quarantined one now, and is kept as it was found.
+  sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  sqlite3_close_v2(db_);
+  db_ = fresh;
+  reopen_pending_ = false;
+  health_.usable = true;
+  health_.writable = true;
+  logger("store")->warn("opened a fresh database {}", path_);
+  return true;
+}
+
+std::vector<std::string> Database::quarantined_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  if (path.empty()) return out;
+  const fs::path p(path);
+  const std::string prefix = p.filename().string() + ".corrupt-";
+  std::error_code ec;
+  fs::directory_iterator it(p.has_parent_path() ? p.parent_path() : fs::path("."), ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) == 0) out.push_back(it->path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 Result<void> Database::exec(const std::string& sql) {
   std::lock_guard lock(mu_);
   OpenStatus s = exec_status(db_, sql.c_str());
-  if (!s.ok()) return make_error("exec \"" + sql + "\": " + s.message);
+  if (!s.ok()) {
+    Error e = make_error("exec \"" + sql + "\": " + s.message);
+    note_failure_locked("maintenance", e, s.rc, false);
+    return e;
+  }
   return {};
 }
 

@@ -1,5 +1,6 @@
 #include "store/event_store.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -51,40 +52,166 @@ Result<int> delete_events(sqlite3* db, std::string_view component, int64_t befor
   return sqlite3_changes(db);
 }
 
+// The event as the database would give it back: whole seconds, extra_info an object that went
+// through the same dump.
+Event as_stored(const Event& e) {
+  Event out = e;
+  out.time = TimePoint(std::chrono::seconds(floor_unix_seconds(e.time)));
+  out.type = parse_event_type(to_string(e.type)).value_or(EventType::kUnknown);
+  auto extra = nlohmann::json::parse(dump_extra_info(e.extra_info), nullptr, false);
+  out.extra_info = extra.is_object() ? std::move(extra) : nlohmann::json::object();
+  return out;
+}
+
+// The columns of the unique index the store deduplicates on, as one string.
+std::string dedup_key(const Event& stored) {
+  nlohmann::json k = {stored.component, floor_unix_seconds(stored.time),
+                      stored.name,      std::string(to_string(stored.type)),
+                      stored.message,   dump_extra_info(stored.extra_info)};
+  return k.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Newest first; at the same second the later insert first, as the database orders by id.
+bool newer(const Event& a, const Event& b) { return a.time > b.time; }
+
 }  // namespace
+
+EventStore::EventStore(Database& db, size_t backlog_capacity)
+    : db_(db), capacity_(backlog_capacity) {
+  MetricRegistry* m = db_.metrics();
+  if (m == nullptr) return;
+  m->describe(kStoreEventBacklog, "Events held in memory until the state database can write them");
+  m->describe(kStoreEventsDroppedTotal,
+              "Events lost because the state database could not write and the in-memory backlog "
+              "was full",
+              MetricKind::kCounter);
+  m->set("", kStoreEventBacklog, 0);
+  m->add("", kStoreEventsDroppedTotal, 0);
+}
+
+Result<bool> EventStore::write_locked(const Event& event) {
+  return db_.run_locked("insert", true, [&](sqlite3* db) -> Result<bool> {
+    auto st = Statement::prepare(db, std::string("INSERT OR IGNORE INTO gpud_events(") + kColumns +
+                                         ") VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+    if (!st) return st.error();
+    st->bind(1, event.component);
+    st->bind(2, floor_unix_seconds(event.time));
+    st->bind(3, event.name);
+    st->bind(4, to_string(event.type));
+    st->bind(5, event.message);
+    st->bind(6, dump_extra_info(event.extra_info));
+    if (auto r = st->run("insert event"); !r) return r.error();
+    return sqlite3_changes(db) == 1;
+  });
+}
+
+void EventStore::flush_locked() {
+  size_t before = backlog_.size();
+  while (!backlog_.empty()) {
+    if (!write_locked(backlog_.front().event)) break;
+    keys_.erase(backlog_.front().key);
+    backlog_.pop_front();
+  }
+  if (backlog_.size() != before) publish_backlog_locked();
+}
+
+Result<bool> EventStore::enqueue_locked(const Event& event) {
+  Waiting w{as_stored(event), ""};
+  w.key = dedup_key(w.event);
+  if (keys_.count(w.key) != 0) return false;
+  // Already stored (a kernel-log ring re-read while the disk is full)? Reads usually still work
+  // when writes do not; when this one fails too, the write's INSERT OR IGNORE still keeps the
+  // table free of duplicates.
+  auto stored = db_.run_locked("query", false, [&](sqlite3* db) -> Result<bool> {
+    auto st = Statement::prepare(db,
+                                 "SELECT 1 FROM gpud_events WHERE component = ?1 AND "
+                                 "unix_seconds = ?2 AND name = ?3 AND type = ?4 AND message = ?5 "
+                                 "AND extra_info = ?6 LIMIT 1");
+    if (!st) return st.error();
+    st->bind(1, w.event.component);
+    st->bind(2, floor_unix_seconds(w.event.time));
+    st->bind(3, w.event.name);
+    st->bind(4, to_string(w.event.type));
+    st->bind(5, w.event.message);
+    st->bind(6, dump_extra_info(w.event.extra_info));
+    int rc = st->step();
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sqlite_error(db, "look up event");
+    return rc == SQLITE_ROW;
+  });
+  if (stored && *stored) return false;
+  if (backlog_.size() >= capacity_) {
+    ++dropped_;
+    if (MetricRegistry* m = db_.metrics()) m->add("", kStoreEventsDroppedTotal, 1);
+    return make_error("the state database cannot write and " + std::to_string(capacity_) +
+                      " events already wait for it: event dropped");
+  }
+  backlog_.push_back(std::move(w));
+  keys_.insert(backlog_.back().key);
+  publish_backlog_locked();
+  return true;
+}
+
+void EventStore::rebuild_keys_locked() {
+  keys_.clear();
+  for (const Waiting& w : backlog_) keys_.insert(w.key);
+}
+
+void EventStore::publish_backlog_locked() {
+  if (MetricRegistry* m = db_.metrics())
+    m->set("", kStoreEventBacklog, static_cast<double>(backlog_.size()));
+}
 
 Result<bool> EventStore::insert(const Event& event) {
   std::lock_guard lock(db_.mutex());
-  sqlite3* db = db_.handle();
-  auto st = Statement::prepare(db, std::string("INSERT OR IGNORE INTO gpud_events(") + kColumns +
-                                       ") VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
-  if (!st) return st.error();
-  st->bind(1, event.component);
-  st->bind(2, floor_unix_seconds(event.time));
-  st->bind(3, event.name);
-  st->bind(4, to_string(event.type));
-  st->bind(5, event.message);
-  st->bind(6, dump_extra_info(event.extra_info));
-  if (auto r = st->run("insert event"); !r) return r.error();
-  return sqlite3_changes(db) == 1;
+  flush_locked();
+  if (backlog_.empty()) {
+    if (auto r = write_locked(event); r) return r;
+  }
+  return enqueue_locked(event);
 }
 
 Result<std::vector<Event>> EventStore::query(std::string_view component, TimePoint since,
                                              TimePoint until) const {
   // Stored times are whole seconds, so t > since and t <= until compare exactly against the floors.
+  const int64_t since_s = floor_unix_seconds(since);
+  const int64_t until_s = floor_unix_seconds(until);
   std::string sql = std::string("SELECT ") + kColumns +
                     " FROM gpud_events WHERE unix_seconds > ?1 AND unix_seconds <= ?2";
   if (!component.empty()) sql += " AND component = ?3";
   sql += " ORDER BY unix_seconds DESC, id DESC";
 
   std::lock_guard lock(db_.mutex());
-  sqlite3* db = db_.handle();
-  auto st = Statement::prepare(db, sql);
-  if (!st) return st.error();
-  st->bind(1, floor_unix_seconds(since));
-  st->bind(2, floor_unix_seconds(until));
-  if (!component.empty()) st->bind(3, component);
-  return read_events(db, *st);
+  auto stored = db_.run_locked("query", false, [&](sqlite3* db) -> Result<std::vector<Event>> {
+    auto st = Statement::prepare(db, sql);
+    if (!st) return st.error();
+    st->bind(1, since_s);
+    st->bind(2, until_s);
+    if (!component.empty()) st->bind(3, component);
+    return read_events(db, *st);
+  });
+  if (!stored || backlog_.empty()) return stored;
+
+  std::vector<Event> out;
+  std::unordered_set<std::string_view> waiting_keys;
+  std::optional<TimePoint> oldest_waiting;
+  for (auto it = backlog_.rbegin(); it != backlog_.rend(); ++it) {
+    const Event& e = it->event;
+    const int64_t t = floor_unix_seconds(e.time);
+    if (t <= since_s || t > until_s) continue;
+    if (!component.empty() && e.component != component) continue;
+    out.push_back(e);
+    waiting_keys.insert(it->key);
+    if (!oldest_waiting || e.time < *oldest_waiting) oldest_waiting = e.time;
+  }
+  if (out.empty()) return stored;
+  // A waiting event may be stored too when the database wrote it but reported a failure; it is
+  // listed once.
+  for (Event& e : *stored) {
+    if (e.time >= *oldest_waiting && waiting_keys.count(dedup_key(e)) != 0) continue;
+    out.push_back(std::move(e));
+  }
+  std::stable_sort(out.begin(), out.end(), newer);
+  return out;
 }
 
 // An empty component purges every component, as an empty component queries all of them.
@@ -92,7 +219,20 @@ Result<int> EventStore::purge(std::string_view component, TimePoint before) {
   int64_t before_s =
       before == TimePoint::max() ? std::numeric_limits<int64_t>::max() : ceil_unix_seconds(before);
   std::lock_guard lock(db_.mutex());
-  return delete_events(db_.handle(), component, before_s);
+  size_t waiting = backlog_.size();
+  std::erase_if(backlog_, [&](const Waiting& w) {
+    return (component.empty() || w.event.component == component) &&
+           floor_unix_seconds(w.event.time) < before_s;
+  });
+  const int forgotten = static_cast<int>(waiting - backlog_.size());
+  if (forgotten > 0) {
+    rebuild_keys_locked();
+    publish_backlog_locked();
+  }
+  auto deleted = db_.run_locked(
+      "purge", true, [&](sqlite3* db) { return delete_events(db, component, before_s); });
+  if (!deleted) return deleted.error();
+  return *deleted + forgotten;
 }
 
 Result<int> EventStore::enforce_retention(std::chrono::seconds retention, TimePoint now) {
@@ -104,23 +244,66 @@ Result<int> EventStore::enforce_retention(std::chrono::seconds retention, TimePo
                        ? std::numeric_limits<int64_t>::min()
                        : now_s - keep;
   std::lock_guard lock(db_.mutex());
-  return delete_events(db_.handle(), "", cutoff);
+  size_t waiting = backlog_.size();
+  std::erase_if(backlog_,
+                [&](const Waiting& w) { return floor_unix_seconds(w.event.time) < cutoff; });
+  const int forgotten = static_cast<int>(waiting - backlog_.size());
+  if (forgotten > 0) {
+    rebuild_keys_locked();
+    publish_backlog_locked();
+  }
+  auto deleted =
+      db_.run_locked("purge", true, [&](sqlite3* db) { return delete_events(db, "", cutoff); });
+  if (!deleted) return deleted.error();
+  return *deleted + forgotten;
 }
 
 Result<std::optional<Event>> EventStore::latest(std::string_view component,
                                                 std::string_view name) const {
   std::lock_guard lock(db_.mutex());
-  sqlite3* db = db_.handle();
-  auto st = Statement::prepare(db, std::string("SELECT ") + kColumns +
-                                       " FROM gpud_events WHERE component = ?1 AND name = ?2"
-                                       " ORDER BY unix_seconds DESC, id DESC LIMIT 1");
-  if (!st) return st.error();
-  st->bind(1, component);
-  st->bind(2, name);
-  int rc = st->step();
-  if (rc == SQLITE_DONE) return std::optional<Event>();
-  if (rc != SQLITE_ROW) return sqlite_error(db, "query latest event");
-  return std::optional<Event>(read_event(*st));
+  auto stored = db_.run_locked("query", false, [&](sqlite3* db) -> Result<std::optional<Event>> {
+    auto st = Statement::prepare(db, std::string("SELECT ") + kColumns +
+                                         " FROM gpud_events WHERE component = ?1 AND name = ?2"
+                                         " ORDER BY unix_seconds DESC, id DESC LIMIT 1");
+    if (!st) return st.error();
+    st->bind(1, component);
+    st->bind(2, name);
+    int rc = st->step();
+    if (rc == SQLITE_DONE) return std::optional<Event>();
+    if (rc != SQLITE_ROW) return sqlite_error(db, "query latest event");
+    return std::optional<Event>(read_event(*st));
+  });
+  if (!stored) return stored;
+  // Waiting events came after every stored one: at the same second a waiting one wins, and among
+  // waiting ones the later (the first met, going from the back).
+  std::optional<Event> best = std::move(*stored);
+  bool best_waits = false;
+  for (auto it = backlog_.rbegin(); it != backlog_.rend(); ++it) {
+    const Event& e = it->event;
+    if (e.component != component || e.name != name) continue;
+    if (!best || e.time > best->time || (e.time == best->time && !best_waits)) {
+      best = e;
+      best_waits = true;
+    }
+  }
+  return best;
+}
+
+size_t EventStore::retry() {
+  std::lock_guard lock(db_.mutex());
+  db_.retry_reopen_locked();
+  flush_locked();
+  return backlog_.size();
+}
+
+size_t EventStore::backlog_size() const {
+  std::lock_guard lock(db_.mutex());
+  return backlog_.size();
+}
+
+uint64_t EventStore::dropped() const {
+  std::lock_guard lock(db_.mutex());
+  return dropped_;
 }
 
 }  // namespace gpud::store

@@ -34,33 +34,28 @@ Result<void> exec_simple(sqlite3* db, const char* sql) {
 Result<void> MetricStore::insert(const std::vector<MetricSample>& samples) {
   if (samples.empty()) return {};
   std::lock_guard lock(db_.mutex());
-  sqlite3* db = db_.handle();
-  auto st = Statement::prepare(db,
-                               "INSERT OR REPLACE INTO gpud_metrics"
-                               "(unix_milliseconds, component, name, labels, value) "
-                               "VALUES(?1, ?2, ?3, ?4, ?5)");
-  if (!st) return st.error();
-  if (auto r = exec_simple(db, "BEGIN IMMEDIATE"); !r) return r;
-  for (const auto& s : samples) {
-    // SQLite stores NaN as NULL, which the NOT NULL column refuses; such a sample says nothing
-    // anyway.
-    if (std::isnan(s.value)) continue;
-    st->reset();
-    st->bind(1, static_cast<int64_t>(s.unix_ms));
-    st->bind(2, s.component);
-    st->bind(3, s.name);
-    st->bind(4, dump_labels(s.labels));
-    st->bind(5, s.value);
-    if (auto r = st->run("insert metric sample"); !r) {
-      (void)exec_simple(db, "ROLLBACK");
-      return r;
+  // On a failure run_locked rolls the open transaction back.
+  return db_.run_locked("metric_write", true, [&](sqlite3* db) -> Result<void> {
+    auto st = Statement::prepare(db,
+                                 "INSERT OR REPLACE INTO gpud_metrics"
+                                 "(unix_milliseconds, component, name, labels, value) "
+                                 "VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!st) return st.error();
+    if (auto r = exec_simple(db, "BEGIN IMMEDIATE"); !r) return r;
+    for (const auto& s : samples) {
+      // SQLite stores NaN as NULL, which the NOT NULL column refuses; such a sample says nothing
+      // anyway.
+      if (std::isnan(s.value)) continue;
+      st->reset();
+      st->bind(1, static_cast<int64_t>(s.unix_ms));
+      st->bind(2, s.component);
+      st->bind(3, s.name);
+      st->bind(4, dump_labels(s.labels));
+      st->bind(5, s.value);
+      if (auto r = st->run("insert metric sample"); !r) return r;
     }
-  }
-  if (auto r = exec_simple(db, "COMMIT"); !r) {
-    (void)exec_simple(db, "ROLLBACK");
-    return r;
-  }
-  return {};
+    return exec_simple(db, "COMMIT");
+  });
 }
 
 Result<std::vector<MetricSample>> MetricStore::query(std::string_view component,
@@ -72,35 +67,38 @@ Result<std::vector<MetricSample>> MetricStore::query(std::string_view component,
   sql += " ORDER BY unix_milliseconds, name, component, labels";
 
   std::lock_guard lock(db_.mutex());
-  sqlite3* db = db_.handle();
-  auto st = Statement::prepare(db, sql);
-  if (!st) return st.error();
-  st->bind(1, ceil_unix_ms(since));
-  if (!component.empty()) st->bind(2, component);
-  std::vector<MetricSample> out;
-  for (;;) {
-    int rc = st->step();
-    if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) return sqlite_error(db, "query metrics");
-    MetricSample m;
-    m.unix_ms = st->int64(0);
-    m.component = st->text(1);
-    m.name = st->text(2);
-    m.labels = parse_labels(st->text(3));
-    m.value = st->real(4);
-    out.push_back(std::move(m));
-  }
-  return out;
+  return db_.run_locked("metric_query", false,
+                        [&](sqlite3* db) -> Result<std::vector<MetricSample>> {
+                          auto st = Statement::prepare(db, sql);
+                          if (!st) return st.error();
+                          st->bind(1, ceil_unix_ms(since));
+                          if (!component.empty()) st->bind(2, component);
+                          std::vector<MetricSample> out;
+                          for (;;) {
+                            int rc = st->step();
+                            if (rc == SQLITE_DONE) break;
+                            if (rc != SQLITE_ROW) return sqlite_error(db, "query metrics");
+                            MetricSample m;
+                            m.unix_ms = st->int64(0);
+                            m.component = st->text(1);
+                            m.name = st->text(2);
+                            m.labels = parse_labels(st->text(3));
+                            m.value = st->real(4);
+                            out.push_back(std::move(m));
+                          }
+                          return out;
+                        });
 }
 
 Result<int> MetricStore::purge(TimePoint before) {
   std::lock_guard lock(db_.mutex());
-  sqlite3* db = db_.handle();
-  auto st = Statement::prepare(db, "DELETE FROM gpud_metrics WHERE unix_milliseconds < ?1");
-  if (!st) return st.error();
-  st->bind(1, ceil_unix_ms(before));
-  if (auto r = st->run("purge metrics"); !r) return r.error();
-  return sqlite3_changes(db);
+  return db_.run_locked("metric_purge", true, [&](sqlite3* db) -> Result<int> {
+    auto st = Statement::prepare(db, "DELETE FROM gpud_metrics WHERE unix_milliseconds < ?1");
+    if (!st) return st.error();
+    st->bind(1, ceil_unix_ms(before));
+    if (auto r = st->run("purge metrics"); !r) return r.error();
+    return sqlite3_changes(db);
+  });
 }
 
 }  // namespace gpud::store

@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <filesystem>
@@ -55,6 +56,56 @@ Event make_event(std::string component, int64_t unix_s, std::string name,
   e.message = "msg";
   e.extra_info = std::move(extra);
   return e;
+}
+
+// An event whose row needs pages of its own (overflow pages), so that a database that may not grow
+// refuses it whatever free space the table's pages still have.
+Event big_event(int i) {
+  Event e = make_event("accelerator-nvidia-error-xid", 1000 + i, "error_xid", {{"i", i}});
+  e.message = "Xid " + std::to_string(i) + " " + std::string(6000, 'x');
+  return e;
+}
+
+// Caps the database at its current size: SQLite then fails a write that needs a new page with
+// SQLITE_FULL, "database or disk is full", exactly as on a full file system.
+void cap_size(Database& db) {
+  auto pages = db.size_bytes();
+  ASSERT_TRUE(pages.ok());
+  ASSERT_TRUE(db.exec("PRAGMA max_page_count = " + std::to_string(*pages / 4096)).ok());
+}
+void uncap_size(Database& db) { ASSERT_TRUE(db.exec("PRAGMA max_page_count = 1000000").ok()); }
+
+// The events' "i" in the order the table holds them (by id), read through a second connection.
+std::vector<int> stored_order(const std::string& path) {
+  sqlite3* db = nullptr;
+  std::vector<int> out;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "SELECT extra_info FROM gpud_events ORDER BY id", -1, &st, nullptr);
+    while (st != nullptr && sqlite3_step(st) == SQLITE_ROW) {
+      auto j = nlohmann::json::parse(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)));
+      out.push_back(j.value("i", -1));
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+// Overwrites a file with junk of the same size, as a stray write or a failing disk would.
+void scribble(const std::string& path) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (ec || size == 0) return;
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string junk(size, '\x5a');
+  f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+}
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return st.st_mode & 07777;
 }
 
 std::vector<int64_t> times_of(const std::vector<Event>& events) {
@@ -443,6 +494,249 @@ TEST(Database, SizeVacuumAndExec) {
   auto bad = (*db)->exec("SELEC nonsense");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message, HasSubstr("syntax error"));
+}
+
+TEST(EventStore, FullDatabaseKeepsEventsInMemoryAndStoresEachOnceInOrderWhenSpaceReturns) {
+  TempDir dir;
+  const std::string path = dir.file("gpud.state");
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  MetricRegistry metrics;
+  (*db)->set_metrics(&metrics);
+  EventStore events(**db);
+  ASSERT_TRUE(events.insert(big_event(0)).value_or(false));
+  cap_size(**db);
+
+  for (int i = 1; i <= 20; ++i) {
+    auto r = events.insert(big_event(i));
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(*r) << "event " << i << " was not taken as new";
+  }
+  DatabaseHealth h = (*db)->health();
+  EXPECT_FALSE(h.writable);
+  EXPECT_THAT(h.last_error, HasSubstr("database or disk is full"));
+  EXPECT_GE(h.errors_by_op["insert"], 20u);
+  EXPECT_EQ(events.backlog_size(), 20u);
+  EXPECT_THAT(metrics.prometheus_text(), HasSubstr("gpud_store_event_backlog 20\n"));
+  EXPECT_THAT(metrics.prometheus_text(), HasSubstr("gpud_store_errors_total{op=\"insert\"}"));
+  EXPECT_EQ(stored_order(path), std::vector<int>{0});
+
+  // Readers see the waiting events with the stored one, newest first.
+  auto all = events.query("", TimePoint::min(), TimePoint::max());
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 21u);
+  EXPECT_EQ(all->front().extra_info.value("i", -1), 20);
+  EXPECT_EQ(all->back().extra_info.value("i", -1), 0);
+  // Neither a waiting nor a stored event is taken twice.
+  EXPECT_FALSE(events.insert(big_event(7)).value_or(true));
+  EXPECT_FALSE(events.insert(big_event(0)).value_or(true));
+  EXPECT_EQ(events.backlog_size(), 20u);
+  // Still full: a retry keeps all of them waiting, in order.
+  EXPECT_EQ(events.retry(), 20u);
+
+  uncap_size(**db);
+  EXPECT_EQ(events.retry(), 0u);
+  std::vector<int> expected;
+  for (int i = 0; i <= 20; ++i) expected.push_back(i);
+  EXPECT_EQ(stored_order(path), expected);
+  EXPECT_TRUE((*db)->health().writable);
+  EXPECT_EQ(events.query("", TimePoint::min(), TimePoint::max())->size(), 21u);
+  EXPECT_THAT(metrics.prometheus_text(), HasSubstr("gpud_store_event_backlog 0\n"));
+}
+
+TEST(EventStore, NewEventWaitsBehindOlderWaitingOnesSoTheOrderHolds) {
+  TempDir dir;
+  const std::string path = dir.file("gpud.state");
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  EventStore events(**db);
+  cap_size(**db);
+  ASSERT_TRUE(events.insert(big_event(1)).ok());
+  ASSERT_TRUE(events.insert(big_event(2)).ok());
+  uncap_size(**db);
+  // The next insert writes the two waiting ones first, then itself.
+  ASSERT_TRUE(events.insert(big_event(3)).value_or(false));
+  EXPECT_EQ(events.backlog_size(), 0u);
+  EXPECT_EQ(stored_order(path), (std::vector<int>{1, 2, 3}));
+}
+
+TEST(EventStore, FullBacklogDropsTheNewEventCountsItAndSaysSo) {
+  TempDir dir;
+  auto db = Database::open(dir.file("gpud.state"));
+  ASSERT_TRUE(db.ok());
+  MetricRegistry metrics;
+  (*db)->set_metrics(&metrics);
+  EventStore events(**db, 3);
+  cap_size(**db);
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(events.insert(big_event(i)).ok());
+  auto r = events.insert(big_event(4));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message, HasSubstr("event dropped"));
+  EXPECT_EQ(events.dropped(), 1u);
+  EXPECT_EQ(events.backlog_size(), 3u);
+  EXPECT_THAT(metrics.prometheus_text(), HasSubstr("gpud_store_events_dropped_total 1\n"));
+  uncap_size(**db);
+  EXPECT_EQ(events.retry(), 0u);
+  EXPECT_EQ(events.query("", TimePoint::min(), TimePoint::max())->size(), 3u);
+}
+
+TEST(EventStore, WaitingEventsArePurgedRetainedAndFoundAsTheLatest) {
+  TempDir dir;
+  auto db = Database::open(dir.file("gpud.state"));
+  ASSERT_TRUE(db.ok());
+  EventStore events(**db);
+  Event stored_reboot = make_event("os", 100, "reboot");
+  ASSERT_TRUE(events.insert(stored_reboot).ok());
+  cap_size(**db);
+  Event waiting_reboot = make_event("os", 200, "reboot");
+  waiting_reboot.message = std::string(6000, 'r');  // needs new pages, so it waits
+  ASSERT_TRUE(events.insert(waiting_reboot).value_or(false));
+  ASSERT_EQ(events.backlog_size(), 1u);
+  auto latest = events.latest("os", "reboot");
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ(to_unix_seconds((*latest)->time), 200);
+
+  // Retention forgets old waiting events as it deletes old stored ones.
+  auto old = events.enforce_retention(std::chrono::seconds(50), from_unix_seconds(240));
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_EQ(*old, 1);  // the stored one at 100
+  EXPECT_EQ(events.backlog_size(), 1u);
+  auto purged = events.purge("os", TimePoint::max());
+  ASSERT_TRUE(purged.ok()) << purged.error().message;
+  EXPECT_EQ(*purged, 1);  // the waiting one
+  EXPECT_EQ(events.backlog_size(), 0u);
+  EXPECT_FALSE(events.latest("os", "reboot")->has_value());
+}
+
+TEST(Database, CorruptionWhileRunningIsQuarantinedAndAFreshDatabaseTakesTheBacklog) {
+  TempDir dir;
+  const std::string path = dir.file("gpud.state");
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  MetricRegistry metrics;
+  (*db)->set_metrics(&metrics);
+  EventStore events(**db);
+  ASSERT_TRUE(events.insert(big_event(0)).value_or(false));
+  cap_size(**db);
+  ASSERT_TRUE(events.insert(big_event(1)).value_or(false));
+  ASSERT_TRUE(events.insert(big_event(2)).value_or(false));
+  ASSERT_EQ(events.backlog_size(), 2u);
+
+  // Damage the file and its WAL behind SQLite's back; every page it has is cached.
+  scribble(path);
+  scribble(path + "-wal");
+  ASSERT_TRUE(events.insert(big_event(3)).value_or(false));
+
+  DatabaseHealth h = (*db)->health();
+  ASSERT_EQ(h.quarantines.size(), 1u) << h.last_error;
+  const std::string moved = h.quarantines[0].path;
+  EXPECT_THAT(moved, HasSubstr(path + ".corrupt-"));
+  EXPECT_TRUE(fs::exists(moved));
+  EXPECT_THAT(h.quarantines[0].reason, HasSubstr("not a database"));
+  EXPECT_TRUE(h.usable);
+  EXPECT_TRUE(h.writable);
+  EXPECT_EQ(Database::quarantined_files(path), std::vector<std::string>{moved});
+  // The waiting events and the new one are in the fresh database, in order; the one stored
+  // before the damage stays in the quarantined file.
+  EXPECT_EQ(events.backlog_size(), 0u);
+  EXPECT_EQ(stored_order(path), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(mode_of(path), 0600u);
+  EXPECT_THAT(metrics.prometheus_text(), HasSubstr("gpud_store_quarantines_total 1\n"));
+  EXPECT_THAT(metrics.prometheus_text(), HasSubstr("gpud_store_errors_total{op=\"insert\"}"));
+}
+
+TEST(Database, UnusableUntilAFreshDatabaseCanBeCreatedThenTakesTheBacklog) {
+  TempDir dir;
+  const std::string data = dir.file("data");
+  ASSERT_TRUE(fs::create_directory(data));
+  const std::string path = data + "/gpud.state";
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  EventStore events(**db);
+  ASSERT_TRUE(events.insert(big_event(0)).value_or(false));
+  // Damaged, and its directory gone (taken away with the file in it): nothing to move aside and
+  // nowhere to create a fresh database.
+  scribble(path);
+  scribble(path + "-wal");
+  fs::rename(data, dir.file("gone"));
+  ASSERT_TRUE(events.insert(big_event(1)).value_or(false)) << "the event must wait, not fail";
+  DatabaseHealth h = (*db)->health();
+  EXPECT_FALSE(h.usable);
+  EXPECT_FALSE(h.writable);
+  EXPECT_THAT(h.last_error, HasSubstr("open a fresh database " + path));
+  EXPECT_GE(h.errors_by_op["reopen"], 1u);
+  EXPECT_EQ(events.backlog_size(), 1u);
+  // While unusable every operation fails at once, counted, without touching the old connection.
+  auto q = Metadata(**db).get(kKeySchemaVersion);
+  ASSERT_FALSE(q.ok());
+  EXPECT_THAT(q.error().message, HasSubstr("the state database is unusable: open a fresh"));
+  EXPECT_EQ((*db)->health().errors_by_op["metadata"], 1u);
+  EXPECT_EQ(events.retry(), 1u);
+
+  ASSERT_TRUE(fs::create_directory(data));
+  EXPECT_EQ(events.retry(), 0u);
+  h = (*db)->health();
+  EXPECT_TRUE(h.usable);
+  EXPECT_TRUE(h.writable);
+  EXPECT_EQ(stored_order(path), std::vector<int>{1});
+}
+
+TEST(Database, MetricWriteOnADamagedFileQuarantinesItToo) {
+  TempDir dir;
+  const std::string path = dir.file("gpud.state");
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  MetricStore history(**db);
+  ASSERT_TRUE(history.insert({sample(1, "cpu", "load", 1)}).ok());
+  scribble(path);
+  scribble(path + "-wal");
+  // The failed write is retried once on the fresh database, so the sample is not lost either.
+  auto r = history.insert({sample(2, "cpu", "load", 2)});
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  DatabaseHealth h = (*db)->health();
+  EXPECT_EQ(h.quarantines.size(), 1u);
+  EXPECT_EQ(h.errors_by_op["metric_write"], 1u);
+  EXPECT_EQ(history.query("", TimePoint::min())->size(), 1u);
+}
+
+TEST(Database, QuarantineAtOpenIsPartOfItsHealthAndCounted) {
+  TempDir dir;
+  const std::string path = dir.file("gpud.state");
+  { std::ofstream(path, std::ios::binary) << std::string(8192, 'x'); }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok());
+  MetricRegistry metrics;
+  (*db)->set_metrics(&metrics);
+  DatabaseHealth h = (*db)->health();
+  ASSERT_EQ(h.quarantines.size(), 1u);
+  EXPECT_EQ(h.quarantines[0].path, (*db)->quarantined_path());
+  EXPECT_THAT(metrics.prometheus_text(), HasSubstr("gpud_store_quarantines_total 1\n"));
+}
+
+TEST(Database, StateFileAndItsWalAndShmArePrivate) {
+  TempDir dir;
+  const std::string path = dir.file("gpud.state");
+  {
+    // A file left by an older gpud, readable by everyone.
+    std::ofstream(path).flush();
+    ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  ASSERT_TRUE(EventStore(**db).insert(make_event("cpu", 1, "e")).ok());
+  ASSERT_TRUE(fs::exists(path + "-wal"));
+  ASSERT_TRUE(fs::exists(path + "-shm"));
+  EXPECT_EQ(mode_of(path), 0600u);
+  EXPECT_EQ(mode_of(path + "-wal"), 0600u);
+  EXPECT_EQ(mode_of(path + "-shm"), 0600u);
+
+  TempDir fresh;
+  auto created = Database::open(fresh.file("gpud.state"));
+  ASSERT_TRUE(created.ok());
+  ASSERT_TRUE(Metadata(**created).set("k", "v").ok());
+  EXPECT_EQ(mode_of(fresh.file("gpud.state")), 0600u);
+  EXPECT_EQ(mode_of(fresh.file("gpud.state-wal")), 0600u);
+  EXPECT_EQ(mode_of(fresh.file("gpud.state-shm")), 0600u);
 }
 
 }  // namespace

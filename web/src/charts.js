@@ -106,6 +106,7 @@ export class Charts {
 
   // A chart with no samples yet has no plot: only drawn charts are resized.
   fit() {
+    // A chart without samples has no plot yet; the page may resize before its first sample.
     for (const { plot, box } of this.plots.values())
       if (plot) plot.setSize({ width: this.width(box), height: this.height() });
   }
