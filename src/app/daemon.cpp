@@ -197,9 +197,8 @@ components::KernelLogCounters Daemon::kernel_log_counters() {
   c.records = follower_->records();
   c.overruns = follower_->overruns();
   c.read_errors = follower_->errors();
-  // Hook for the merge: main is adding KmsgFollower::record_errors() and
-  // KernelLogDispatcher::parse_errors(); set c.record_errors and c.parse_errors from them here.
-  // Until then both stay absent, and the gpud component neither reports nor judges them.
+  c.record_errors = follower_->record_errors();
+  if (dispatcher_) c.parse_errors = dispatcher_->parse_errors();
   return c;
 }
 

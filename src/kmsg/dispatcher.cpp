@@ -41,10 +41,6 @@ KernelLogDispatcher::KernelLogDispatcher(EventLog& events, MetricRegistry& metri
                     MetricKind::kCounter);
   metrics_.describe(kSxidErrorsTotal, "NVIDIA NVSwitch SXid errors recorded, by switch and code",
                     MetricKind::kCounter);
-  metrics_.describe(kParseErrorsTotal,
-                    "Kernel-log records skipped because matching them failed (the record is "
-                    "dropped, the follower goes on)",
-                    MetricKind::kCounter);
 }
 
 int KernelLogDispatcher::feed(const KmsgRecord& r, TimePoint now) {
@@ -76,8 +72,7 @@ int KernelLogDispatcher::feed_message(std::string_view message, std::optional<Ti
 
 void KernelLogDispatcher::record_parse_error_locked(std::string_view message,
                                                     std::string_view what) {
-  ++parse_errors_;
-  metrics_.add("", kParseErrorsTotal, 1);
+  ++parse_errors_;  // reported by the gpud component (gpud_kernel_log_parse_errors_total)
   // The first, then one in a thousand: a flood of hostile lines must not flood the log too.
   if (parse_errors_ == 1 || parse_errors_ % 1000 == 0)
     logger("kmsg")->warn("kernel-log record skipped ({} so far): {}: {:.200}", parse_errors_, what,

@@ -20,7 +20,6 @@ namespace gpud::kmsg {
 inline constexpr std::string_view kEventsTotal = "gpud_kernel_log_events_total";
 inline constexpr std::string_view kXidErrorsTotal = "accelerator_nvidia_xid_errors_total";
 inline constexpr std::string_view kSxidErrorsTotal = "accelerator_nvidia_sxid_errors_total";
-inline constexpr std::string_view kParseErrorsTotal = "gpud_kernel_log_parse_errors_total";
 
 // Builds the event a match becomes: time cut to the second (so a ring re-read after a restart
 // yields the identical row), gpu_uuid added when known.

@@ -70,9 +70,6 @@ TEST(Dispatcher, ThrowDuringARecordIsCountedAndTheNextRecordFlows) {
   EXPECT_EQ(d.parse_errors(), 1u);
   EXPECT_EQ(d.feed_message(xid_line(79, "0000:3c:00.0"), kT), 1);
   EXPECT_EQ(d.parse_errors(), 1u);
-  EXPECT_NE(f.metrics.prometheus_text().find("gpud_kernel_log_parse_errors_total 1"),
-            std::string::npos)
-      << f.metrics.prometheus_text();
 }
 
 TEST(Dispatcher, IdenticalMessageWithinAMinuteIsOneEvent) {
