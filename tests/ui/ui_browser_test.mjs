@@ -139,7 +139,8 @@ async function main() {
   }
   daemon = spawn(gpudBinary, ['run', '--listen-address', `127.0.0.1:${port}`,
                               '--data-dir', path.join(tmpDir, 'data'), '--nvml-lib', fakeNvml,
-                              '--nvidia-check-interval', '1s', '--metrics-sample-interval', '2s'],
+                              '--nvidia-check-interval', '1s', '--metrics-sample-interval', '2s',
+                              '--enable-fault-injection'],
                  { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   daemon.stdout.on('data', (d) => (daemonLog += d));
   daemon.stderr.on('data', (d) => (daemonLog += d));
