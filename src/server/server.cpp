@@ -230,9 +230,9 @@ Result<void> Server::start() {
   if (!socket_path.empty()) {
     constexpr size_t kMaxPath = sizeof(sockaddr_un{}.sun_path) - 1;
     if (socket_path.size() > kMaxPath)
-      return make_error("--api-socket " + socket_path +
+      return make_error("the local socket " + socket_path +
                         " is longer than a Unix socket path can be (" + std::to_string(kMaxPath) +
-                        " bytes)");
+                        " bytes); give a shorter --api-socket, or --api-socket \"\" for none");
     if (auto r = prepare_socket_dir(std::filesystem::path(socket_path).parent_path()); !r)
       return make_error("cannot serve the local socket: " + r.error().message);
     if (auto r = remove_stale_socket(socket_path); !r)
