@@ -135,8 +135,10 @@ void configure(httplib::Server& http, const ServerDeps& deps, bool local_socket)
       }));
 
   http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    logger("server")->debug("{} {} {} -> {} ({} bytes)", describe_peer(req), req.method, req.path,
-                            res.status, res.body.size());
+    auto log = logger("server");
+    if (!log->should_log(spdlog::level::debug)) return;  // spares describe_peer's string
+    log->debug("{} {} {} -> {} ({} bytes)", describe_peer(req), req.method, req.path, res.status,
+               res.body.size());
   });
 
   register_v1_routes(http, deps);
