@@ -1,35 +1,161 @@
 #include "app/client.h"
 
 #include <httplib.h>
+#include <openssl/x509.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "app/options.h"
 
 namespace gpud::app {
+namespace {
 
-ApiClient::ApiClient(std::string server) : server_(std::move(server)) {
-  while (!server_.empty() && server_.back() == '/') server_.pop_back();
+std::vector<std::string> data_dir_candidates(const ClientOptions& o) {
+  if (!o.data_dir.empty()) return {o.data_dir};
+  std::vector<std::string> dirs{default_data_dir()};
+  if (dirs.front() != kSystemDataDir) dirs.emplace_back(kSystemDataDir);
+  return dirs;
 }
+
+// A socket only root or this user could have made: anyone else's could be an impostor's.
+bool trusted_socket(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+         (st.st_uid == 0 || st.st_uid == ::geteuid());
+}
+
+Result<std::string> ca_for(const ClientOptions& o) {
+  if (!o.ca_file.empty()) {
+    if (::access(o.ca_file.c_str(), R_OK) != 0)
+      return make_error("cannot read --ca " + o.ca_file + ": " + std::strerror(errno), kUntrusted);
+    return o.ca_file;
+  }
+  for (const auto& dir : data_dir_candidates(o)) {
+    std::string cert = dir + "/gpud.crt";
+    if (::access(cert.c_str(), R_OK) == 0) return cert;
+  }
+  return std::string();  // the system's CAs: for an operator's certificate (--tls-cert)
+}
+
+std::string strip_slashes(std::string s) {
+  while (!s.empty() && s.back() == '/') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+void add_client_flags(CLI::App& cmd, ClientOptions& o) {
+  cmd.add_option("--server", o.server,
+                 "The daemon's URL (default: its Unix socket when it exists, else " +
+                     std::string(kDefaultServer) +
+                     "); http:// only for a daemon run with --no-tls");
+  cmd.add_option("--data-dir", o.data_dir,
+                 "The daemon's data dir, where its socket (run/gpud.sock) and certificate "
+                 "(gpud.crt) are (default: the `run` default, then /var/lib/gpud)");
+  cmd.add_option("--api-socket", o.api_socket,
+                 "The daemon's Unix socket (default <data-dir>/run/gpud.sock when it exists)");
+  cmd.add_option("--ca", o.ca_file,
+                 "PEM certificate(s) the daemon's HTTPS certificate must verify against (default "
+                 "<data-dir>/gpud.crt when readable, else the system's CAs)");
+}
+
+std::string Endpoint::describe() const {
+  return kind == Kind::kUnixSocket ? "unix:" + address : address;
+}
+
+Result<Endpoint> resolve_endpoint(const ClientOptions& o) {
+  Endpoint e;
+  if (!o.server.empty()) {
+    e.address = strip_slashes(o.server);
+    if (e.address.rfind("http://", 0) == 0) {
+      e.kind = Endpoint::Kind::kHttp;
+      return e;
+    }
+    if (e.address.rfind("https://", 0) != 0)
+      return make_error("--server \"" + o.server +
+                            "\" must be an https:// (or, for a daemon run "
+                            "with --no-tls, http://) URL",
+                        kUntrusted);
+    auto ca = ca_for(o);
+    if (!ca) return ca.error();
+    e.kind = Endpoint::Kind::kHttps;
+    e.ca_file = *ca;
+    return e;
+  }
+  if (!o.api_socket.empty()) {
+    e.kind = Endpoint::Kind::kUnixSocket;
+    e.address = o.api_socket;
+    return e;
+  }
+  for (const auto& dir : data_dir_candidates(o)) {
+    std::string socket = default_api_socket(dir);
+    if (trusted_socket(socket)) {
+      e.kind = Endpoint::Kind::kUnixSocket;
+      e.address = socket;
+      return e;
+    }
+  }
+  auto ca = ca_for(o);
+  if (!ca) return ca.error();
+  e.kind = Endpoint::Kind::kHttps;
+  e.address = kDefaultServer;
+  e.ca_file = *ca;
+  return e;
+}
+
+ApiClient::ApiClient(Endpoint endpoint, std::string admin_token)
+    : endpoint_(std::move(endpoint)), admin_token_(std::move(admin_token)) {}
 
 Result<ApiResponse> ApiClient::get(const std::string& path) const { return request("GET", path); }
 Result<ApiResponse> ApiClient::post(const std::string& path) const { return request("POST", path); }
 
 Result<ApiResponse> ApiClient::request(const std::string& method, const std::string& path) const {
-  auto attempt = [&](const std::string& base) -> Result<ApiResponse> {
-    httplib::Client cli(base);
-    cli.enable_server_certificate_verification(false);  // the daemon's certificate is self-signed
-    cli.set_connection_timeout(3, 0);
-    cli.set_read_timeout(30, 0);
-    httplib::Result res = method == "POST" ? cli.Post(path) : cli.Get(path);
-    if (!res) return make_error(httplib::to_string(res.error()));
-    return ApiResponse{res->status, res->body};
-  };
-  auto r = attempt(server_);
-  // A daemon run with --no-tls answers plain HTTP; an SSL handshake failure means that.
-  if (!r && server_.rfind("https://", 0) == 0 &&
-      r.error().message.find("SSL") != std::string::npos) {
-    auto plain = attempt("http://" + server_.substr(8));
-    if (plain) return plain;
+  const bool unix_socket = endpoint_.kind == Endpoint::Kind::kUnixSocket;
+  // A Unix socket's path stands where httplib expects the host; the port is unused.
+  httplib::Client cli =
+      unix_socket ? httplib::Client(endpoint_.address, 80) : httplib::Client(endpoint_.address);
+  if (!cli.is_valid())
+    return make_error("cannot make a client for " + endpoint_.describe(), kUntrusted);
+  if (unix_socket) cli.set_address_family(AF_UNIX);
+  if (endpoint_.kind == Endpoint::Kind::kHttps) {
+    cli.enable_server_certificate_verification(true);
+    if (!endpoint_.ca_file.empty()) cli.set_ca_cert_path(endpoint_.ca_file);
   }
-  if (!r) return make_error("no gpud answering at " + server_ + " (" + r.error().message + ")");
-  return r;
+  if (!admin_token_.empty()) cli.set_bearer_token_auth(admin_token_);
+  cli.set_connection_timeout(3, 0);
+  cli.set_read_timeout(30, 0);
+  httplib::Result res = method == "POST" ? cli.Post(path) : cli.Get(path);
+  if (res) return ApiResponse{res->status, res->body};
+
+  const std::string where = endpoint_.describe();
+  const std::string trust = endpoint_.ca_file.empty() ? "the system's CAs" : endpoint_.ca_file;
+  switch (res.error()) {
+    case httplib::Error::Connection:
+    case httplib::Error::ConnectionTimeout:
+      return make_error(
+          "nothing answers at " + where + " (" + httplib::to_string(res.error()) + ")", kNoDaemon);
+    case httplib::Error::SSLServerVerification: {
+      long v = cli.get_openssl_verify_result();
+      std::string why = v == X509_V_OK ? "the certificate is not for this host name"
+                                       : X509_verify_cert_error_string(v);
+      return make_error("the server at " + where + " is not a gpud this CLI trusts: its " +
+                            "certificate does not verify against " + trust + " (" + why +
+                            "); give the daemon's certificate with --ca FILE or --data-dir DIR",
+                        kUntrusted);
+    }
+    case httplib::Error::SSLConnection:
+      return make_error("the TLS handshake with " + where +
+                            " failed; a daemon run with --no-tls needs --server http://…",
+                        kUntrusted);
+    case httplib::Error::SSLLoadingCerts:
+      return make_error("cannot load the certificates in " + trust, kUntrusted);
+    default:
+      return make_error(method + " " + where + path + " failed: " + httplib::to_string(res.error()),
+                        kUntrusted);
+  }
 }
 
 }  // namespace gpud::app

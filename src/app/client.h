@@ -1,7 +1,9 @@
-// ApiClient: talks to a running gpud for `status` and `set-healthy` (HTTPS with the self-signed
-// certificate, falling back to plain HTTP for daemons started with --no-tls).
+// ApiClient: how `status` and `set-healthy` reach the local daemon, and only it: through its Unix
+// socket when there is one, else over HTTPS with the daemon's certificate verified. Plain HTTP only
+// when asked for with an http:// --server (a daemon run with --no-tls); never as a fallback.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <string>
 
 #include "core/result.h"
@@ -9,6 +11,38 @@
 namespace gpud::app {
 
 inline constexpr const char* kDefaultServer = "https://localhost:15132";
+// Where the system daemon keeps its data dir (and so its socket and certificate), for users whose
+// own default data dir is elsewhere.
+inline constexpr const char* kSystemDataDir = "/var/lib/gpud";
+
+// The CLI's flags for reaching the daemon.
+struct ClientOptions {
+  std::string server;       // --server; "": the Unix socket when present, else kDefaultServer
+  std::string data_dir;     // --data-dir; "": default_data_dir(), then kSystemDataDir
+  std::string api_socket;   // --api-socket; "": <data-dir>/run/gpud.sock when it exists
+  std::string ca_file;      // --ca; "": <data-dir>/gpud.crt when readable, else the system's CAs
+  std::string admin_token;  // sent as "Authorization: Bearer" when set
+};
+
+// Adds --server, --data-dir, --api-socket and --ca.
+void add_client_flags(CLI::App& cmd, ClientOptions& options);
+
+// The way a request travels.
+struct Endpoint {
+  enum class Kind { kUnixSocket, kHttps, kHttp };
+  Kind kind = Kind::kHttps;
+  std::string address;  // the socket's path, or the base URL
+  std::string ca_file;  // kHttps: what the daemon's certificate must chain to; "": system CAs
+  std::string describe() const;  // "unix:/var/lib/gpud/run/gpud.sock", "https://localhost:15132"
+};
+
+// Picks the endpoint: --server when given; else --api-socket when given; else the first data dir
+// whose socket exists and belongs to root or this user; else kDefaultServer.
+[[nodiscard]] Result<Endpoint> resolve_endpoint(const ClientOptions& options);
+
+// Error codes of failed requests (Error::code), which the verbs turn into exit codes.
+inline constexpr int kNoDaemon = 1;   // nothing accepts connections there
+inline constexpr int kUntrusted = 2;  // something answered, but not as a daemon this CLI trusts
 
 struct ApiResponse {
   int status = 0;
@@ -17,13 +51,15 @@ struct ApiResponse {
 
 class ApiClient {
  public:
-  explicit ApiClient(std::string server);
+  ApiClient(Endpoint endpoint, std::string admin_token);
+  const Endpoint& endpoint() const { return endpoint_; }
   Result<ApiResponse> get(const std::string& path) const;
   Result<ApiResponse> post(const std::string& path) const;
 
  private:
   Result<ApiResponse> request(const std::string& method, const std::string& path) const;
-  std::string server_;
+  Endpoint endpoint_;
+  std::string admin_token_;
 };
 
 }  // namespace gpud::app

@@ -1,11 +1,16 @@
 #include "app/options.h"
 
+#include <fcntl.h>
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <tuple>
@@ -21,6 +26,71 @@ std::string default_data_dir() {
   if (::geteuid() == 0 && std::filesystem::is_directory("/var/lib")) return "/var/lib/gpud";
   const char* home = std::getenv("HOME");
   return std::string(home != nullptr && *home != '\0' ? home : "/tmp") + "/.gpud";
+}
+
+std::string default_api_socket(const std::string& data_dir) { return data_dir + "/run/gpud.sock"; }
+
+Result<void> check_admin_token(std::string_view token) {
+  constexpr size_t kMinLength = 16;
+  if (token.size() < kMinLength)
+    return make_error("the admin token must have at least " + std::to_string(kMinLength) +
+                      " characters (e.g. `openssl rand -hex 32`)");
+  for (char ch : token) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == '$' || c == '`')
+      return make_error(
+          "the admin token may only hold printable ASCII without spaces, quotes, '\\', '$' or "
+          "'`'");
+  }
+  return {};
+}
+
+Result<std::string> read_admin_token_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return make_error("cannot read --admin-token-file " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return make_error("--admin-token-file " + path + " is not a regular file");
+  }
+  if ((st.st_mode & 0007) != 0) {
+    ::close(fd);
+    return make_error("--admin-token-file " + path +
+                      " is open to other users; chmod 600 it (or 640 with a trusted group)");
+  }
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while (text.size() < 64 * 1024 && (n = ::read(fd, buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return make_error("cannot read --admin-token-file " + path + ": " + std::strerror(err));
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  size_t start = 0;
+  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+  text.erase(0, start);
+  if (auto r = check_admin_token(text); !r)
+    return make_error("--admin-token-file " + path + ": " + r.error().message);
+  return text;
+}
+
+Result<std::string> resolve_admin_token(const std::string& token_file, const char* env_value) {
+  bool from_env = env_value != nullptr && *env_value != '\0';
+  if (from_env && !token_file.empty())
+    return make_error(std::string("both --admin-token-file and ") + kAdminTokenEnv +
+                      " are set; give the admin token one way");
+  if (!token_file.empty()) return read_admin_token_file(token_file);
+  if (!from_env) return std::string();
+  if (auto r = check_admin_token(env_value); !r)
+    return make_error(std::string(kAdminTokenEnv) + ": " + r.error().message);
+  return std::string(env_value);
 }
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -109,6 +179,7 @@ void add_store_flags(CLI::App& cmd, RunFlags& f) {
 Result<void> finalize(RunFlags& f) {
   Config& c = f.config;
   if (c.data_dir.empty()) c.data_dir = default_data_dir();
+  if (!f.api_socket_given) c.api_socket = default_api_socket(c.data_dir);
   auto ev = parse_duration(f.events_retention);
   if (!ev || ev->count() < 60'000)
     return make_error("invalid --events-retention-period \"" + f.events_retention +

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <string_view>
 
 #include "core/config.h"
 #include "core/result.h"
@@ -21,7 +22,32 @@ struct RunFlags {
   // kernel log
   std::string xid_lookback;  // Go duration; "": the events retention
   std::string sxid_lookback;
+  // API
+  std::string admin_token_file;
+  bool api_socket_given = false;  // --api-socket was given (even as ""): no default
 };
+
+// The daemon's Unix socket under a data dir, where `run` listens and the CLI looks by default.
+std::string default_api_socket(const std::string& data_dir);
+
+// The admin token is read from this environment variable (systemd sets it from /etc/default/gpud)
+// or from a file, never from argv.
+inline constexpr const char* kAdminTokenEnv = "GPUD_ADMIN_TOKEN";
+// What `--admin-token` on the command line answers.
+inline constexpr const char* kAdminTokenArgvRefusal =
+    "the admin token is not accepted on the command line, where every user can read it "
+    "(/proc/<pid>/cmdline); put it in a file only root can read and pass --admin-token-file FILE, "
+    "or set GPUD_ADMIN_TOKEN in the environment (/etc/default/gpud for the service)";
+// A usable token: at least 16 characters, printable ASCII without spaces or quotes (it travels in
+// an HTTP header and in /etc/default/gpud).
+[[nodiscard]] Result<void> check_admin_token(std::string_view token);
+// The token in `path` (surrounding whitespace dropped); refused when the file is readable or
+// writable by other users.
+[[nodiscard]] Result<std::string> read_admin_token_file(const std::string& path);
+// The token from --admin-token-file or from $GPUD_ADMIN_TOKEN's value (nullptr: unset); both at
+// once is an error. "" when neither is given.
+[[nodiscard]] Result<std::string> resolve_admin_token(const std::string& token_file,
+                                                      const char* env_value);
 
 // /var/lib/gpud as root (when /var/lib exists), ~/.gpud otherwise.
 std::string default_data_dir();

@@ -1,6 +1,7 @@
 // `gpud run`: the daemon in the foreground until SIGINT/SIGTERM.
 #include <signal.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -27,8 +28,27 @@ void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample
   cmd->add_option("--tls-cert", c.tls_cert,
                   "PEM certificate (default: self-signed, in the data dir)");
   cmd->add_option("--tls-key", c.tls_key, "PEM private key for --tls-cert");
-  cmd->add_option("--admin-token", c.admin_token,
-                  "Bearer token that allows mutating API calls from non-loopback clients");
+  // Still parsed, so that the refusal can say where the token goes instead.
+  cmd->add_option_function<std::string>(
+         "--admin-token",
+         [](const std::string&) {
+           throw CLI::ValidationError("--admin-token", kAdminTokenArgvRefusal);
+         },
+         "Refused: use --admin-token-file or GPUD_ADMIN_TOKEN")
+      ->group("");
+  cmd->add_option("--admin-token-file", flags->admin_token_file,
+                  "File with the bearer token that lets any client make mutating API calls "
+                  "(or set GPUD_ADMIN_TOKEN); not readable by other users");
+  cmd->add_option_function<std::string>(
+      "--api-socket",
+      [flags](const std::string& path) {
+        flags->config.api_socket = path;
+        flags->api_socket_given = true;
+      },
+      "Unix socket for local clients; only root and the daemon's user can connect, and they may "
+      "make mutating calls (default <data-dir>/run/gpud.sock; \"\": none)");
+  cmd->add_flag("--enable-fault-injection", c.enable_fault_injection,
+                "Serve POST /inject-fault (writes kernel-log lines; for testing)");
   cmd->add_option("--web-enable", c.web_enable,
                   "Serve the local web UI at / on the API listener (--web-enable=false: off)")
       ->default_str("true");
@@ -88,6 +108,16 @@ void add_run(CLI::App& app, int* exit_code) {
       *exit_code = kExitUsage;
       return;
     }
+    auto token = resolve_admin_token(flags->admin_token_file, std::getenv(kAdminTokenEnv));
+    // Commands the daemon runs (nvidia-smi, systemctl) need not see the token. No other thread
+    // runs yet, so changing the environment is safe here.
+    ::unsetenv(kAdminTokenEnv);
+    if (!token) {
+      std::cerr << "✘ " << token.error().message << "\n";
+      *exit_code = kExitUsage;
+      return;
+    }
+    flags->config.admin_token = *token;
 
     // Block the stop signals before any thread starts so only sigwait below sees them.
     sigset_t stop_signals;

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -202,7 +203,8 @@ Result<void> check_flag_word(std::string_view word) {
   return {};
 }
 
-Result<std::string> render_env_file(const std::vector<std::string>& flags) {
+Result<std::string> render_env_file(const std::vector<std::string>& flags,
+                                    const std::string& admin_token) {
   for (const auto& f : flags)
     if (auto r = check_flag_word(f); !r) return r.error();
   std::string text = kDefaultEnvTemplate;
@@ -210,8 +212,28 @@ Result<std::string> render_env_file(const std::vector<std::string>& flags) {
   auto at = text.find(line);
   if (at == std::string::npos)
     return make_error("deploy/systemd/gpud.default has no FLAGS=\"\" line");
-  text.replace(at, line.size(), "\nFLAGS=\"" + join(flags) + "\"\n");
+  std::string replacement = "\nFLAGS=\"" + join(flags) + "\"\n";
+  if (!admin_token.empty()) {
+    if (auto r = check_admin_token(admin_token); !r) return r.error();
+    replacement += std::string(kAdminTokenEnv) + "=\"" + admin_token + "\"\n";
+  }
+  text.replace(at, line.size(), replacement);
   return text;
+}
+
+std::string admin_token_in_env_file(const std::string& text) {
+  const std::string key = std::string(kAdminTokenEnv) + "=";
+  std::istringstream in(text);
+  std::string line, token;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    token = line.substr(key.size());
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\r')) token.pop_back();
+    if (token.size() >= 2 && (token.front() == '"' || token.front() == '\'') &&
+        token.back() == token.front())
+      token = token.substr(1, token.size() - 2);
+  }
+  return token;  // the last assignment wins, as in systemd's EnvironmentFile
 }
 
 Result<void> validate_daemon_flags(const std::vector<std::string>& flags) {
@@ -267,7 +289,7 @@ ServiceState service_state() {
 
 Result<bool> install_service_files(const std::string& root, const std::string& self_exe,
                                    const std::vector<std::string>& flags,
-                                   std::vector<std::string>* log) {
+                                   const std::string& admin_token, std::vector<std::string>* log) {
   bool changed = false;
   // The binary: skipped when gpud already runs from its installed path.
   std::string bin = under(root, kInstalledBinary);
@@ -282,16 +304,24 @@ Result<bool> install_service_files(const std::string& root, const std::string& s
   } else {
     log->push_back("unchanged " + bin + " (running from it)");
   }
-  // The environment file: up's flags replace FLAGS; without flags an existing file is kept.
+  // The environment file: up's flags replace FLAGS; without flags (or token) an existing file is
+  // kept. A token the file holds survives new flags, or `up --gpu-count 8` would drop it.
   std::string env = under(root, kEnvFilePath);
-  if (!flags.empty() || !fs::exists(env, ec)) {
-    auto text = render_env_file(flags);
+  if (!flags.empty() || !admin_token.empty() || !fs::exists(env, ec)) {
+    std::string token = admin_token;
+    if (token.empty())
+      if (auto old = read_file(env); old) token = admin_token_in_env_file(*old);
+    auto text = render_env_file(flags, token);
     if (!text) return text.error();
-    // 0640: FLAGS may carry --admin-token.
+    // 0640, root's: it may hold GPUD_ADMIN_TOKEN.
     auto w = write_atomically(env, *text, 0640);
     if (!w) return w.error();
     changed |= *w;
-    log->push_back((*w ? "wrote " : "unchanged ") + env + " (FLAGS=\"" + join(flags) + "\")");
+    log->push_back((*w ? "wrote " : "unchanged ") + env + " (FLAGS=\"" + join(flags) + "\"" +
+                   (token.empty()         ? ""
+                    : admin_token.empty() ? ", admin token kept"
+                                          : ", admin token set") +
+                   ")");
   } else {
     log->push_back("kept " + env + " (no flags given)");
   }
@@ -359,6 +389,12 @@ void add_up(CLI::App& app, int* exit_code) {
     for (const auto& f : flags)
       if (auto r = check_flag_word(f); !r) return fail(r.error().message);
     if (auto r = validate_daemon_flags(flags); !r) return fail(r.error().message);
+    // The token travels in up's environment, never its argv (`--admin-token` is refused above).
+    const char* env_token = std::getenv(kAdminTokenEnv);
+    std::string admin_token = env_token != nullptr ? env_token : "";
+    if (!admin_token.empty())
+      if (auto r = check_admin_token(admin_token); !r)
+        return fail(std::string(kAdminTokenEnv) + ": " + r.error().message);
     auto self = self_executable();
     if (!self) return fail(self.error().message);
 
@@ -369,7 +405,7 @@ void add_up(CLI::App& app, int* exit_code) {
       was_active = a && a->exit_code == 0;
     }
     std::vector<std::string> log;
-    auto changed = install_service_files(staged ? *root : "/", *self, flags, &log);
+    auto changed = install_service_files(staged ? *root : "/", *self, flags, admin_token, &log);
     for (const auto& line : log) std::cout << "  " << line << "\n";
     if (!changed) return fail(changed.error().message);
     if (staged) {

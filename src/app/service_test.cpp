@@ -77,6 +77,57 @@ TEST(ServiceEnvFile, RejectsWordsThatWouldBreakTheFileOrTheWordSplitting) {
     EXPECT_TRUE(check_flag_word(good)) << good;
 }
 
+TEST(ServiceEnvFile, KeepsTheAdminTokenOutOfFlagsAndTheUnit) {
+  const std::string token = "0123456789abcdef0123";
+  auto text = render_env_file({"--gpu-count", "8"}, token);
+  ASSERT_TRUE(text) << text.error().message;
+  EXPECT_NE(text->find("\nGPUD_ADMIN_TOKEN=\"" + token + "\"\n"), std::string::npos) << *text;
+  EXPECT_NE(text->find("\nFLAGS=\"--gpu-count 8\"\n"), std::string::npos) << *text;
+  EXPECT_EQ(admin_token_in_env_file(*text), token);
+  EXPECT_EQ(admin_token_in_env_file(*render_env_file({})), "") << "the template's example counts";
+  EXPECT_EQ(admin_token_in_env_file("GPUD_ADMIN_TOKEN=bare0123456789ab\n"), "bare0123456789ab");
+  // The unit passes only $FLAGS on the command line; the token reaches the daemon as environment.
+  std::string unit = directives(render_unit(kInstalledBinary));
+  EXPECT_NE(unit.find("EnvironmentFile=-/etc/default/gpud\n"), std::string::npos);
+  EXPECT_EQ(unit.find("TOKEN"), std::string::npos) << unit;
+  EXPECT_FALSE(render_env_file({}, "short")) << "a token under 16 characters";
+  EXPECT_FALSE(render_env_file({}, "0123456789abcdef\"x")) << "a token that breaks the quoting";
+}
+
+TEST(ServiceFlags, AdminTokenOnTheCommandLineIsRefusedWithWhereItGoes) {
+  auto r = validate_daemon_flags({"--admin-token", "0123456789abcdef0123"});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("--admin-token-file"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("GPUD_ADMIN_TOKEN"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(validate_daemon_flags({"--admin-token-file", "/etc/gpud/admin-token"}));
+  EXPECT_TRUE(validate_daemon_flags({"--enable-fault-injection", "--api-socket", "/run/g.sock"}));
+}
+
+TEST(ServiceFiles, UpKeepsAnAdminTokenWhenOnlyTheFlagsChange) {
+  std::string root = temp_dir();
+  std::string exe = root + "/fake-gpud";
+  std::ofstream(exe) << "#!/bin/sh\n";
+  const std::string token = "0123456789abcdef0123";
+  std::vector<std::string> log;
+  ASSERT_TRUE(install_service_files(root, exe, {}, token, &log));
+  const std::string env = root + "/etc/default/gpud";
+  EXPECT_EQ(admin_token_in_env_file(slurp(env)), token);
+  struct stat st {};
+  ASSERT_EQ(::stat(env.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0077, 0040u) << "the environment file is open to others";
+  for (const auto& line : log) EXPECT_EQ(line.find(token), std::string::npos) << line;
+
+  auto flags = install_service_files(root, exe, {"--gpu-count", "8"}, "", &log);
+  ASSERT_TRUE(flags);
+  EXPECT_TRUE(*flags);
+  EXPECT_EQ(admin_token_in_env_file(slurp(env)), token);
+  EXPECT_NE(slurp(env).find("FLAGS=\"--gpu-count 8\""), std::string::npos);
+  const std::string other = "fedcba9876543210fedc";
+  ASSERT_TRUE(install_service_files(root, exe, {"--gpu-count", "8"}, other, &log));
+  EXPECT_EQ(admin_token_in_env_file(slurp(env)), other);
+  fs::remove_all(root);
+}
+
 TEST(ServiceFlags, ValidatedAsGpudRunParsesThem) {
   EXPECT_TRUE(validate_daemon_flags({}));
   EXPECT_TRUE(validate_daemon_flags({"--gpu-count", "8", "--no-tls", "--log-level", "debug"}));
@@ -110,7 +161,7 @@ TEST(ServiceFiles, InstallIntoAStagedRootIsIdempotentAndPurgeRemovesUnitAndEnv) 
     out << "#!/bin/sh\necho fake\n";
   }
   std::vector<std::string> log;
-  auto first = install_service_files(root, exe, {"--gpu-count", "8"}, &log);
+  auto first = install_service_files(root, exe, {"--gpu-count", "8"}, "", &log);
   ASSERT_TRUE(first) << first.error().message;
   EXPECT_TRUE(*first);
   EXPECT_EQ(slurp(root + "/usr/local/bin/gpud"), "#!/bin/sh\necho fake\n");
@@ -122,14 +173,14 @@ TEST(ServiceFiles, InstallIntoAStagedRootIsIdempotentAndPurgeRemovesUnitAndEnv) 
 
   // Same input: nothing changes. No flags: the existing FLAGS are kept.
   log.clear();
-  auto again = install_service_files(root, exe, {"--gpu-count", "8"}, &log);
+  auto again = install_service_files(root, exe, {"--gpu-count", "8"}, "", &log);
   ASSERT_TRUE(again);
   EXPECT_FALSE(*again);
-  auto keep = install_service_files(root, exe, {}, &log);
+  auto keep = install_service_files(root, exe, {}, "", &log);
   ASSERT_TRUE(keep);
   EXPECT_FALSE(*keep);
   EXPECT_NE(slurp(root + "/etc/default/gpud").find("FLAGS=\"--gpu-count 8\""), std::string::npos);
-  auto other = install_service_files(root, exe, {"--no-tls"}, &log);
+  auto other = install_service_files(root, exe, {"--no-tls"}, "", &log);
   ASSERT_TRUE(other);
   EXPECT_TRUE(*other);
   EXPECT_NE(slurp(root + "/etc/default/gpud").find("FLAGS=\"--no-tls\""), std::string::npos);
@@ -147,7 +198,7 @@ TEST(ServiceFiles, InstallIntoAStagedRootIsIdempotentAndPurgeRemovesUnitAndEnv) 
 TEST(ServiceFiles, UnreadableBinaryIsAnError) {
   std::string root = temp_dir();
   std::vector<std::string> log;
-  auto r = install_service_files(root, root + "/missing-binary", {}, &log);
+  auto r = install_service_files(root, root + "/missing-binary", {}, "", &log);
   EXPECT_FALSE(r);
   fs::remove_all(root);
 }

@@ -1,50 +1,63 @@
 // `gpud set-healthy`: asks the local daemon to clear components' failure history.
+#include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
+#include "app/api_replies.h"
 #include "app/client.h"
+#include "app/options.h"
 #include "app/verbs.h"
 
 namespace gpud::app {
 
 void add_set_healthy(CLI::App& app, int* exit_code) {
-  auto server = std::make_shared<std::string>(kDefaultServer);
+  auto options = std::make_shared<ClientOptions>();
+  auto token_file = std::make_shared<std::string>();
   auto comps = std::make_shared<std::vector<std::string>>();
   auto* cmd = app.add_subcommand(
       "set-healthy", "Clear the failure history of components (all that support it by default)");
   cmd->alias("set-health");
   cmd->add_option("components", *comps, "Components, comma- or space-separated")->delimiter(',');
-  cmd->add_option("--server", *server, "The daemon's address")->capture_default_str();
-  cmd->callback([server, comps, exit_code] {
+  add_client_flags(*cmd, *options);
+  cmd->add_option("--admin-token-file", *token_file,
+                  "File with the daemon's admin token, for users other than root (or set "
+                  "GPUD_ADMIN_TOKEN)");
+  cmd->callback([options, token_file, comps, exit_code] {
+    auto fail = [exit_code](int code, const std::string& message) {
+      std::cerr << "✘ " << message << "\n";
+      *exit_code = code;
+    };
+    auto token = resolve_admin_token(*token_file, std::getenv(kAdminTokenEnv));
+    if (!token) return fail(kExitUsage, token.error().message);
+    auto endpoint = resolve_endpoint(*options);
+    if (!endpoint) return fail(kExitUsage, endpoint.error().message);
     std::string list;
     for (const auto& c : *comps) list += (list.empty() ? "" : ",") + c;
-    ApiClient client(*server);
+    ApiClient client(*endpoint, *token);
     auto r = client.post("/v1/health-states/set-healthy" +
                          (list.empty() ? std::string() : "?components=" + list));
-    if (!r) {
-      std::cerr << "✘ " << r.error().message << "\n";
-      *exit_code = kExitUsage;
-      return;
+    if (!r && r.error().code == kNoDaemon)
+      return fail(kExitUsage, "gpud is not running: " + r.error().message);
+    if (!r) return fail(kExitUsage, r.error().message);
+    // 200, 400 (every component failed) and 404 (unknown component) share one body shape.
+    if (r->status != 200 && r->status != 400 && r->status != 404)
+      return fail(kExitUsage, "set-healthy refused (HTTP " + std::to_string(r->status) +
+                                  "): " + error_message(r->status, r->body));
+    auto reply = parse_set_healthy_reply(r->body);
+    if (!reply) return fail(kExitUsage, endpoint->describe() + ": " + reply.error().message);
+    if (r->status == 404) return fail(kExitUsage, reply->message);
+    if (r->status == 200) {
+      std::string ok;
+      for (const auto& n : reply->successful) ok += (ok.empty() ? "" : ", ") + n;
+      std::cout << "✔ successfully set components to healthy: " << (ok.empty() ? "(none)" : ok)
+                << "\n";
+      *exit_code = kExitOk;
+    } else {
+      std::cerr << "✘ set-healthy failed: " << reply->message << "\n";
     }
-    auto doc = nlohmann::json::parse(r->body, nullptr, false);
-    if (r->status != 200) {
-      std::cerr << "✘ set-healthy failed (" << r->status
-                << "): " << (doc.is_object() ? doc.value("message", r->body) : r->body) << "\n";
-      if (doc.is_object() && doc.contains("failed"))
-        for (auto& [k, v] : doc["failed"].items()) std::cerr << "  " << k << ": " << v << "\n";
-      *exit_code = kExitUnhealthy;
-      return;
-    }
-    std::string ok;
-    for (const auto& n : doc.value("successful", nlohmann::json::array()))
-      ok += (ok.empty() ? "" : ", ") + n.get<std::string>();
-    std::cout << "✔ successfully set components to healthy: " << (ok.empty() ? "(none)" : ok)
-              << "\n";
-    if (doc.contains("failed") && !doc["failed"].empty()) {
-      for (auto& [k, v] : doc["failed"].items()) std::cerr << "✘ " << k << ": " << v << "\n";
-      *exit_code = kExitUnhealthy;
-    }
+    for (const auto& [name, reason] : reply->failed)
+      std::cerr << "✘ " << name << ": " << reason << "\n";
+    if (r->status != 200 || !reply->failed.empty()) *exit_code = kExitUnhealthy;
   });
 }
 

@@ -18,7 +18,13 @@ struct Config {
   bool no_tls = false;
   std::string tls_cert;  // empty: self-signed, generated into the data dir
   std::string tls_key;
-  std::string admin_token;  // empty: mutating endpoints answer loopback only
+  // Lets any client make mutating requests (Authorization: Bearer). From --admin-token-file or
+  // $GPUD_ADMIN_TOKEN, never argv (every user can read /proc/<pid>/cmdline). Empty: none.
+  std::string admin_token;
+  // The Unix socket local clients (root's CLI) use; "" for none. The CLI resolves the default,
+  // <data-dir>/run/gpud.sock.
+  std::string api_socket;
+  bool enable_fault_injection = false;  // POST /inject-fault answers 403 unless set
 
   // Retention
   std::chrono::seconds events_retention{std::chrono::hours(24 * 14)};

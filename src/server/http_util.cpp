@@ -87,14 +87,44 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-bool authorized(std::string_view remote_addr, std::string_view authorization_header,
-                std::string_view admin_token) {
-  if (is_loopback(remote_addr)) return true;
+bool bearer_token_matches(std::string_view authorization_header, std::string_view admin_token) {
   if (admin_token.empty()) return false;
   std::string_view h = trim(authorization_header);
   constexpr std::string_view kBearer = "bearer ";
   if (h.size() <= kBearer.size() || lower(h.substr(0, kBearer.size())) != kBearer) return false;
   return constant_time_equal(trim(h.substr(kBearer.size())), admin_token);
+}
+
+std::string describe_peer(const httplib::Request& req) {
+  if (req.remote_addr.empty()) return "local socket pid " + std::to_string(req.remote_port);
+  bool v6 = req.remote_addr.find(':') != std::string::npos;
+  return (v6 ? "[" + req.remote_addr + "]" : req.remote_addr) + ":" +
+         std::to_string(req.remote_port);
+}
+
+Authorization authorize_mutation(std::string_view authorization_header,
+                                 std::string_view admin_token, uint32_t daemon_uid,
+                                 const std::function<Peer()>& identify_peer) {
+  if (bearer_token_matches(authorization_header, admin_token)) return {true, ""};
+  Peer peer = identify_peer();
+  if (peer.local_socket) return {true, ""};
+  if (peer.uid && (*peer.uid == 0 || *peer.uid == daemon_uid)) return {true, ""};
+
+  std::string who = peer.uid ? "peer " + peer.address + " runs as uid " + std::to_string(*peer.uid)
+                             : "cannot tell which user peer " + peer.address + " runs as (" +
+                                   peer.unknown_uid_reason + ")";
+  std::string need = "mutating requests need root (gpud's Unix socket, or TCP from loopback)";
+  if (daemon_uid != 0) need += " or the daemon's user (uid " + std::to_string(daemon_uid) + ")";
+  std::string token;
+  if (admin_token.empty())
+    token =
+        " or the admin token, which this daemon does not have (--admin-token-file or "
+        "GPUD_ADMIN_TOKEN)";
+  else if (trim(authorization_header).empty())
+    token = " or Authorization: Bearer <admin token>";
+  else
+    token = " or Authorization: Bearer <admin token>, and the given token is not it";
+  return {false, who + ": " + need + token};
 }
 
 std::vector<std::string> split_list(std::string_view s) {

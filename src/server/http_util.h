@@ -1,7 +1,9 @@
-// Request-independent helpers of the API server: listen-address parsing, the loopback/token rule
+// Request-independent helpers of the API server: listen-address parsing, the authorization rule
 // for mutating endpoints, query-list splitting, content negotiation and the JSON error body.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -31,10 +33,36 @@ bool is_loopback(std::string_view remote_addr);
 // Compares in time that depends only on the lengths, so a token cannot be guessed byte by byte.
 bool constant_time_equal(std::string_view a, std::string_view b);
 
-// The rule for mutating endpoints: loopback peers always; others only with "Authorization: Bearer
-// <token>" matching a non-empty admin token.
-bool authorized(std::string_view remote_addr, std::string_view authorization_header,
-                std::string_view admin_token);
+// Whether an Authorization header is "Bearer <admin_token>" for a non-empty admin token.
+bool bearer_token_matches(std::string_view authorization_header, std::string_view admin_token);
+
+// Who sent a request, as far as the server can tell.
+struct Peer {
+  // Came through the daemon's Unix socket. Only root and the daemon's own user can connect to it:
+  // it is mode 0600 in a 0700 directory owned by the daemon's user (httplib 0.11 hands handlers
+  // neither the socket nor the peer's uid, so the file system guarantees the peer instead).
+  bool local_socket = false;
+  // TCP from loopback: the owner of the client's end of the connection (the socket tables).
+  std::optional<uint32_t> uid;
+  std::string unknown_uid_reason;  // why uid is unset (not loopback, lookup failed)
+  std::string address;             // for messages: "127.0.0.1:54321"
+};
+
+struct Authorization {
+  bool allowed = false;
+  std::string refusal;  // the 403 message when not allowed
+};
+
+// "127.0.0.1:54321", "[::1]:54321", or for the Unix socket (no address) "local socket pid 123"
+// (httplib reports the peer's pid, from SO_PEERCRED, as its port there).
+std::string describe_peer(const httplib::Request& req);
+
+// The rule for mutating requests: a valid bearer token; else a peer on the daemon's Unix socket;
+// else a peer whose uid is root or the daemon's own (a user who can already stop and edit the
+// daemon gains nothing). `identify_peer` runs only when the token does not settle it.
+Authorization authorize_mutation(std::string_view authorization_header,
+                                 std::string_view admin_token, uint32_t daemon_uid,
+                                 const std::function<Peer()>& identify_peer);
 
 // Splits "a, b,,c" into {"a","b","c"}.
 std::vector<std::string> split_list(std::string_view s);

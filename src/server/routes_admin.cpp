@@ -60,7 +60,7 @@ void set_healthy(const ServerDeps& d, const httplib::Request& req, httplib::Resp
     successful.push_back(name);
     // Re-evaluate now, so the cached state reflects the purge instead of waiting for the interval.
     d.scheduler->trigger(name);
-    logger("server")->info("set-healthy {} from {}", name, req.remote_addr);
+    logger("server")->info("set-healthy {} from {}", name, describe_peer(req));
   }
   if (successful.empty() && !failed.empty()) {
     write_json(req, res, 400,
@@ -99,9 +99,13 @@ void register_admin_routes(httplib::Server& http, const ServerDeps& deps) {
                     "text/plain; version=0.0.4; charset=utf-8");
   });
 
-  // GPUd's fault injector: writes the fault's kernel-log line (loopback or admin token only, as
-  // every POST).
+  // GPUd's fault injector: writes the fault's kernel-log line. Only with --enable-fault-injection
+  // (a forged Xid gets a node drained), and like every POST only for root or the admin token.
   http.Post("/inject-fault", [d](const httplib::Request& req, httplib::Response& res) {
+    if (!d->config->enable_fault_injection)
+      return write_error(req, res, 403,
+                         "fault injection is disabled; start the daemon with "
+                         "--enable-fault-injection to allow it");
     auto body = nlohmann::json::parse(req.body, nullptr, false);
     if (body.is_discarded()) return write_error(req, res, 400, "invalid JSON body");
     auto fault = kmsg::parse_fault_request(body);
@@ -109,7 +113,7 @@ void register_admin_routes(httplib::Server& http, const ServerDeps& deps) {
     const std::string path = d->kmsg_path.empty() ? kmsg::kmsg_path_from_env() : d->kmsg_path;
     auto written = kmsg::inject_fault(*fault, path);
     if (!written) return write_error(req, res, 500, written.error().message);
-    logger("server")->info("fault injected from {}: {}", req.remote_addr, *written);
+    logger("server")->info("fault injected from {}: {}", describe_peer(req), *written);
     write_json(req, res, 200, {{"message", "fault injected"}});
   });
 

@@ -2,13 +2,19 @@
 
 #include <httplib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "core/log.h"
+#include "host/host_fs.h"
+#include "host/tcp_sockets.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 #include "server/tls.h"
@@ -19,6 +25,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr size_t kWorkerThreads = 4;
+constexpr size_t kLocalSocketWorkerThreads = 2;  // the local CLI only
 constexpr time_t kReadTimeoutSec = 10;
 constexpr time_t kWriteTimeoutSec = 10;
 constexpr time_t kKeepAliveTimeoutSec = 5;
@@ -33,9 +40,42 @@ std::string display_address(const ListenAddress& a, int port) {
   return (v6 ? "[" + a.host + "]" : a.host) + ":" + std::to_string(port);
 }
 
-void configure(httplib::Server& http, const ServerDeps& deps) {
+Peer local_socket_peer(const httplib::Request& req) {
+  Peer p;
+  p.local_socket = true;
+  p.address = describe_peer(req);
+  return p;
+}
+
+// A TCP peer's uid, from the socket tables when it is on loopback (only there is its socket in this
+// host's tables).
+Peer tcp_peer(const httplib::Request& req, const std::string& host_root) {
+  Peer p;
+  p.address = describe_peer(req);
+  if (!is_loopback(req.remote_addr)) {
+    p.unknown_uid_reason = "not a loopback address";
+    return p;
+  }
+  auto client = host::make_tcp_endpoint(req.remote_addr, req.remote_port);
+  auto server = host::make_tcp_endpoint(req.local_addr, req.local_port);
+  if (!client || !server) {
+    p.unknown_uid_reason = "unexpected connection addresses " + req.remote_addr + " / " +
+                           req.local_addr + ":" + std::to_string(req.local_port);
+    return p;
+  }
+  auto uid = host::tcp_socket_owner(host::HostFs(host_root), *client, *server);
+  if (uid)
+    p.uid = *uid;
+  else
+    p.unknown_uid_reason = uid.error().message;
+  return p;
+}
+
+void configure(httplib::Server& http, const ServerDeps& deps, bool local_socket) {
   // httplib owns and deletes the queue it gets from this factory.
-  http.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
+  http.new_task_queue = [local_socket] {
+    return new httplib::ThreadPool(local_socket ? kLocalSocketWorkerThreads : kWorkerThreads);
+  };
   http.set_read_timeout(kReadTimeoutSec, 0);
   http.set_write_timeout(kWriteTimeoutSec, 0);
   http.set_keep_alive_timeout(kKeepAliveTimeoutSec);
@@ -48,24 +88,27 @@ void configure(httplib::Server& http, const ServerDeps& deps) {
   });
 
   const ServerDeps* d = &deps;
-  http.set_pre_routing_handler([d](const httplib::Request& req, httplib::Response& res) {
-    // httplib picks the response encoding from this header after the handler ran; the request
-    // object is httplib's own (non-const), handed to the handlers as const.
-    if (req.has_header("Accept-Encoding")) {
-      auto& headers = const_cast<httplib::Request&>(req).headers;
-      auto it = headers.find("Accept-Encoding");
-      it->second = without_brotli(it->second);
-    }
-    if (!is_mutating(req.method)) return httplib::Server::HandlerResponse::Unhandled;
-    if (authorized(req.remote_addr, req.get_header_value("Authorization"), d->config->admin_token))
-      return httplib::Server::HandlerResponse::Unhandled;
-    logger("server")->warn("refused {} {} from {}", req.method, req.path, req.remote_addr);
-    write_error(req, res, 403,
-                d->config->admin_token.empty()
-                    ? "mutating requests are accepted from loopback only"
-                    : "mutating requests need loopback or a valid Authorization: Bearer token");
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  const auto daemon_uid = static_cast<uint32_t>(::geteuid());
+  http.set_pre_routing_handler(
+      [d, local_socket, daemon_uid](const httplib::Request& req, httplib::Response& res) {
+        // httplib picks the response encoding from this header after the handler ran; the request
+        // object is httplib's own (non-const), handed to the handlers as const.
+        if (req.has_header("Accept-Encoding")) {
+          auto& headers = const_cast<httplib::Request&>(req).headers;
+          auto it = headers.find("Accept-Encoding");
+          it->second = without_brotli(it->second);
+        }
+        if (!is_mutating(req.method)) return httplib::Server::HandlerResponse::Unhandled;
+        auto identify = [&] {
+          return local_socket ? local_socket_peer(req) : tcp_peer(req, d->config->host_root);
+        };
+        auto auth = authorize_mutation(req.get_header_value("Authorization"),
+                                       d->config->admin_token, daemon_uid, identify);
+        if (auth.allowed) return httplib::Server::HandlerResponse::Unhandled;
+        logger("server")->warn("refused {} {}: {}", req.method, req.path, auth.refusal);
+        write_error(req, res, 403, auth.refusal);
+        return httplib::Server::HandlerResponse::Handled;
+      });
 
   http.set_exception_handler(
       [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
@@ -92,8 +135,10 @@ void configure(httplib::Server& http, const ServerDeps& deps) {
       }));
 
   http.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    logger("server")->debug("{} {} {} -> {} ({} bytes)", req.remote_addr, req.method, req.path,
-                            res.status, res.body.size());
+    auto log = logger("server");
+    if (!log->should_log(spdlog::level::debug)) return;  // spares describe_peer's string
+    log->debug("{} {} {} -> {} ({} bytes)", describe_peer(req), req.method, req.path, res.status,
+               res.body.size());
   });
 
   register_v1_routes(http, deps);
@@ -101,11 +146,74 @@ void configure(httplib::Server& http, const ServerDeps& deps) {
   if (deps.web_enable) register_web_routes(http);
 }
 
+// The local socket's directory: ours and closed to everyone else, since the socket's mode alone
+// is what lets only root and the daemon's user connect, and a directory another user controls
+// could swap the socket for theirs.
+Result<void> prepare_socket_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error("cannot create " + dir.string() + ": " + ec.message());
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0)
+    return make_error("cannot stat " + dir.string() + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return make_error(dir.string() + " is not a directory");
+  if (st.st_uid != ::geteuid())
+    return make_error(dir.string() + " belongs to uid " + std::to_string(st.st_uid) +
+                      ", not to the daemon's user (uid " + std::to_string(::geteuid()) + ")");
+  if ((st.st_mode & 0077) != 0 && ::chmod(dir.c_str(), 0700) != 0)
+    return make_error("cannot chmod 0700 " + dir.string() + ": " + std::strerror(errno));
+  return {};
+}
+
+// Unlinks a socket left behind by a daemon that did not stop cleanly; refuses a path that is not a
+// socket, or one that a live process still accepts on.
+Result<void> remove_stale_socket(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};  // nothing there
+  if (!S_ISSOCK(st.st_mode)) return make_error(path + " exists and is not a socket");
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return make_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  bool live = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  if (live) return make_error("another process serves " + path);
+  if (::unlink(path.c_str()) != 0)
+    return make_error("cannot remove the stale socket " + path + ": " + std::strerror(errno));
+  return {};
+}
+
 }  // namespace
 
-struct Server::Runner {
+struct Server::Listener {
+  std::unique_ptr<httplib::Server> http;
   std::thread thread;
   std::atomic<bool> done{false};
+
+  void serve() {
+    httplib::Server* srv = http.get();
+    std::atomic<bool>* finished = &done;
+    thread = std::thread([srv, finished] {
+      srv->listen_after_bind();
+      *finished = true;
+    });
+    // stop() may only be called once httplib considers itself running.
+    for (int i = 0; i < 500 && !http->is_running() && !done; ++i) std::this_thread::sleep_for(2ms);
+  }
+
+  void stop() {
+    // httplib ignores stop() before its accept loop runs, so wait until it does (or has already
+    // ended).
+    while (!done) {
+      if (http->is_running()) {
+        http->stop();
+        break;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    if (thread.joinable()) thread.join();
+  }
 };
 
 Server::Server(ServerDeps deps) : deps_(std::move(deps)) {}
@@ -113,11 +221,25 @@ Server::Server(ServerDeps deps) : deps_(std::move(deps)) {}
 Server::~Server() { stop(); }
 
 Result<void> Server::start() {
-  if (http_) return make_error("server already started");
+  if (tcp_) return make_error("server already started");
   if (deps_.config == nullptr || deps_.registry == nullptr || deps_.scheduler == nullptr)
     return make_error("server needs a config, a registry and a scheduler");
   auto addr = parse_listen_address(deps_.config->listen_address);
   if (!addr) return addr.error();
+
+  // The local socket's checks come first, so a refusal leaves nothing bound.
+  const std::string& socket_path = deps_.config->api_socket;
+  if (!socket_path.empty()) {
+    constexpr size_t kMaxPath = sizeof(sockaddr_un{}.sun_path) - 1;
+    if (socket_path.size() > kMaxPath)
+      return make_error("the local socket " + socket_path +
+                        " is longer than a Unix socket path can be (" + std::to_string(kMaxPath) +
+                        " bytes); give a shorter --api-socket, or --api-socket \"\" for none");
+    if (auto r = prepare_socket_dir(std::filesystem::path(socket_path).parent_path()); !r)
+      return make_error("cannot serve the local socket: " + r.error().message);
+    if (auto r = remove_stale_socket(socket_path); !r)
+      return make_error("cannot serve the local socket: " + r.error().message);
+  }
 
   std::unique_ptr<httplib::Server> http;
   std::string tls_source;
@@ -131,7 +253,7 @@ Result<void> Server::start() {
     http = std::move(*tls);
     tls_source = material->source;
   }
-  configure(*http, deps_);
+  configure(*http, deps_, /*local_socket=*/false);
 
   errno = 0;
   int port = addr->port == 0 ? http->bind_to_any_port(addr->host)
@@ -141,40 +263,60 @@ Result<void> Server::start() {
     return make_error("cannot listen on " + display_address(*addr, addr->port) + ": " +
                       (err != 0 ? std::strerror(err) : "address in use or not available"));
   }
+  auto tcp = std::make_unique<Listener>();
+  tcp->http = std::move(http);
 
-  http_ = std::move(http);
+  std::unique_ptr<Listener> local;
+  if (!socket_path.empty()) {
+    local = std::make_unique<Listener>();
+    local->http = std::make_unique<httplib::Server>();
+    local->http->set_address_family(AF_UNIX);
+    configure(*local->http, deps_, /*local_socket=*/true);
+    // httplib takes the path as the host. A Unix socket has no port, but port 0 would make httplib
+    // ask the socket for its (IP) port and fail.
+    errno = 0;
+    bool bound = local->http->bind_to_port(socket_path, 1);
+    int err = errno;
+    std::string failure = bound ? "" : "cannot listen on " + socket_path + ": ";
+    if (bound && ::chmod(socket_path.c_str(), 0600) != 0) {
+      err = errno;
+      failure = "cannot chmod 0600 " + socket_path + ": ";
+      // httplib closes a bound socket only from its accept loop.
+      local->serve();
+      local->stop();
+      ::unlink(socket_path.c_str());
+    }
+    if (!failure.empty()) {
+      tcp->serve();
+      tcp->stop();
+      return make_error(failure + (err != 0 ? std::strerror(err) : "bind failed"));
+    }
+  }
+
+  tcp_ = std::move(tcp);
+  tcp_->serve();
   port_ = port;
-  runner_ = std::make_unique<Runner>();
-  httplib::Server* srv = http_.get();
-  Runner* runner = runner_.get();
-  runner_->thread = std::thread([srv, runner] {
-    srv->listen_after_bind();
-    runner->done = true;
-  });
-  // stop() may only be called once httplib considers itself running.
-  for (int i = 0; i < 500 && !http_->is_running() && !runner_->done; ++i)
-    std::this_thread::sleep_for(2ms);
+  if (local) {
+    local_ = std::move(local);
+    local_->serve();
+  }
 
-  logger("server")->info("serving {} on {}{}", deps_.config->no_tls ? "http" : "https",
+  logger("server")->info("serving {} on {}{}{}", deps_.config->no_tls ? "http" : "https",
                          display_address(*addr, port_),
-                         tls_source.empty() ? "" : " (certificate: " + tls_source + ")");
+                         tls_source.empty() ? "" : " (certificate: " + tls_source + ")",
+                         local_ ? " and http on " + socket_path : "");
   return {};
 }
 
 void Server::stop() {
-  if (!http_) return;
-  // httplib ignores stop() before its accept loop runs, so wait until it does (or has already
-  // ended).
-  while (!runner_->done) {
-    if (http_->is_running()) {
-      http_->stop();
-      break;
-    }
-    std::this_thread::sleep_for(2ms);
+  if (local_) {
+    local_->stop();
+    local_.reset();
+    ::unlink(deps_.config->api_socket.c_str());
   }
-  if (runner_->thread.joinable()) runner_->thread.join();
-  runner_.reset();
-  http_.reset();
+  if (!tcp_) return;
+  tcp_->stop();
+  tcp_.reset();
   logger("server")->debug("stopped");
 }
 

@@ -40,18 +40,20 @@ class Server {
   explicit Server(ServerDeps deps);
   ~Server();
   // Binds config->listen_address (TLS unless config->no_tls; self-signed cert created in the data
-  // dir on first start unless tls_cert/tls_key are given) and serves on a background thread.
-  // Errors: bad address, port in use, unreadable certificate.
+  // dir on first start unless tls_cert/tls_key are given) and, when config->api_socket is set, a
+  // plain-HTTP Unix socket there (mode 0600, in a directory of mode 0700 owned by this user) whose
+  // peers may make mutating requests; serves both on background threads. Errors: bad address,
+  // port in use, unreadable certificate, a socket path that cannot be served safely.
   Result<void> start();
   void stop();
   int port() const;  // the bound port (useful with ":0")
 
  private:
   ServerDeps deps_;
-  std::unique_ptr<httplib::Server> http_;
+  struct Listener;
+  std::unique_ptr<Listener> tcp_;
+  std::unique_ptr<Listener> local_;  // the Unix socket, when configured
   int port_ = 0;
-  struct Runner;
-  std::unique_ptr<Runner> runner_;
 };
 
 }  // namespace gpud::server

@@ -2,9 +2,21 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -629,6 +641,346 @@ TEST(ServerTls, UsesOperatorCertificateAndRejectsBadOnes) {
   EXPECT_NE(r.error().message.find("missing.crt"), std::string::npos) << r.error().message;
 }
 
+// A hand-made HTTP/1.1 exchange on a TCP connection whose client port is known before the request
+// goes out, so a test can first list the connection in a fake socket table.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    socklen_t len = sizeof addr;
+    if (connected_ && ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+      local_port_ = ntohs(addr.sin_port);
+  }
+  ~RawConnection() { ::close(fd_); }
+  bool connected() const { return connected_; }
+  int local_port() const { return local_port_; }
+
+  // Sends `method path` without a body; returns the status and the body.
+  std::pair<int, std::string> send(const std::string& method, const std::string& path) {
+    std::string req =
+        method + " " + path +
+        " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    if (::write(fd_, req.data(), req.size()) != static_cast<ssize_t>(req.size())) return {-1, ""};
+    std::string resp;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd_, buf, sizeof buf)) > 0) resp.append(buf, static_cast<size_t>(n));
+    int status = -1;
+    if (resp.rfind("HTTP/1.1 ", 0) == 0) status = std::atoi(resp.c_str() + 9);
+    auto body = resp.find("\r\n\r\n");
+    return {status, body == std::string::npos ? "" : resp.substr(body + 4)};
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  int local_port_ = 0;
+};
+
+// A /proc/net/tcp with one row: the client's end of a 127.0.0.1 connection, owned by `uid`.
+std::string tcp_table_row(int client_port, int server_port, uint32_t uid) {
+  // The kernel prints the address as the native integer its network-order bytes form.
+  uint32_t loopback = htonl(INADDR_LOOPBACK);
+  char row[256];
+  std::snprintf(row, sizeof row,
+                "   1: %08X:%04X %08X:%04X 01 00000000:00000000 00:00000000 00000000 %5u        0 "
+                "4242 1 0000000000000000 20 4 30 10 -1\n",
+                loopback, client_port, loopback, server_port, uid);
+  return "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+         "timeout inode\n" +
+         std::string(row);
+}
+
+class ServerAuthTest : public ServerTest {
+ protected:
+  void restart() {
+    server_->stop();
+    start_server();
+  }
+  // A procfs root whose TCP table the test writes.
+  void use_fake_proc() {
+    std::filesystem::create_directories(root_.path() / "proc/net");
+    config_.host_root = root_.path().string();
+    restart();
+  }
+  void list_connection(const RawConnection& c, uint32_t uid) {
+    std::ofstream(root_.path() / "proc/net/tcp")
+        << tcp_table_row(c.local_port(), server_->port(), uid);
+  }
+  TempDir root_;
+};
+
+TEST_F(ServerAuthTest, LoopbackMutationsFollowTheOwnerOfTheClientsSocket) {
+  use_fake_proc();
+  const std::string path = "/v1/health-states/set-healthy?components=cpu";
+  {
+    RawConnection nobody(server_->port());
+    ASSERT_TRUE(nobody.connected());
+    list_connection(nobody, 65534);
+    auto [status, body] = nobody.send("POST", path);
+    EXPECT_EQ(status, 403) << body;
+    EXPECT_NE(json::parse(body).value("message", "").find("runs as uid 65534"), std::string::npos)
+        << body;
+    EXPECT_EQ(cpu_->set_healthy_calls, 0);
+  }
+  {
+    RawConnection root(server_->port());
+    list_connection(root, 0);
+    auto [status, body] = root.send("POST", path);
+    EXPECT_EQ(status, 200) << body;
+    EXPECT_EQ(cpu_->set_healthy_calls, 1);
+  }
+  {
+    // No row for this connection (the table still lists the last one): not authorized.
+    RawConnection unlisted(server_->port());
+    auto [status, body] = unlisted.send("POST", path);
+    EXPECT_EQ(status, 403) << body;
+    EXPECT_NE(json::parse(body).value("message", "").find("cannot tell which user"),
+              std::string::npos)
+        << body;
+  }
+  {
+    // Reading needs nobody's identity.
+    RawConnection reader(server_->port());
+    list_connection(reader, 65534);
+    EXPECT_EQ(reader.send("GET", "/healthz").first, 200);
+  }
+  EXPECT_EQ(cpu_->set_healthy_calls, 1);
+}
+
+TEST_F(ServerAuthTest, TheAdminTokenLetsAnyPeerMutate) {
+  config_.admin_token = "0123456789abcdef";
+  use_fake_proc();  // no socket table: no peer's uid can be known
+  auto cli = client();
+  auto refused = cli.Post("/v1/health-states/set-healthy?components=cpu");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403) << refused->body;
+  auto wrong = cli.Post("/v1/health-states/set-healthy?components=cpu",
+                        {{"Authorization", "Bearer 0123456789abcdeX"}}, "", "");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 403) << wrong->body;
+  EXPECT_EQ(cpu_->set_healthy_calls, 0);
+  cli.set_bearer_token_auth(config_.admin_token);
+  auto allowed = cli.Post("/v1/health-states/set-healthy?components=cpu");
+  ASSERT_TRUE(allowed);
+  EXPECT_EQ(allowed->status, 200) << allowed->body;
+  EXPECT_EQ(cpu_->set_healthy_calls, 1);
+}
+
+httplib::Client unix_client(const std::string& path) {
+  httplib::Client cli(path, 80);
+  cli.set_address_family(AF_UNIX);
+  cli.set_connection_timeout(5s);
+  cli.set_read_timeout(5s);
+  return cli;
+}
+
+TEST_F(ServerAuthTest, LocalSocketIsPrivateAndItsPeersMayMutate) {
+  config_.api_socket = (root_.path() / "run/gpud.sock").string();
+  use_fake_proc();  // TCP peers cannot be identified, so only the socket works
+  struct stat st {};
+  ASSERT_EQ(::stat(config_.api_socket.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  ASSERT_EQ(::stat((root_.path() / "run").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  auto tcp = client().Post("/v1/health-states/set-healthy?components=cpu");
+  ASSERT_TRUE(tcp);
+  EXPECT_EQ(tcp->status, 403);
+  auto local = unix_client(config_.api_socket);
+  auto res = local.Post("/v1/health-states/set-healthy?components=cpu");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(cpu_->set_healthy_calls, 1);
+  auto states = local.Get("/v1/states");
+  ASSERT_TRUE(states);
+  EXPECT_EQ(states->status, 200);
+
+  server_->stop();
+  EXPECT_FALSE(std::filesystem::exists(config_.api_socket)) << "the socket outlived the server";
+}
+
+TEST_F(ServerAuthTest, LocalSocketReplacesAStaleOneAndRefusesUnsafePlaces) {
+  server_->stop();
+  const auto dir = root_.path() / "run";
+  config_.api_socket = (dir / "gpud.sock").string();
+  // A socket nobody accepts on, left by a daemon that was killed.
+  std::filesystem::create_directories(dir);
+  ::chmod(dir.c_str(), 0755);
+  {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, config_.api_socket.c_str());
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ::close(fd);
+  }
+  start_server();
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "a directory open to others was left open";
+  auto healthz = unix_client(config_.api_socket).Get("/healthz");
+  ASSERT_TRUE(healthz);
+  EXPECT_EQ(healthz->status, 200);
+
+  // A second server on the same socket path: the live one is not taken over.
+  Config other = config_;
+  other.listen_address = "127.0.0.1:0";
+  ServerDeps d = deps();
+  d.config = &other;
+  Server second(d);
+  auto r = second.start();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("another process serves"), std::string::npos)
+      << r.error().message;
+
+  other.api_socket = (root_.path() / "a-file").string();
+  std::ofstream(other.api_socket) << "not a socket";
+  r = Server(d).start();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("is not a socket"), std::string::npos) << r.error().message;
+
+  other.api_socket = (root_.path() / std::string(120, 'x')).string();
+  r = Server(d).start();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("longer than a Unix socket path"), std::string::npos)
+      << r.error().message;
+
+  if (::geteuid() == 0) {
+    // A directory someone else owns could have the socket swapped under it.
+    const auto theirs = root_.path() / "theirs";
+    std::filesystem::create_directories(theirs);
+    ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+    other.api_socket = (theirs / "gpud.sock").string();
+    r = Server(d).start();
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("belongs to uid 65534"), std::string::npos)
+        << r.error().message;
+  }
+}
+
+TEST_F(ServerAuthTest, FaultInjectionIsOffUnlessEnabled) {
+  const std::string body = R"({"xid":{"id":79,"pci":"0000:3b:00.0"}})";
+  auto off = client().Post("/inject-fault", body, "application/json");
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->status, 403) << off->body;
+  EXPECT_NE(off->body.find("--enable-fault-injection"), std::string::npos) << off->body;
+
+  server_->stop();
+  config_.enable_fault_injection = true;
+  const std::string kmsg = (root_.path() / "kmsg").string();
+  std::ofstream(kmsg).flush();
+  ServerDeps d = deps();
+  d.kmsg_path = kmsg;
+  server_ = std::make_unique<Server>(d);
+  ASSERT_TRUE(server_->start().ok());
+  auto on = client().Post("/inject-fault", body, "application/json");
+  ASSERT_TRUE(on);
+  EXPECT_EQ(on->status, 200) << on->body;
+  EXPECT_NE(read_all(kmsg).find("Xid (PCI:0000:3b:00): 79"), std::string::npos) << read_all(kmsg);
+}
+
+// Whether a handshake with 127.0.0.1:port succeeds for a client speaking only `version` and, for
+// TLS 1.2, offering only `ciphers`.
+bool tls_handshake(int port, int version, const char* ciphers = nullptr) {
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_client_method()),
+                                                        &SSL_CTX_free);
+  SSL_CTX_set_min_proto_version(ctx.get(), version);
+  SSL_CTX_set_max_proto_version(ctx.get(), version);
+  // Level 0 lets the client offer what OpenSSL's defaults would hide: the server must refuse.
+  SSL_CTX_set_security_level(ctx.get(), 0);
+  if (ciphers != nullptr && SSL_CTX_set_cipher_list(ctx.get(), ciphers) != 1) {
+    ADD_FAILURE() << "the client cannot offer " << ciphers;
+    return false;
+  }
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    ADD_FAILURE() << "cannot connect to port " << port;
+    return false;
+  }
+  SSL* ssl = SSL_new(ctx.get());
+  SSL_set_fd(ssl, fd);
+  bool ok = SSL_connect(ssl) == 1;
+  if (ok) SSL_shutdown(ssl);
+  SSL_free(ssl);
+  ::close(fd);
+  ERR_clear_error();
+  return ok;
+}
+
+// A self-signed RSA certificate, for the ECDHE-RSA suites (gpud's own certificate is ECDSA).
+TlsMaterial rsa_material() {
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_RSA_gen(2048), &EVP_PKEY_free);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(X509_new(), &X509_free);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -60);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 3600);
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+  X509_set_issuer_name(cert.get(), name);
+  X509_set_pubkey(cert.get(), key.get());
+  X509_sign(cert.get(), key.get(), EVP_sha256());
+  auto pem = [](auto write) {
+    std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), &BIO_free);
+    write(bio.get());
+    char* data = nullptr;
+    long n = BIO_get_mem_data(bio.get(), &data);
+    return std::string(data, static_cast<size_t>(n));
+  };
+  return TlsMaterial{pem([&](BIO* b) { PEM_write_bio_X509(b, cert.get()); }), pem([&](BIO* b) {
+                       PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr,
+                                                nullptr);
+                     }),
+                     "test RSA"};
+}
+
+TEST(ServerTls, Tls12OffersOnlyForwardSecretAeadSuites) {
+  TempDir dir;
+  auto rsa = rsa_material();
+  ASSERT_TRUE(validate_tls_material(rsa).ok());
+  std::ofstream(dir.path() / "rsa.crt") << rsa.cert_pem;
+  std::ofstream(dir.path() / "rsa.key") << rsa.key_pem;
+  Registry registry;
+  Scheduler scheduler(registry);
+
+  Config ecdsa;  // gpud's own self-signed ECDSA certificate
+  ecdsa.listen_address = "127.0.0.1:0";
+  ecdsa.data_dir = dir.path().string();
+  Config operator_rsa = ecdsa;
+  operator_rsa.tls_cert = (dir.path() / "rsa.crt").string();
+  operator_rsa.tls_key = (dir.path() / "rsa.key").string();
+
+  for (auto [config, family] : {std::pair{&ecdsa, "ECDSA"}, std::pair{&operator_rsa, "RSA"}}) {
+    Server s(ServerDeps{config, &registry, &scheduler, nullptr, nullptr, nullptr, nullptr, {}});
+    auto r = s.start();
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    const std::string ecdhe = std::string("ECDHE-") + family + "-";
+    for (const char* weak : {"AES128-SHA", "AES256-SHA", "AES128-SHA256", "AES256-SHA384"}) {
+      EXPECT_FALSE(tls_handshake(s.port(), TLS1_2_VERSION, (ecdhe + weak).c_str())) << ecdhe + weak;
+    }
+    EXPECT_FALSE(tls_handshake(s.port(), TLS1_2_VERSION, "AES128-GCM-SHA256"))
+        << "static RSA key exchange";
+    EXPECT_FALSE(tls_handshake(s.port(), TLS1_1_VERSION)) << "TLS 1.1";
+    for (const char* aead : {"AES128-GCM-SHA256", "AES256-GCM-SHA384", "CHACHA20-POLY1305"}) {
+      EXPECT_TRUE(tls_handshake(s.port(), TLS1_2_VERSION, (ecdhe + aead).c_str())) << ecdhe + aead;
+    }
+    EXPECT_TRUE(tls_handshake(s.port(), TLS1_3_VERSION)) << "TLS 1.3 with its default suites";
+  }
+}
+
 TEST(HttpUtil, LoopbackAddresses) {
   for (const char* a : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1", "[::1]"})
     EXPECT_TRUE(is_loopback(a)) << a;
@@ -637,17 +989,60 @@ TEST(HttpUtil, LoopbackAddresses) {
     EXPECT_FALSE(is_loopback(a)) << a;
 }
 
-TEST(HttpUtil, MutatingRequestsNeedLoopbackOrToken) {
-  EXPECT_TRUE(authorized("127.0.0.1", "", ""));
-  EXPECT_TRUE(authorized("::1", "Bearer wrong", "secret"));  // loopback is always allowed
-  EXPECT_FALSE(authorized("10.0.0.5", "", ""));
-  EXPECT_FALSE(authorized("10.0.0.5", "Bearer ", ""));  // no token configured: never remote
-  EXPECT_TRUE(authorized("10.0.0.5", "Bearer secret", "secret"));
-  EXPECT_TRUE(authorized("10.0.0.5", "bearer secret", "secret"));
-  EXPECT_FALSE(authorized("10.0.0.5", "Bearer secret2", "secret"));
-  EXPECT_FALSE(authorized("10.0.0.5", "Bearer secre", "secret"));
-  EXPECT_FALSE(authorized("10.0.0.5", "secret", "secret"));
-  EXPECT_FALSE(authorized("10.0.0.5", "", "secret"));
+TEST(HttpUtil, BearerTokenMustMatchAConfiguredToken) {
+  const std::string token = "0123456789abcdef";
+  EXPECT_TRUE(bearer_token_matches("Bearer " + token, token));
+  EXPECT_TRUE(bearer_token_matches("bearer  " + token + " ", token));
+  EXPECT_FALSE(bearer_token_matches("Bearer " + token + "0", token));
+  EXPECT_FALSE(bearer_token_matches("Bearer 0123456789abcde", token));
+  EXPECT_FALSE(bearer_token_matches(token, token));
+  EXPECT_FALSE(bearer_token_matches("", token));
+  EXPECT_FALSE(bearer_token_matches("Bearer ", ""));  // no token configured: nothing matches
+  EXPECT_FALSE(bearer_token_matches("Bearer x", ""));
+}
+
+TEST(HttpUtil, MutationsNeedRootTheDaemonsUserTheLocalSocketOrTheToken) {
+  constexpr uint32_t kRootDaemon = 0;
+  const std::string token = "0123456789abcdef";
+  int lookups = 0;
+  auto peer = [&lookups](std::optional<uint32_t> uid, bool local_socket = false) {
+    return [&lookups, uid, local_socket] {
+      ++lookups;
+      Peer p;
+      p.local_socket = local_socket;
+      p.uid = uid;
+      p.address = "127.0.0.1:40000";
+      if (!uid) p.unknown_uid_reason = "no such socket";
+      return p;
+    };
+  };
+  EXPECT_TRUE(authorize_mutation("", "", kRootDaemon, peer(0)).allowed);
+  EXPECT_TRUE(authorize_mutation("", "", kRootDaemon, peer(std::nullopt, true)).allowed);
+  auto nobody = authorize_mutation("", "", kRootDaemon, peer(65534));
+  EXPECT_FALSE(nobody.allowed);
+  EXPECT_NE(nobody.refusal.find("runs as uid 65534"), std::string::npos) << nobody.refusal;
+  EXPECT_NE(nobody.refusal.find("--admin-token-file"), std::string::npos) << nobody.refusal;
+  auto unknown = authorize_mutation("", token, kRootDaemon, peer(std::nullopt));
+  EXPECT_FALSE(unknown.allowed);
+  EXPECT_NE(unknown.refusal.find("cannot tell which user peer 127.0.0.1:40000 runs as (no such "
+                                 "socket)"),
+            std::string::npos)
+      << unknown.refusal;
+  EXPECT_NE(unknown.refusal.find("Authorization: Bearer"), std::string::npos) << unknown.refusal;
+
+  // A daemon run by uid 1000 trusts that user too, and still root.
+  EXPECT_TRUE(authorize_mutation("", "", 1000, peer(1000)).allowed);
+  EXPECT_TRUE(authorize_mutation("", "", 1000, peer(0)).allowed);
+  EXPECT_FALSE(authorize_mutation("", "", 1000, peer(1001)).allowed);
+
+  // The right token settles it without looking the peer up; a wrong one is said to be wrong.
+  lookups = 0;
+  EXPECT_TRUE(authorize_mutation("Bearer " + token, token, kRootDaemon, peer(65534)).allowed);
+  EXPECT_EQ(lookups, 0);
+  auto wrong = authorize_mutation("Bearer nope", token, kRootDaemon, peer(65534));
+  EXPECT_FALSE(wrong.allowed);
+  EXPECT_NE(wrong.refusal.find("the given token is not it"), std::string::npos) << wrong.refusal;
+  EXPECT_FALSE(authorize_mutation("Bearer ", "", kRootDaemon, peer(65534)).allowed);
 }
 
 TEST(HttpUtil, ConstantTimeEqual) {

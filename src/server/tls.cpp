@@ -7,6 +7,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
@@ -242,6 +243,12 @@ Result<std::unique_ptr<httplib::Server>> make_tls_server(const TlsMaterial& m) {
   // SSL_CTX_use_certificate/PrivateKey take their own references, so ours are freed on return.
   auto server = std::make_unique<httplib::SSLServer>(cert.get(), key.get());
   if (!server->is_valid()) return make_error("cannot set up TLS: " + openssl_error());
+  // Mozilla's "intermediate" profile: TLS 1.2 only with forward-secret AEAD suites (no CBC, no
+  // SHA-1 MACs, no static RSA); TLS 1.3's suites are all AEAD and stay OpenSSL's default.
+  SSL_CTX* ctx = server->ssl_context();
+  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+      SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1)
+    return make_error("cannot restrict the TLS cipher suites: " + openssl_error());
   return std::unique_ptr<httplib::Server>(std::move(server));
 }
 

@@ -17,6 +17,12 @@ namespace gpud::server {
 inline constexpr const char* kCertFileName = "gpud.crt";
 inline constexpr const char* kKeyFileName = "gpud.key";
 
+// The TLS 1.2 cipher suites the server accepts (Mozilla "intermediate", ECDHE only).
+inline constexpr const char* kTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
 struct TlsMaterial {
   std::string cert_pem;
   std::string key_pem;
@@ -35,7 +41,7 @@ struct TlsMaterial {
 // created on first use (key 0600, cert 0644); else (no data dir, or it is not writable) a
 // certificate kept in memory only.
 [[nodiscard]] Result<TlsMaterial> resolve_tls_material(const Config& config);
-// An httplib::SSLServer serving the material.
+// An httplib::SSLServer serving the material: TLS 1.2 or 1.3, TLS 1.2 limited to kTls12Ciphers.
 [[nodiscard]] Result<std::unique_ptr<httplib::Server>> make_tls_server(const TlsMaterial& m);
 
 }  // namespace gpud::server

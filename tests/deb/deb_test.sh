@@ -57,6 +57,9 @@ if [[ -f $(dirname "$0")/../../deploy/prometheus/gpud-alerts.yml ]]; then
     fail "package lacks /usr/share/gpud/gpud-alerts.yml"
 fi
 grep -q 'rwxr-xr-x root/root .* \./usr/bin/gpud$' <<<"$contents" || fail "gpud is not 0755 root"
+# It may hold the admin token (GPUD_ADMIN_TOKEN).
+grep -q 'rw-r----- root/root .* \./etc/default/gpud$' <<<"$contents" ||
+  fail "/etc/default/gpud is not 0640 root"
 # No test binaries or fake NVML libraries.
 if grep -qE 'libnvidia-ml|_tests' <<<"$contents"; then fail "test files in the package"; fi
 

@@ -197,7 +197,8 @@ TEST_F(ApiE2E, SetHealthyFromLoopbackSucceeds) {
 
 TEST_F(ApiE2E, StatusVerbTalksToDaemon) {
   ASSERT_TRUE(daemon_->ready());
-  auto r = run_gpud({"status", "--server", daemon_->url()});
+  // The CLI verifies the daemon's certificate from its data dir.
+  auto r = run_gpud({"status", "--server", daemon_->url(), "--data-dir", *dir_});
   EXPECT_NE(r.out.find("gpud is running"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cpu"), std::string::npos) << r.out;
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out;

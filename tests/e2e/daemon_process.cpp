@@ -86,12 +86,12 @@ CommandResult run_gpud(const std::vector<std::string>& args, int timeout_s) {
 }
 
 DaemonProcess::DaemonProcess(std::string data_dir, std::vector<std::string> extra, bool tls,
-                             std::vector<std::string> env)
+                             std::vector<std::string> env, std::string listen_host)
     : data_dir_(std::move(data_dir)), tls_(tls) {
   port_ = free_port();
   log_path_ = data_dir_ + ".log";
   std::vector<std::string> args{GPUD_BINARY,        "run",
-                                "--listen-address", "127.0.0.1:" + std::to_string(port_),
+                                "--listen-address", listen_host + ":" + std::to_string(port_),
                                 "--data-dir",       data_dir_};
   if (!tls) args.push_back("--no-tls");
   args.insert(args.end(), extra.begin(), extra.end());

@@ -24,10 +24,10 @@ std::string make_temp_dir();
 
 class DaemonProcess {
  public:
-  // Starts `gpud run --listen-address 127.0.0.1:<port> --data-dir <dir> <extra>`; waits for
-  // /healthz. `env` entries ("KEY=VALUE") are added to the child's environment.
+  // Starts `gpud run --listen-address <listen_host>:<port> --data-dir <dir> <extra>`; waits for
+  // /healthz on 127.0.0.1. `env` entries ("KEY=VALUE") are added to the child's environment.
   DaemonProcess(std::string data_dir, std::vector<std::string> extra = {}, bool tls = true,
-                std::vector<std::string> env = {});
+                std::vector<std::string> env = {}, std::string listen_host = "127.0.0.1");
   ~DaemonProcess();
   bool ready() const { return ready_; }
   int port() const { return port_; }

@@ -186,7 +186,7 @@ TEST(KmsgE2E, PostInjectFaultFlowsThroughTheDaemon) {
   const std::string kmsg = dir + "/kmsg";
   { std::ofstream(kmsg).flush(); }
   ::setenv("GPUD_KMSG_PATH", kmsg.c_str(), 1);
-  DaemonProcess d(dir + "/data", {}, false);
+  DaemonProcess d(dir + "/data", {"--enable-fault-injection"}, false);
   ::unsetenv("GPUD_KMSG_PATH");
   ASSERT_TRUE(d.ready()) << d.log();
   httplib::Client cli(d.url());

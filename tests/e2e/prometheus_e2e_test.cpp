@@ -141,7 +141,8 @@ TEST(PrometheusE2E, ScrapesGpudOverTlsAndEvaluatesTheAlertRules) {
 
   // --gpu-count 9 on an 8-GPU node: accelerator-nvidia-gpu-counts turns Unhealthy.
   DaemonProcess gpud(
-      dir + "/data", {"--nvml-lib", GPUD_FAKE_NVML, "--gpu-count", "9"}, true,
+      dir + "/data", {"--nvml-lib", GPUD_FAKE_NVML, "--gpu-count", "9", "--enable-fault-injection"},
+      true,
       {"FAKE_NVML_SCENARIO=" + source_dir + "/testing/fixtures/nvml/h100x8-healthy.json",
        "GPUD_KMSG_PATH=" + kmsg});
   ASSERT_TRUE(gpud.ready()) << gpud.log();

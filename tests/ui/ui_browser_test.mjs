@@ -137,9 +137,12 @@ async function main() {
     log(`${realKmsg ? '/dev/kmsg is not writable here' : 'GPUD_TEST_REAL_KMSG is not 1'}; ` +
         `the daemon follows ${childEnv.GPUD_KMSG_PATH} instead`);
   }
+  // The test's POSTs (set-healthy, inject-fault) come over loopback from the daemon's own user, which
+  // may mutate; /inject-fault also needs --enable-fault-injection.
   daemon = spawn(gpudBinary, ['run', '--listen-address', `127.0.0.1:${port}`,
                               '--data-dir', path.join(tmpDir, 'data'), '--nvml-lib', fakeNvml,
-                              '--nvidia-check-interval', '1s', '--metrics-sample-interval', '2s'],
+                              '--nvidia-check-interval', '1s', '--metrics-sample-interval', '2s',
+                              '--enable-fault-injection'],
                  { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   daemon.stdout.on('data', (d) => (daemonLog += d));
   daemon.stderr.on('data', (d) => (daemonLog += d));

@@ -1,0 +1,83 @@
+#include "app/options.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace gpud::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TokenFile {
+ public:
+  TokenFile(const std::string& text, mode_t mode) {
+    std::string tmpl = (fs::temp_directory_path() / "gpud-token-XXXXXX").string();
+    int fd = ::mkstemp(tmpl.data());
+    ::close(fd);
+    path_ = tmpl;
+    std::ofstream(path_) << text;
+    ::chmod(path_.c_str(), mode);
+  }
+  ~TokenFile() { ::unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(AdminToken, NeedsSixteenPrintableCharactersThatSurviveHeadersAndEnvFiles) {
+  EXPECT_TRUE(check_admin_token("0123456789abcdef"));
+  EXPECT_TRUE(check_admin_token("A-z_0.9~+/=0123456789"));
+  for (const char* bad : {"", "0123456789abcde", "0123456789 abcdef", "0123456789abcdef\"",
+                          "0123456789abcdef$", "0123456789abcdef\n", "0123456789abcdef\\"})
+    EXPECT_FALSE(check_admin_token(bad)) << bad;
+}
+
+TEST(AdminToken, ReadFromAFileOnlyItsOwnerCanRead) {
+  TokenFile ok("  0123456789abcdef\n", 0600);
+  auto token = read_admin_token_file(ok.path());
+  ASSERT_TRUE(token) << token.error().message;
+  EXPECT_EQ(*token, "0123456789abcdef");
+
+  TokenFile world("0123456789abcdef\n", 0644);
+  auto open = read_admin_token_file(world.path());
+  ASSERT_FALSE(open);
+  EXPECT_NE(open.error().message.find("chmod 600"), std::string::npos) << open.error().message;
+
+  TokenFile empty("\n", 0600);
+  EXPECT_FALSE(read_admin_token_file(empty.path()));
+  EXPECT_FALSE(read_admin_token_file("/nonexistent/gpud-token"));
+}
+
+TEST(AdminToken, ComesFromTheFileOrTheEnvironmentButNotBoth) {
+  TokenFile file("0123456789abcdef\n", 0600);
+  EXPECT_EQ(resolve_admin_token("", nullptr).value_or("x"), "");
+  EXPECT_EQ(resolve_admin_token("", "").value_or("x"), "");
+  EXPECT_EQ(resolve_admin_token(file.path(), nullptr).value_or(""), "0123456789abcdef");
+  EXPECT_EQ(resolve_admin_token("", "fedcba9876543210").value_or(""), "fedcba9876543210");
+  auto both = resolve_admin_token(file.path(), "fedcba9876543210");
+  ASSERT_FALSE(both);
+  EXPECT_NE(both.error().message.find("one way"), std::string::npos) << both.error().message;
+  auto weak = resolve_admin_token("", "short");
+  ASSERT_FALSE(weak);
+  EXPECT_NE(weak.error().message.find("GPUD_ADMIN_TOKEN"), std::string::npos);
+}
+
+TEST(RunFlags, TheApiSocketDefaultsIntoTheDataDirUnlessGiven) {
+  RunFlags f;
+  f.config.data_dir = "/var/lib/gpud";
+  ASSERT_TRUE(finalize(f));
+  EXPECT_EQ(f.config.api_socket, "/var/lib/gpud/run/gpud.sock");
+  RunFlags none;
+  none.config.data_dir = "/var/lib/gpud";
+  none.api_socket_given = true;  // --api-socket ""
+  ASSERT_TRUE(finalize(none));
+  EXPECT_EQ(none.config.api_socket, "");
+}
+
+}  // namespace
+}  // namespace gpud::app
