@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 ARGS ?=
 
-.PHONY: all deps build run run-fake test test-asan bench clean format deb
+.PHONY: all deps build run run-fake test test-asan bench clean format deb image
 
 all: build
 
@@ -33,10 +33,20 @@ test: build
 $(ASAN_BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUD_SANITIZE=ON $(CMAKE_FLAGS)
 
+# Leaves out the tests labelled "external" (their subject is another program: promtool,
+# Prometheus, Alertmanager, docker, kubectl, chromium, cpack; see CMakeLists.txt).
 test-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 600
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 600 \
+	  --label-exclude external
+
+# The container image (OCI layout + docker-archive in one tarball), $(BUILD)/image/gpud-image.tar,
+# tagged gpud:<version>: `docker load -i` / `podman load -i` / `ctr images import` it. Builds only
+# the gpud binary, then scripts/build-image.sh assembles the image with umoci (as root).
+image: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target gpud
+	./scripts/build-image.sh $(BUILD)
 
 # The Debian package, gpud_<version>_amd64.deb, in $(BUILD)/packages/ (CPack; see CMakeLists.txt).
 deb: build

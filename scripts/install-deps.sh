@@ -13,7 +13,14 @@ packages=(
   # `make deb`: CPack's DEB generator computes Depends with dpkg-shlibdeps, which finds ELF files
   # with file(1).
   dpkg-dev file
+  # `make image` assembles the OCI image with umoci (jq edits its index); the image test and the
+  # fleet tests run it in Docker and alert through Alertmanager.
+  umoci jq docker.io prometheus-alertmanager
 )
+
+# The manifests test renders deploy/kubernetes with `kubectl kustomize`: any kubectl does (one from
+# elsewhere, e.g. Google Cloud's `kubectl` package, conflicts with Debian's kubernetes-client).
+command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 
 # The web UI: its build needs Node.js and npm (a node from elsewhere, e.g. NodeSource's package that
 # bundles npm, is fine, so Debian's are added only when the commands are missing); its browser test

@@ -326,6 +326,87 @@ TEST(Scheduler, PublishesComponentHealthGaugeOnePerHealthValue) {
   EXPECT_TRUE(metrics.snapshot(1000).empty());
 }
 
+// A component whose states (health and suggested actions) the test sets; checked with run_now.
+class ActionsComponent : public Component {
+ public:
+  ActionsComponent(const ComponentContext& ctx, std::string name) : Component(ctx), name_(name) {}
+  std::string_view name() const override { return name_; }
+  std::chrono::seconds interval() const override { return 3600s; }
+  CheckResult check() override { return result; }
+  bool supported() const override { return supported_; }
+  CheckResult result;
+  bool supported_ = true;
+
+ private:
+  std::string name_;
+};
+
+CheckResult states_with(std::vector<std::pair<Health, std::vector<RepairAction>>> states) {
+  CheckResult r;
+  for (auto& [health, actions] : states) {
+    HealthState s;
+    s.health = health;
+    if (!actions.empty()) s.suggested_actions = SuggestedActions{"test", actions};
+    r.states.push_back(s);
+  }
+  return r;
+}
+
+// The value of gpud_component_suggested_action{component,action}, or -1 when absent.
+double suggested_action(const MetricRegistry& m, const std::string& component,
+                        const std::string& action) {
+  std::string text = m.prometheus_text();
+  std::string key =
+      "gpud_component_suggested_action{action=\"" + action + "\",component=\"" + component + "\"} ";
+  size_t pos = text.find(key);
+  if (pos == std::string::npos) return -1;
+  return std::stod(text.substr(pos + key.size()));
+}
+
+TEST(Scheduler, PublishesTheSuggestedActionsOfDegradedAndUnhealthyStates) {
+  Config cfg;
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics};
+  Registry reg;
+  ASSERT_TRUE(reg.add(std::make_unique<ActionsComponent>(ctx, "xid")).ok());
+  ASSERT_TRUE(reg.add(std::make_unique<ActionsComponent>(ctx, "disk")).ok());
+  auto* xid = static_cast<ActionsComponent*>(reg.find("xid"));
+  auto* disk = static_cast<ActionsComponent*>(reg.find("disk"));
+  Scheduler sched(reg, 1, &metrics);
+
+  // Healthy states name no action, even when one carries suggestions.
+  xid->result = states_with({{Health::kHealthy, {RepairAction::kRebootSystem}}});
+  sched.run_now(*xid);
+  EXPECT_EQ(suggested_action(metrics, "xid", "REBOOT_SYSTEM"), -1);
+
+  xid->result = states_with({{Health::kUnhealthy, {RepairAction::kRebootSystem}}});
+  disk->result = states_with(
+      {{Health::kHealthy, {}}, {Health::kDegraded, {RepairAction::kHardwareInspection}}});
+  sched.run_now(*xid);
+  sched.run_now(*disk);
+  EXPECT_EQ(suggested_action(metrics, "xid", "REBOOT_SYSTEM"), 1);
+  EXPECT_EQ(suggested_action(metrics, "disk", "HARDWARE_INSPECTION"), 1);
+  std::string text = metrics.prometheus_text();
+  EXPECT_NE(text.find("# TYPE gpud_component_suggested_action gauge"), std::string::npos);
+
+  // The fault escalates: the old action goes, the other component's stays.
+  xid->result = states_with({{Health::kUnhealthy, {RepairAction::kHardwareInspection}}});
+  sched.run_now(*xid);
+  EXPECT_EQ(suggested_action(metrics, "xid", "REBOOT_SYSTEM"), -1);
+  EXPECT_EQ(suggested_action(metrics, "xid", "HARDWARE_INSPECTION"), 1);
+  EXPECT_EQ(suggested_action(metrics, "disk", "HARDWARE_INSPECTION"), 1);
+
+  // Set healthy: no series for the component; a hidden component has none either.
+  xid->result = states_with({{Health::kHealthy, {}}});
+  sched.run_now(*xid);
+  EXPECT_EQ(suggested_action(metrics, "xid", "HARDWARE_INSPECTION"), -1);
+  disk->supported_ = false;
+  sched.run_now(*disk);
+  EXPECT_EQ(suggested_action(metrics, "disk", "HARDWARE_INSPECTION"), -1);
+  // Not component series: they stay out of the metric history.
+  EXPECT_TRUE(metrics.snapshot(1000).empty());
+}
+
 TEST(Scheduler, WithoutMetricsPublishesNothing) {
   Config cfg;
   MetricRegistry metrics;

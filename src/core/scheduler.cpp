@@ -14,6 +14,10 @@ Scheduler::Scheduler(const Registry& registry, size_t workers, MetricRegistry* m
     metrics_->describe(kComponentHealthMetric,
                        "Health of each supported component: 1 for its current health value "
                        "(Healthy, Degraded, Unhealthy, Initializing), 0 for the others");
+  if (metrics_ != nullptr)
+    metrics_->describe(kSuggestedActionMetric,
+                       "Repair actions suggested by each component's latest check in a Degraded "
+                       "or Unhealthy state (REBOOT_SYSTEM, HARDWARE_INSPECTION, ...): 1 each");
 }
 
 namespace {
@@ -35,8 +39,42 @@ void Scheduler::publish_health(std::string_view component, Health health) {
   published_.insert(std::string(component));
 }
 
+void Scheduler::publish_actions(std::string_view component, const CheckResult* result) {
+  if (metrics_ == nullptr) return;
+  std::set<std::string> actions;
+  if (result != nullptr)
+    for (const HealthState& s : result->states) {
+      if (s.health != Health::kDegraded && s.health != Health::kUnhealthy) continue;
+      if (!s.suggested_actions) continue;
+      for (RepairAction a : s.suggested_actions->repair_actions)
+        actions.insert(std::string(to_string(a)));
+    }
+  auto it = actions_.find(component);
+  if (it == actions_.end() ? actions.empty() : it->second == actions) return;  // unchanged
+  const bool removes_some =
+      it != actions_.end() &&
+      !std::includes(actions.begin(), actions.end(), it->second.begin(), it->second.end());
+  if (actions.empty())
+    actions_.erase(it);
+  else
+    actions_[std::string(component)] = actions;
+  if (!removes_some) {  // only additions: no series goes away
+    for (const std::string& a : actions)
+      metrics_->set("", kSuggestedActionMetric, 1,
+                    {{"component", std::string(component)}, {"action", a}});
+    return;
+  }
+  // The registry drops whole families only (actions change rarely: when a component turns healthy
+  // or its fault escalates).
+  metrics_->clear_series("", kSuggestedActionMetric);
+  for (const auto& [name, set] : actions_)
+    for (const std::string& a : set)
+      metrics_->set("", kSuggestedActionMetric, 1, {{"component", name}, {"action", a}});
+}
+
 void Scheduler::unpublish_health(std::string_view component) {
   if (metrics_ == nullptr) return;
+  publish_actions(component, nullptr);
   auto it = published_.find(component);
   if (it == published_.end()) return;
   published_.erase(it);
@@ -117,9 +155,10 @@ void Scheduler::worker_loop() {
     }
     lock.lock();
     // A check may find the component not applicable (e.g. a GPU without row remapping): hidden.
-    if (next->supported())
+    if (next->supported()) {
       publish_health(name, r.health());
-    else
+      publish_actions(name, &r);
+    } else
       unpublish_health(name);
     last_[name] = std::move(r);
     running_[name] = false;
@@ -147,9 +186,10 @@ std::vector<HealthState> Scheduler::last_states(const Component& c) const {
 
 void Scheduler::store_result(const Component& c, CheckResult r) {
   std::lock_guard lock(mu_);
-  if (c.supported())
+  if (c.supported()) {
     publish_health(c.name(), r.health());
-  else
+    publish_actions(c.name(), &r);
+  } else
     unpublish_health(c.name());
   last_[std::string(c.name())] = std::move(r);
 }

@@ -1,5 +1,6 @@
 // Scheduler: runs each component's check() on its interval on a small worker pool, caches the
-// last result and publishes each component's health as the gpud_component_health gauge.
+// last result and publishes each component's health (gpud_component_health) and suggested repair
+// actions (gpud_component_suggested_action) as gauges.
 #pragma once
 
 #include <chrono>
@@ -20,11 +21,16 @@ namespace gpud {
 // The gauge family the scheduler keeps: gpud_component_health{component,health}, one series per
 // health value, 1 for the component's current health and 0 for the others.
 inline constexpr std::string_view kComponentHealthMetric = "gpud_component_health";
+// gpud_component_suggested_action{component,action}: 1 for each repair action the component's
+// latest check suggests in a Degraded or Unhealthy state; no series for a component suggesting
+// none. Alert rules join it to name the action (deploy/prometheus/gpud-alerts.yml).
+inline constexpr std::string_view kSuggestedActionMetric = "gpud_component_suggested_action";
 
 class Scheduler {
  public:
   // With metrics, every supported component's health is published as kComponentHealthMetric
-  // (Initializing at start(), then the worst state of each check result as it lands).
+  // (Initializing at start(), then the worst state of each check result as it lands), and its
+  // suggested repair actions as kSuggestedActionMetric.
   explicit Scheduler(const Registry& registry, size_t workers = 2,
                      MetricRegistry* metrics = nullptr);
   ~Scheduler();
@@ -48,6 +54,8 @@ class Scheduler {
   // Called with mu_ held, so that results landing together publish in the order they are cached.
   void publish_health(std::string_view component, Health health);
   void unpublish_health(std::string_view component);  // hidden components have no series
+  // Called with mu_ held; nullptr (or a hidden component) removes the component's actions.
+  void publish_actions(std::string_view component, const CheckResult* result);
 
   const Registry& registry_;
   size_t worker_count_;
@@ -59,6 +67,8 @@ class Scheduler {
   std::map<std::string, bool, std::less<>> running_;
   std::map<std::string, CheckResult, std::less<>> last_;
   std::set<std::string, std::less<>> published_;  // components with gpud_component_health series
+  // Components with gpud_component_suggested_action series, and their actions.
+  std::map<std::string, std::set<std::string>, std::less<>> actions_;
   std::vector<std::thread> threads_;
 };
 

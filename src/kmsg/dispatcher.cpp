@@ -39,6 +39,8 @@ KernelLogDispatcher::KernelLogDispatcher(EventLog& events, MetricRegistry& metri
                     MetricKind::kCounter);
   metrics_.describe(kXidErrorsTotal, "NVIDIA Xid errors recorded, by GPU and code",
                     MetricKind::kCounter);
+  metrics_.describe(kXidLastCode,
+                    "Code of the latest NVIDIA Xid error recorded on each GPU since gpud started");
   metrics_.describe(kSxidErrorsTotal, "NVIDIA NVSwitch SXid errors recorded, by switch and code",
                     MetricKind::kCounter);
 }
@@ -113,11 +115,13 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
   // `type` is the event's own type (the catalog's, or the decoded NVLink Xid 144-150 severity), so
   // that an alert on fatal Xids needs no list of codes.
   if (m.component == kComponentXid && m.extra_info.contains("xid")) {
+    const int code = m.extra_info.value("xid", 0);
     metrics_.add(m.component, kXidErrorsTotal, 1,
                  {{"uuid", uuid},
                   {"pci_bus_id", bus_label},
-                  {"xid", std::to_string(m.extra_info.value("xid", 0))},
+                  {"xid", std::to_string(code)},
                   {"type", std::string(to_string(m.type))}});
+    metrics_.set(m.component, kXidLastCode, code, {{"uuid", uuid}, {"pci_bus_id", bus_label}});
   } else if (m.component == kComponentSxid && m.extra_info.contains("sxid")) {
     metrics_.add(m.component, kSxidErrorsTotal, 1,
                  {{"uuid", uuid},

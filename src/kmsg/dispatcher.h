@@ -20,6 +20,9 @@ namespace gpud::kmsg {
 inline constexpr std::string_view kEventsTotal = "gpud_kernel_log_events_total";
 inline constexpr std::string_view kXidErrorsTotal = "accelerator_nvidia_xid_errors_total";
 inline constexpr std::string_view kSxidErrorsTotal = "accelerator_nvidia_sxid_errors_total";
+// The code of the latest Xid recorded per GPU (dcgm-exporter's DCGM_FI_DEV_XID_ERRORS is this
+// value; PromQL cannot turn the counter's xid label into one).
+inline constexpr std::string_view kXidLastCode = "accelerator_nvidia_xid_last_code";
 
 // Builds the event a match becomes: time cut to the second (so a ring re-read after a restart
 // yields the identical row), gpu_uuid added when known.

@@ -56,6 +56,20 @@ TEST(Dispatcher, XidLineBecomesStoredEventWithMetricsAndTrigger) {
                       "type=\"Fatal\"} 1"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("accelerator_nvidia_xid_last_code{gpud_component=\"accelerator-nvidia-error-"
+                      "xid\",pci_bus_id=\"0000:3b:00.0\",uuid=\"GPU-abc\"} 79"),
+            std::string::npos)
+      << text;
+  // The gauge holds the latest code, the counters count each.
+  EXPECT_EQ(d.feed_message(xid_line(48, "0000:3b:00.0"), kT), 1);
+  text = f.metrics.prometheus_text();
+  EXPECT_NE(text.find("accelerator_nvidia_xid_last_code{gpud_component=\"accelerator-nvidia-error-"
+                      "xid\",pci_bus_id=\"0000:3b:00.0\",uuid=\"GPU-abc\"} 48"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pci_bus_id=\"0000:3b:00.0\",type=\"Fatal\",uuid=\"GPU-abc\",xid=\"79\"} 1"),
+            std::string::npos)
+      << text;
 }
 
 // A record that makes anything downstream throw is counted and dropped; the next record is

@@ -56,6 +56,10 @@ if [[ -f $(dirname "$0")/../../deploy/prometheus/gpud-alerts.yml ]]; then
   grep -qE ' \./usr/share/gpud/gpud-alerts\.yml$' <<<"$contents" ||
     fail "package lacks /usr/share/gpud/gpud-alerts.yml"
 fi
+for example in dcgm-compat-rules.yml alertmanager.yml gpud-fleet.json; do
+  grep -qE " \./usr/share/gpud/${example//./\\.}\$" <<<"$contents" ||
+    fail "package lacks /usr/share/gpud/$example"
+done
 grep -q 'rwxr-xr-x root/root .* \./usr/bin/gpud$' <<<"$contents" || fail "gpud is not 0755 root"
 # It may hold the admin token (GPUD_ADMIN_TOKEN).
 grep -q 'rw-r----- root/root .* \./etc/default/gpud$' <<<"$contents" ||

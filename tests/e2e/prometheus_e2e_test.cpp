@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "tests/e2e/daemon_process.h"
+#include "tests/e2e/prometheus_stack.h"
 
 namespace gpud::e2e {
 namespace {
@@ -27,97 +28,6 @@ using Json = nlohmann::json;
 constexpr const char* kPrometheus = "/usr/bin/prometheus";
 // The fake NVML names GPU i "<prefix><i as two hex digits>".
 constexpr const char* kUuidPrefix = "GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e";
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A child process killed (SIGTERM, then SIGKILL) and reaped on every path out of the test.
-class Child {
- public:
-  Child(std::vector<std::string> args, const std::string& log_path) {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  ~Child() { stop(); }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  bool running() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
-    return true;
-  }
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    for (int i = 0; i < 500; ++i) {
-      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-        pid_ = -1;
-        return;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
-class PrometheusApi {
- public:
-  explicit PrometheusApi(int port) : port_(port) {}
-  // The `data` of a successful API answer, or null.
-  Json get(const std::string& path, const httplib::Params& params = {}) const {
-    httplib::Client cli("127.0.0.1", port_);
-    cli.set_connection_timeout(2, 0);
-    cli.set_read_timeout(10, 0);
-    auto r = cli.Get(path, params, httplib::Headers{});
-    if (!r || r->status != 200) return nullptr;
-    Json doc = parse_json(r->body);
-    if (!doc.is_object() || doc.value("status", "") != "success") return nullptr;
-    return doc["data"];
-  }
-  // The result vector of an instant query (empty on error).
-  Json query(const std::string& promql) const {
-    Json data = get("/api/v1/query", {{"query", promql}});
-    if (!data.is_object() || !data["result"].is_array()) return Json::array();
-    return data["result"];
-  }
-
- private:
-  int port_;
-};
-
-double value_of(const Json& sample) { return std::stod(sample["value"][1].get<std::string>()); }
-
-// Polls `done` until it holds or the deadline passes.
-bool wait_until(std::chrono::steady_clock::time_point deadline, const std::function<bool()>& done) {
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(250ms);
-  }
-  return done();
-}
 
 TEST(PrometheusE2E, ScrapesGpudOverTlsAndEvaluatesTheAlertRules) {
   if (!std::filesystem::exists(kPrometheus))
@@ -169,9 +79,10 @@ TEST(PrometheusE2E, ScrapesGpudOverTlsAndEvaluatesTheAlertRules) {
                         << "    static_configs:\n"
                         << "      - targets: ['" << instance << "']\n";
   const std::string prom_log = dir + "/prometheus.log";
-  Child prometheus({kPrometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir + "/tsdb",
-                    "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
-                   prom_log);
+  ChildProcess prometheus(
+      {kPrometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir + "/tsdb",
+       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+      prom_log);
   PrometheusApi api(prom_port);
   const auto deadline = std::chrono::steady_clock::now() + 90s;
 

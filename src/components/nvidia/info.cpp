@@ -9,6 +9,9 @@ namespace {
 
 constexpr const char* kName = "accelerator-nvidia-info";
 constexpr const char* kInfoMetric = "accelerator_nvidia_info";
+// One series per GPU with NVML's own product name (not sanitized): what joins a GPU's uuid to its
+// model, e.g. for dcgm-exporter's modelName label (deploy/prometheus/dcgm-compat-rules.yml).
+constexpr const char* kGpuInfoMetric = "accelerator_nvidia_gpu_info";
 
 std::string brand_name(int brand) {
   static const char* kBrands[] = {"Unknown",    "Quadro",     "Tesla",      "NVS",
@@ -65,6 +68,8 @@ InfoComponent::InfoComponent(const ComponentContext& ctx) : NvidiaComponent(ctx)
   if (ctx.metrics != nullptr)
     ctx.metrics->describe(kInfoMetric,
                           "NVIDIA driver and CUDA versions and the GPU product (always 1)");
+  if (ctx.metrics != nullptr)
+    ctx.metrics->describe(kGpuInfoMetric, "Each GPU's identity and NVML product name (always 1)");
 }
 
 CheckResult InfoComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
@@ -74,6 +79,12 @@ CheckResult InfoComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
                        {{"driver_version", snapshot.driver.driver_version},
                         {"cuda_version", snapshot.driver.cuda_version()},
                         {"product", nvml::sanitize_product_name(product_of(snapshot))}});
+    ctx().metrics->clear_series(kName, kGpuInfoMetric);
+    for (const auto& g : snapshot.gpus) {
+      Labels l = gpu_labels(g);
+      l["name"] = g.name.ok() ? g.name.value : "";
+      ctx().metrics->set(kName, kGpuInfoMetric, 1, l);
+    }
   }
   return evaluate_info(snapshot);
 }

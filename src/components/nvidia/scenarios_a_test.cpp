@@ -307,6 +307,7 @@ TEST(NvidiaScenariosA, PrometheusTextHasEveryMetricWithGpuLabels) {
   std::string text = rig.metrics.prometheus_text();
   for (const char* metric : {
            "accelerator_nvidia_info{",
+           "accelerator_nvidia_gpu_info{",
            "accelerator_nvidia_temperature_current_celsius{",
            "accelerator_nvidia_temperature_current_hbm_celsius{",
            "accelerator_nvidia_temperature_slowdown_threshold_celsius{",
@@ -344,6 +345,12 @@ TEST(NvidiaScenariosA, PrometheusTextHasEveryMetricWithGpuLabels) {
   EXPECT_NE(text.find("# TYPE accelerator_nvidia_ecc_volatile_total_uncorrected counter"),
             std::string::npos);
   EXPECT_NE(text.find("driver_version=\"550.54.15\""), std::string::npos);
+  // Each GPU's NVML name, unsanitized (the info series' product is "NVIDIA-H100-80GB-HBM3").
+  EXPECT_NE(text.find("accelerator_nvidia_gpu_info{gpu=\"2\",gpud_component=\"accelerator-nvidia-"
+                      "info\",name=\"NVIDIA H100 80GB HBM3\",pci_bus_id=\"0000:3a:00.0\",uuid="
+                      "\"GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e02\"} 1"),
+            std::string::npos)
+      << text.substr(0, 4000);
   // GPU 2's series carry uuid, gpu and pci_bus_id; the remap uses the uncorrectable count.
   const std::string labels =
       "gpu=\"2\",gpud_component=\"accelerator-nvidia-remapped-rows\",pci_bus_id=\"0000:3a:00.0\","
