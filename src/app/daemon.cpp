@@ -238,6 +238,8 @@ void Daemon::housekeeping(TimePoint now) {
       maybe_start_xid_watcher();
     }
   }
+  metrics_.describe("gpud_sqlite_db_size_bytes",
+                    "Size of the state database (gpud.state) in bytes");
   metrics_.set("", "gpud_sqlite_db_size_bytes", static_cast<double>(db_->size_bytes().value_or(0)));
   if (auto r = history_->insert(metrics_.snapshot(now_ms)); !r)
     logger("daemon")->warn("metric history insert failed: {}", r.error().message);

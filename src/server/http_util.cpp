@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
+
+#include "core/log.h"
 
 namespace gpud::server {
 namespace {
@@ -172,6 +175,36 @@ void write_json(const httplib::Request& req, httplib::Response& res, int status,
 void write_error(const httplib::Request& req, httplib::Response& res, int status,
                  std::string_view message) {
   write_json(req, res, status, error_body(status, message));
+}
+
+std::string escape_for_log(std::string_view s, size_t max_bytes) {
+  std::string out;
+  for (unsigned char c : s.substr(0, max_bytes)) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (s.size() > max_bytes) out += "...";
+  return out;
+}
+
+void answer_request_exception(const httplib::Request& req, httplib::Response& res,
+                              std::exception_ptr ep, MetricRegistry* metrics) {
+  std::string what = "unknown exception";
+  try {
+    if (ep) std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  if (metrics != nullptr) metrics->add("", kRequestErrorsTotal, 1);
+  logger("server")->error("{} {} failed: {}", escape_for_log(req.method), escape_for_log(req.path),
+                          escape_for_log(what));
+  write_error(req, res, 500, "internal error: " + what);
 }
 
 }  // namespace gpud::server

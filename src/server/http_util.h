@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/metrics.h"
 #include "core/result.h"
 
 namespace httplib {
@@ -84,5 +86,15 @@ void write_json(const httplib::Request& req, httplib::Response& res, int status,
                 const nlohmann::json& body);
 void write_error(const httplib::Request& req, httplib::Response& res, int status,
                  std::string_view message);
+
+// Client-supplied text made safe for one log line: control characters as \xNN, cut at max_bytes.
+std::string escape_for_log(std::string_view s, size_t max_bytes = 256);
+
+inline constexpr std::string_view kRequestErrorsTotal = "gpud_http_request_errors_total";
+// The boundary of one request: whatever its handler threw becomes a 500 with the reason, a count
+// in gpud_http_request_errors_total (when `metrics` is given) and one log line whose path has its
+// control characters escaped; the worker thread goes on with the next request.
+void answer_request_exception(const httplib::Request& req, httplib::Response& res,
+                              std::exception_ptr ep, MetricRegistry* metrics);
 
 }  // namespace gpud::server

@@ -110,17 +110,13 @@ void configure(httplib::Server& http, const ServerDeps& deps, bool local_socket)
         return httplib::Server::HandlerResponse::Handled;
       });
 
+  if (d->metrics != nullptr)
+    d->metrics->describe(kRequestErrorsTotal,
+                         "API requests whose handler failed with an exception (answered 500)",
+                         MetricKind::kCounter);
   http.set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown exception";
-        try {
-          if (ep) std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        logger("server")->error("{} {} failed: {}", req.method, req.path, what);
-        write_error(req, res, 500, "internal error: " + what);
+      [d](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        answer_request_exception(req, res, ep, d->metrics);
       });
 
   // Called for every status >= 400; only fills in a body where the handler (or routing) left none.

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/time_util.h"
 #include "server/http_util.h"
@@ -979,6 +980,25 @@ TEST(ServerTls, Tls12OffersOnlyForwardSecretAeadSuites) {
     }
     EXPECT_TRUE(tls_handshake(s.port(), TLS1_3_VERSION)) << "TLS 1.3 with its default suites";
   }
+}
+
+// A handler that throws ends its request with a 500 and a count, never the worker (std::terminate)
+// nor a forged log line.
+TEST(HttpUtil, AThrowingRequestIsAnsweredCountedAndLoggedWithItsPathEscaped) {
+  EXPECT_EQ(escape_for_log("/x\nFAKE\x1b[31m\x7f"), "/x\\x0aFAKE\\x1b[31m\\x7f");
+  EXPECT_EQ(escape_for_log(std::string(300, 'a')), std::string(256, 'a') + "...");
+  MetricRegistry metrics;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/x\nFAKE log line\x1b[31m";
+  httplib::Response res;
+  answer_request_exception(req, res, std::make_exception_ptr(std::out_of_range("stoll")), &metrics);
+  EXPECT_EQ(res.status, 500);
+  EXPECT_EQ(json::parse(res.body)["message"], "internal error: stoll");
+  answer_request_exception(req, res, std::make_exception_ptr(42), &metrics);
+  EXPECT_EQ(json::parse(res.body)["message"], "internal error: unknown exception");
+  EXPECT_NE(metrics.prometheus_text().find("gpud_http_request_errors_total 2"), std::string::npos)
+      << metrics.prometheus_text();
 }
 
 TEST(HttpUtil, LoopbackAddresses) {

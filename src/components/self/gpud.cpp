@@ -138,7 +138,7 @@ GpudComponent::GpudComponent(const ComponentContext& ctx) : Component(ctx) {
   m.describe("gpud_kernel_log_record_errors_total", "Kernel-log records that could not be parsed",
              MetricKind::kCounter);
   m.describe("gpud_kernel_log_parse_errors_total",
-             "Matched kernel-log lines whose fields could not be parsed", MetricKind::kCounter);
+             "Kernel-log records dropped because matching them failed", MetricKind::kCounter);
   m.describe("gpud_nvml_up", "1 while NVML is loaded and initialized");
 }
 
