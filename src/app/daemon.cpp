@@ -17,6 +17,7 @@
 #include "host/machine_info.h"
 #include "host/os_info.h"
 #include "host/pci.h"
+#include "kmsg/fault.h"
 #include "kmsg/writer.h"
 
 namespace gpud::app {
@@ -117,6 +118,12 @@ Result<void> Daemon::start() {
   deps.metrics = &metrics_;
   deps.machine_info = [this] { return machine_info(); };
   deps.web_enable = config_.web_enable;
+  deps.inject_fault = [path =
+                           config_.kmsg_path](const nlohmann::json& body) -> Result<std::string> {
+    auto fault = kmsg::parse_fault_request(body);
+    if (!fault) return make_error(fault.error().message, 400);
+    return kmsg::inject_fault(*fault, path);
+  };
   server_ = std::make_unique<server::Server>(deps);
   if (auto r = server_->start(); !r) {
     scheduler_->stop();
@@ -167,7 +174,7 @@ void Daemon::start_kernel_log() {
       [this](std::string_view component) { return registry_.find(component) != nullptr; },
       [this](std::string_view bus) { return identify_bus(bus); });
   kmsg::KmsgFollower::Options opts;
-  opts.path = kmsg::kmsg_path_from_env();
+  opts.path = config_.kmsg_path;
   // /proc/stat's btime is stable across restarts (the monotonic estimate jitters), so a record
   // re-read after a restart gets the same second and the store ignores it.
   if (auto boot = host::read_boot_time(host::HostFs(config_.host_root)); boot)

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/options.h"
 #include "app/verbs.h"
 #include "kmsg/fault.h"
 #include "kmsg/reader.h"
@@ -47,7 +48,7 @@ void add_inject_fault(CLI::App& app, int* exit_code) {
     if (f->xid > 0) req.xid = f->xid;
     if (f->sxid > 0) req.sxid = f->sxid;
     req.kernel_message = f->message;
-    const std::string path = kmsg::kmsg_path_from_env();
+    const std::string path = kmsg_path_from_environment();
     auto r = kmsg::inject_fault(req, path);
     if (!r) {
       std::cerr << "✘ cannot inject the fault: " << r.error().message << "\n";

@@ -30,6 +30,17 @@ std::string default_data_dir() {
 
 std::string default_api_socket(const std::string& data_dir) { return data_dir + "/run/gpud.sock"; }
 
+std::string kmsg_path_from_environment() {
+  const char* p = std::getenv("GPUD_KMSG_PATH");
+  return p != nullptr && *p != '\0' ? p : "/dev/kmsg";
+}
+
+std::string nvml_library_from_environment(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* p = std::getenv("GPUD_NVML_LIBRARY_PATH");
+  return p != nullptr ? p : "";
+}
+
 Result<void> check_admin_token(std::string_view token) {
   constexpr size_t kMinLength = 16;
   if (token.size() < kMinLength)
@@ -180,6 +191,9 @@ Result<void> finalize(RunFlags& f) {
   Config& c = f.config;
   if (c.data_dir.empty()) c.data_dir = default_data_dir();
   if (!f.api_socket_given) c.api_socket = default_api_socket(c.data_dir);
+  // The environment is read here, in app/, and handed down; no library below reads it.
+  c.kmsg_path = kmsg_path_from_environment();
+  c.nvml_lib = nvml_library_from_environment(c.nvml_lib);
   auto ev = parse_duration(f.events_retention);
   if (!ev || ev->count() < 60'000)
     return make_error("invalid --events-retention-period \"" + f.events_retention +

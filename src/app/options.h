@@ -51,6 +51,10 @@ inline constexpr const char* kAdminTokenArgvRefusal =
 
 // /var/lib/gpud as root (when /var/lib exists), ~/.gpud otherwise.
 std::string default_data_dir();
+// $GPUD_KMSG_PATH when set (tests point the daemon at a private file), else /dev/kmsg.
+std::string kmsg_path_from_environment();
+// --nvml-lib when given, else $GPUD_NVML_LIBRARY_PATH, else "" (the system's libnvidia-ml.so.1).
+std::string nvml_library_from_environment(const std::string& flag);
 // Adds the flags every verb that reads host state shares (--host-root, --components, ...).
 void add_component_flags(CLI::App& cmd, RunFlags& flags);
 void add_store_flags(CLI::App& cmd, RunFlags& flags);

@@ -33,7 +33,7 @@ Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs, const
     kmsg::ParseOptions parse;
     parse.boot_time = host::read_boot_time(fs);
     if (!parse.boot_time) parse.boot_time = kmsg::estimate_boot_time();
-    const std::string path = kmsg::kmsg_path_from_env();
+    const std::string& path = config.kmsg_path;
     auto r = kmsg::read_kmsg_ring(path, parse,
                                   [&](const kmsg::KmsgRecord& rec) { dispatcher.feed(rec); });
     if (!r) logger("scan")->info("kernel log not read: {}", r.error().message);

@@ -12,6 +12,9 @@ struct Config {
   std::string data_dir;  // resolved by the CLI (default /var/lib/gpud as root, ~/.gpud otherwise)
   bool db_in_memory = false;
   std::string host_root = "/";  // prefix for every /proc, /sys and /etc read
+  // The kernel log to follow, scan and inject into: /dev/kmsg, or $GPUD_KMSG_PATH (tests), as
+  // app/ resolved it.
+  std::string kmsg_path = "/dev/kmsg";
 
   // API
   std::string listen_address = "0.0.0.0:15132";

@@ -293,9 +293,4 @@ Result<ReadStats> read_kmsg_ring(const std::string& path, const ParseOptions& pa
   return st;
 }
 
-std::string kmsg_path_from_env() {
-  const char* p = std::getenv("GPUD_KMSG_PATH");
-  return p != nullptr && *p != '\0' ? p : "/dev/kmsg";
-}
-
 }  // namespace gpud::kmsg

@@ -47,9 +47,6 @@ struct ReadOptions {
                                                     const RecordViewCallback& cb,
                                                     const ReadOptions& opts = {});
 
-// $GPUD_KMSG_PATH when set (tests), else /dev/kmsg.
-std::string kmsg_path_from_env();
-
 // Reads the /dev/kmsg ring buffer once, non-blocking, until EAGAIN/EOF (`gpud scan`). EPIPE
 // (records overwritten while reading) is skipped. An error when the path cannot be opened.
 [[nodiscard]] Result<ReadStats> read_kmsg_ring(const std::string& path, const ParseOptions& parse,

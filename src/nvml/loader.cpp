@@ -139,9 +139,7 @@ std::string_view to_string(NvmlStatus s) {
 }
 
 std::string resolve_library_path(const std::string& explicit_path) {
-  if (!explicit_path.empty()) return explicit_path;
-  if (const char* env = std::getenv(kLibraryPathEnv); env != nullptr && *env != '\0') return env;
-  return kDefaultLibraryName;
+  return explicit_path.empty() ? std::string(kDefaultLibraryName) : explicit_path;
 }
 
 namespace {

@@ -15,7 +15,6 @@
 namespace gpud::nvml {
 
 inline constexpr const char* kDefaultLibraryName = "libnvidia-ml.so.1";
-inline constexpr const char* kLibraryPathEnv = "GPUD_NVML_LIBRARY_PATH";
 
 // Owns one dlopen handle.
 class DynamicLibrary {
@@ -138,7 +137,7 @@ enum class NvmlStatus {
 std::string_view to_string(NvmlStatus s);
 
 struct OpenOptions {
-  std::string library_path;  // empty: $GPUD_NVML_LIBRARY_PATH, else the system search path
+  std::string library_path;  // empty: libnvidia-ml.so.1 from the system search path
   std::chrono::milliseconds deadline = kDefaultCallDeadline;
 };
 

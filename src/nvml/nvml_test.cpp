@@ -47,11 +47,12 @@ TEST(NvmlLoader, MissingLibraryIsNotFoundNotAnError) {
 }
 
 TEST(NvmlLoader, LibraryPathFromEnvironment) {
-  setenv(kLibraryPathEnv, "/opt/x/libnvidia-ml.so.1", 1);
-  EXPECT_EQ(resolve_library_path(""), "/opt/x/libnvidia-ml.so.1");
-  EXPECT_EQ(resolve_library_path("/explicit.so"), "/explicit.so");
-  unsetenv(kLibraryPathEnv);
+  // The library reads no environment: app/ resolves $GPUD_NVML_LIBRARY_PATH into the path it
+  // passes down.
+  setenv("GPUD_NVML_LIBRARY_PATH", "/opt/x/libnvidia-ml.so.1", 1);
   EXPECT_EQ(resolve_library_path(""), kDefaultLibraryName);
+  EXPECT_EQ(resolve_library_path("/explicit.so"), "/explicit.so");
+  unsetenv("GPUD_NVML_LIBRARY_PATH");
 }
 
 std::string write_temp(const std::string& name, const std::string& body) {

@@ -5,8 +5,6 @@
 #include <string>
 
 #include "core/log.h"
-#include "kmsg/fault.h"
-#include "kmsg/reader.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 
@@ -106,13 +104,14 @@ void register_admin_routes(httplib::Server& http, const ServerDeps& deps) {
       return write_error(req, res, 403,
                          "fault injection is disabled; start the daemon with "
                          "--enable-fault-injection to allow it");
+    if (!d->inject_fault)
+      return write_error(req, res, 501, "fault injection is not available in this process");
     auto body = nlohmann::json::parse(req.body, nullptr, false);
     if (body.is_discarded()) return write_error(req, res, 400, "invalid JSON body");
-    auto fault = kmsg::parse_fault_request(body);
-    if (!fault) return write_error(req, res, 400, fault.error().message);
-    const std::string path = d->kmsg_path.empty() ? kmsg::kmsg_path_from_env() : d->kmsg_path;
-    auto written = kmsg::inject_fault(*fault, path);
-    if (!written) return write_error(req, res, 500, written.error().message);
+    auto written = d->inject_fault(body);
+    if (!written)
+      return write_error(req, res, written.error().code == 400 ? 400 : 500,
+                         written.error().message);
     logger("server")->info("fault injected from {}: {}", describe_peer(req), *written);
     write_json(req, res, 200, {{"message", "fault injected"}});
   });

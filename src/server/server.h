@@ -29,8 +29,10 @@ struct ServerDeps {
   MetricRegistry* metrics = nullptr;
   // Returns the /machine-info document (cached by the caller; must not do slow I/O per request).
   std::function<nlohmann::json()> machine_info;
-  // Where POST /inject-fault writes ("": $GPUD_KMSG_PATH, else /dev/kmsg).
-  std::string kmsg_path;
+  // POST /inject-fault's work, given by app/ (the server knows no kernel log): parse GPUd's
+  // fault-injector request and write its line; returns the line written, or an error whose code
+  // is the HTTP status (400 for a bad request). Unset: the endpoint answers 501.
+  std::function<Result<std::string>(const nlohmann::json& body)> inject_fault;
   // Serve the local web UI (web/, embedded in the binary) at / (`gpud run --web-enable`).
   bool web_enable = true;
 };

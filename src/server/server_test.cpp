@@ -24,6 +24,7 @@
 #include <stdexcept>
 
 #include "core/time_util.h"
+#include "kmsg/fault.h"
 #include "server/http_util.h"
 #include "server/tls.h"
 #include "testing/memory_event_log.h"
@@ -879,7 +880,11 @@ TEST_F(ServerAuthTest, FaultInjectionIsOffUnlessEnabled) {
   const std::string kmsg = (root_.path() / "kmsg").string();
   std::ofstream(kmsg).flush();
   ServerDeps d = deps();
-  d.kmsg_path = kmsg;
+  d.inject_fault = [kmsg](const nlohmann::json& body) -> Result<std::string> {
+    auto fault = kmsg::parse_fault_request(body);
+    if (!fault) return make_error(fault.error().message, 400);
+    return kmsg::inject_fault(*fault, kmsg);
+  };
   server_ = std::make_unique<Server>(d);
   ASSERT_TRUE(server_->start().ok());
   auto on = client().Post("/inject-fault", body, "application/json");
