@@ -13,6 +13,7 @@
 #include "store/event_store.h"
 #include "store/metadata.h"
 #include "store/metric_store.h"
+#include "testing/scribble.h"
 
 namespace gpud::store {
 namespace {
@@ -90,16 +91,6 @@ std::vector<int> stored_order(const std::string& path) {
   }
   sqlite3_close(db);
   return out;
-}
-
-// Overwrites a file with junk of the same size, as a stray write or a failing disk would.
-void scribble(const std::string& path) {
-  std::error_code ec;
-  auto size = fs::file_size(path, ec);
-  if (ec || size == 0) return;
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  std::string junk(size, '\x5a');
-  f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
 }
 
 mode_t mode_of(const std::string& path) {
@@ -623,8 +614,8 @@ TEST(Database, CorruptionWhileRunningIsQuarantinedAndAFreshDatabaseTakesTheBackl
   ASSERT_EQ(events.backlog_size(), 2u);
 
   // Damage the file and its WAL behind SQLite's back; every page it has is cached.
-  scribble(path);
-  scribble(path + "-wal");
+  testing::scribble(path);
+  testing::scribble(path + "-wal");
   ASSERT_TRUE(events.insert(big_event(3)).value_or(false));
 
   DatabaseHealth h = (*db)->health();
@@ -656,8 +647,8 @@ TEST(Database, UnusableUntilAFreshDatabaseCanBeCreatedThenTakesTheBacklog) {
   ASSERT_TRUE(events.insert(big_event(0)).value_or(false));
   // Damaged, and its directory gone (taken away with the file in it): nothing to move aside and
   // nowhere to create a fresh database.
-  scribble(path);
-  scribble(path + "-wal");
+  testing::scribble(path);
+  testing::scribble(path + "-wal");
   fs::rename(data, dir.file("gone"));
   ASSERT_TRUE(events.insert(big_event(1)).value_or(false)) << "the event must wait, not fail";
   DatabaseHealth h = (*db)->health();
@@ -688,8 +679,8 @@ TEST(Database, MetricWriteOnADamagedFileQuarantinesItToo) {
   ASSERT_TRUE(db.ok());
   MetricStore history(**db);
   ASSERT_TRUE(history.insert({sample(1, "cpu", "load", 1)}).ok());
-  scribble(path);
-  scribble(path + "-wal");
+  testing::scribble(path);
+  testing::scribble(path + "-wal");
   // The failed write is retried once on the fresh database, so the sample is not lost either.
   auto r = history.insert({sample(2, "cpu", "load", 2)});
   EXPECT_TRUE(r.ok()) << r.error().message;

@@ -34,25 +34,6 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
-CommandResult shell(const std::string& cmd) {
-  CommandResult r;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = ::pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Why this test cannot run commands as another user, or "" when it can.
 std::string why_no_setpriv() {
   if (::geteuid() != 0) return "the test does not run as root";

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -57,6 +59,30 @@ int free_port() {
   int port = ntohs(addr.sin_port);
   ::close(fd);
   return port;
+}
+
+CommandResult shell(const std::string& cmd) {
+  CommandResult r;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TempDirGuard::~TempDirGuard() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
 }
 
 CommandResult run_gpud(const std::vector<std::string>& args, int timeout_s) {

@@ -21,6 +21,17 @@ struct CommandResult {
 CommandResult run_gpud(const std::vector<std::string>& args, int timeout_s = 60);
 int free_port();
 std::string make_temp_dir();
+// Runs `cmd` through /bin/sh and captures stdout and stderr together.
+CommandResult shell(const std::string& cmd);
+// The whole file ("" when it cannot be read).
+std::string read_file(const std::string& path);
+
+// Removes a directory tree when it goes out of scope. Declare it before the processes that use the
+// directory, so it runs after they are gone.
+struct TempDirGuard {
+  std::string path;
+  ~TempDirGuard();
+};
 
 class DaemonProcess {
  public:

@@ -58,13 +58,7 @@ TEST(DashboardE2E, EveryPanelQueryParsesAndReturnsSeries) {
 
   const std::string dir = make_temp_dir();
   ASSERT_FALSE(dir.empty());
-  struct RemoveDir {  // declared first, so it runs after the processes are gone
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } remove_dir{dir};
+  TempDirGuard remove_dir{dir};  // declared first: runs after the processes are gone
   const std::string kmsg = dir + "/kmsg";
   { std::ofstream(kmsg).flush(); }
   DaemonProcess gpud(

@@ -115,13 +115,7 @@ TEST(FleetE2E, OneBadGpuPagesOnceResolvesWithSetHealthyAndADeadDaemonPages) {
                       "prometheus-alertmanager)";
   const std::string dir = make_temp_dir();
   ASSERT_FALSE(dir.empty());
-  struct RemoveDir {  // declared first, so it runs after every process below is gone
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } remove_dir{dir};
+  TempDirGuard remove_dir{dir};  // declared first: runs after the processes are gone
   const std::string source_dir = GPUD_SOURCE_DIR;
   WebhookReceiver receiver;
 

@@ -33,25 +33,6 @@ std::string unique_pci() {
   return buf;
 }
 
-CommandResult shell(const std::string& cmd) {
-  CommandResult r;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = ::pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The component's events in /v1/events carrying this bus id.
 nlohmann::json find_event(const DaemonProcess& d, const std::string& pci) {
   auto res = d.get(std::string("/v1/events?components=") + kXid);

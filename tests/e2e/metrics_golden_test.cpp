@@ -37,13 +37,6 @@ std::string masked(const std::string& exposition) {
   return out;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Lines of `a` that `b` lacks, marked with `mark`.
 std::string missing_lines(const std::string& a, const std::string& b, char mark) {
   std::istringstream ia(a);

@@ -36,13 +36,7 @@ TEST(PrometheusE2E, ScrapesGpudOverTlsAndEvaluatesTheAlertRules) {
   const std::string dir = make_temp_dir();
   ASSERT_FALSE(dir.empty());
   // Declared first, so it runs last: after Prometheus and the daemon are gone.
-  struct RemoveDir {
-    std::string path;
-    ~RemoveDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } remove_dir{dir};
+  TempDirGuard remove_dir{dir};  // declared first: runs after the processes are gone
   const std::string kmsg = dir + "/kmsg";
   { std::ofstream(kmsg).flush(); }
   const std::string source_dir = GPUD_SOURCE_DIR;

@@ -16,13 +16,6 @@ namespace gpud::e2e {
 using namespace std::chrono_literals;
 using Json = nlohmann::json;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 ChildProcess::ChildProcess(std::vector<std::string> args, const std::string& log_path) {
   pid_ = ::fork();
   if (pid_ == 0) {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace gpud::e2e {
+#include "tests/e2e/daemon_process.h"
 
-std::string read_file(const std::string& path);
+namespace gpud::e2e {
 
 // A child process (argv[0] is a path) with stdout and stderr appended to log_path, stopped
 // (SIGTERM, then SIGKILL) and reaped by stop() or the destructor.

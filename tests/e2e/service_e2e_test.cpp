@@ -29,21 +29,8 @@ std::string slurp(const fs::path& path) {
   return ss.str();
 }
 
-// Runs a shell command, returns its exit code and output.
-CommandResult sh(const std::string& cmd) {
-  CommandResult r;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 std::string find_program(const std::string& name) {
-  auto r = sh("command -v " + name);
+  auto r = shell("command -v " + name);
   if (r.exit_code != 0) return "";
   while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
   return r.out;
@@ -65,7 +52,7 @@ TEST(ServiceUp, StagesBinaryEnvFileAndUnitThatSystemdAccepts) {
   EXPECT_NE(slurp(env).find("\nFLAGS=\"--gpu-count 8 --log-level debug\"\n"), std::string::npos)
       << slurp(env);
   // The staged binary runs.
-  auto v = sh(bin.string() + " version");
+  auto v = shell(bin.string() + " version");
   EXPECT_EQ(v.exit_code, 0) << v.out;
   EXPECT_NE(v.out.find("gpud "), std::string::npos) << v.out;
 
@@ -87,12 +74,12 @@ TEST(ServiceUp, StagesBinaryEnvFileAndUnitThatSystemdAccepts) {
     fs::create_directories(fs::path(root) / "usr/lib/systemd");
     fs::copy(units, fs::path(root) / "usr/lib/systemd/system",
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-    auto verify = sh(analyze + " --root=" + root + " verify gpud.service");
+    auto verify = shell(analyze + " --root=" + root + " verify gpud.service");
     EXPECT_EQ(verify.exit_code, 0) << verify.out;
     EXPECT_EQ(verify.out, "") << verify.out;
     // And it would notice a broken ExecStart: the check is real.
     fs::remove(bin);
-    auto broken = sh(analyze + " --root=" + root + " verify gpud.service");
+    auto broken = shell(analyze + " --root=" + root + " verify gpud.service");
     EXPECT_NE(broken.exit_code, 0) << broken.out;
     EXPECT_NE(broken.out.find("/usr/local/bin/gpud"), std::string::npos) << broken.out;
   }

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "testing/scribble.h"
 #include "tests/e2e/daemon_process.h"
 
 namespace gpud::e2e {
@@ -183,16 +184,6 @@ mode_t mode_of(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-// Overwrites a file with junk of the same size, behind the daemon's back.
-void scribble(const std::string& path) {
-  std::error_code ec;
-  auto size = fs::file_size(path, ec);
-  if (ec || size == 0) return;
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  std::string junk(size, '\x5a');
-  f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
-}
-
 TEST(StoreE2E, FullDiskKeepsXidEventsAndStoresEachOnceInOrderWhenSpaceReturns) {
   TempTree tree;
   const std::string data = tree.path + "/data";
@@ -262,8 +253,8 @@ TEST(StoreE2E, DatabaseCorruptedWhileRunningIsQuarantinedAndReopened) {
     ASSERT_TRUE(eventually([&] { return xid_events_by_bus(d).count(bus_id(0)) == 1; }, 5s))
         << d.log();
 
-    scribble(state);
-    scribble(state + "-wal");
+    testing::scribble(state);
+    testing::scribble(state + "-wal");
     kmsg.xid79(bus_id(1));
     // The next write finds the damage: the file is moved aside, a fresh one takes the event.
     EXPECT_TRUE(eventually([&] { return xid_events_by_bus(d).count(bus_id(1)) == 1; }, 5s))
