@@ -132,7 +132,7 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--files", f.files, "Comma-separated files that must exist (file component)");
   cmd.add_option("--nvml-lib", f.config.nvml_lib,
                  "libnvidia-ml.so.1 to load (default: $GPUD_NVML_LIBRARY_PATH, else the system's)");
-  // nvidia (B)
+  // NVIDIA: NVLink expectation, check interval and NVML call deadline
   cmd.add_option_function<std::string>(
       "--nvlink-expected-link-states",
       [&f](const std::string& s) {
@@ -158,7 +158,7 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   duration_flag("--nvidia-check-interval", &f.config.nvidia_check_interval,
                 std::chrono::seconds(1));
   duration_flag("--nvml-call-timeout", &f.config.nvml_call_timeout, std::chrono::milliseconds(10));
-  // nvidia (A)
+  // NVIDIA expectations: GPU count and temperature margin
   cmd.add_option("--gpu-count", f.config.gpu_count,
                  "Expected number of NVIDIA GPUs; a different NVML count is Unhealthy (0: off)")
       ->check(CLI::NonNegativeNumber);

@@ -13,27 +13,25 @@
 #include "components/host/memory.h"
 #include "components/host/nfs.h"
 #include "components/host/os.h"
-// nvidia (B)
-#include "components/nvidia/bad_envs.h"
-#include "components/nvidia/fabric_manager.h"
-#include "components/nvidia/gpm.h"
-#include "components/nvidia/gsp_firmware_mode.h"
-#include "components/nvidia/nvlink.h"
-#include "components/nvidia/pcie.h"
-#include "components/nvidia/persistence_mode.h"
-#include "components/nvidia/processes.h"
-// nvidia (A)
 #include "components/host/pci.h"
+#include "components/nvidia/bad_envs.h"
 #include "components/nvidia/clock_speed.h"
 #include "components/nvidia/ecc.h"
+#include "components/nvidia/fabric_manager.h"
+#include "components/nvidia/gpm.h"
 #include "components/nvidia/gpu_counts.h"
+#include "components/nvidia/gsp_firmware_mode.h"
 #include "components/nvidia/hw_slowdown.h"
 #include "components/nvidia/infiniband.h"
 #include "components/nvidia/info.h"
 #include "components/nvidia/memory.h"
 #include "components/nvidia/nccl.h"
+#include "components/nvidia/nvlink.h"
+#include "components/nvidia/pcie.h"
 #include "components/nvidia/peermem.h"
+#include "components/nvidia/persistence_mode.h"
 #include "components/nvidia/power.h"
+#include "components/nvidia/processes.h"
 #include "components/nvidia/remapped_rows.h"
 #include "components/nvidia/retired_pages.h"
 #include "components/nvidia/sxid.h"
@@ -70,7 +68,7 @@ const std::vector<std::pair<const char*, Factory>>& all_components() {
       entry<MemoryComponent>("memory"),
       entry<NfsComponent>("nfs"),
       entry<OsComponent>("os"),
-      // nvidia (B)
+      // NVIDIA GPUs
       entry<BadEnvsComponent>("accelerator-nvidia-bad-envs"),
       entry<FabricManagerComponent>("accelerator-nvidia-fabric-manager"),
       entry<GpmComponent>("accelerator-nvidia-gpm"),
@@ -79,7 +77,6 @@ const std::vector<std::pair<const char*, Factory>>& all_components() {
       entry<PcieComponent>("accelerator-nvidia-pcie"),
       entry<PersistenceModeComponent>("accelerator-nvidia-persistence-mode"),
       entry<ProcessesComponent>("accelerator-nvidia-processes"),
-      // nvidia (A)
       entry<ClockSpeedComponent>("accelerator-nvidia-clock-speed"),
       entry<EccComponent>("accelerator-nvidia-ecc"),
       entry<GpuCountsComponent>("accelerator-nvidia-gpu-counts"),

@@ -41,11 +41,9 @@ struct Config {
   std::vector<std::string> files;           // file: files that must exist
   std::string
       nvml_lib;  // libnvidia-ml.so.1 to load; empty: $GPUD_NVML_LIBRARY_PATH, else the system's
-  // nvidia (A)
+  // NVIDIA expectations
   int gpu_count = 0;  // accelerator-nvidia-gpu-counts: expected NVML GPU count (0: not checked)
   int threshold_celsius_slowdown_margin = 0;  // temperature: Degraded at this margin (0: off)
-
-  // nvidia (B)
   // --nvlink-expected-link-states {"at_least_gpus_with_all_links_feature_enabled": N}; 0: unset.
   int nvlink_expected_gpus_all_links = 0;
   // Hidden: the NVIDIA components' check interval (tests use 1s) and the per-NVML-call deadline.

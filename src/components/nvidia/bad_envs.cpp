@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "components/nvidia/nvidia_b_common.h"
+#include "components/nvidia/gpu_issues.h"
 #include "nvml/source.h"
 
 extern char** environ;  // NOLINT: POSIX
@@ -114,9 +114,9 @@ CheckResult evaluate_bad_envs(const std::vector<BadEnvFinding>& findings) {
   }
   nlohmann::json data = {{"bad_env_vars", list}};
   if (findings.empty())
-    return b_result(kBadEnvsName, Health::kHealthy, "no bad CUDA environment variables set", data,
-                    "no bad CUDA environment variables set machine-wide\n");
-  return b_result(
+    return data_result(kBadEnvsName, Health::kHealthy, "no bad CUDA environment variables set",
+                       data, "no bad CUDA environment variables set machine-wide\n");
+  return data_result(
       kBadEnvsName, Health::kDegraded, "bad CUDA environment variables set: " + reason, data,
       format_table(rows),
       SuggestedActions{"unset the variables machine-wide", {RepairAction::kCheckUserAppAndGpu}});

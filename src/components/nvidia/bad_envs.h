@@ -3,7 +3,10 @@
 // own environment. Supported only where an NVIDIA GPU is present.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/component.h"
@@ -12,6 +15,26 @@
 namespace gpud::components {
 
 inline constexpr std::string_view kBadEnvsName = "accelerator-nvidia-bad-envs";
+
+// GPUd's "bad" CUDA environment variables (§2.2.8): debuggers, profilers, injection and core dumps
+// that slow or change every CUDA process. Also what accelerator-nvidia-processes looks for in each
+// GPU process's environment.
+inline constexpr std::array<std::string_view, 10> kBadCudaEnvVars = {
+    "NSIGHT_CUDA_DEBUGGER",
+    "CUDA_INJECTION32_PATH",
+    "CUDA_INJECTION64_PATH",
+    "CUDA_AUTO_BOOST",
+    "CUDA_ENABLE_COREDUMP_ON_EXCEPTION",
+    "CUDA_COREDUMP_FILE",
+    "CUDA_DEVICE_WAITS_ON_EXCEPTION",
+    "CUDA_PROFILE",
+    "COMPUTE_PROFILE",
+    "OPENCL_PROFILE",
+};
+
+inline bool is_bad_cuda_env_var(std::string_view key) {
+  return std::find(kBadCudaEnvVars.begin(), kBadCudaEnvVars.end(), key) != kBadCudaEnvVars.end();
+}
 
 struct BadEnvFinding {
   std::string variable;

@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "components/nvidia/nvidia_b_common.h"
+#include "components/nvidia/gpu_issues.h"
 
 namespace gpud::components {
 namespace {
@@ -217,7 +217,7 @@ CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
                                       : "no NVSwitch or active NVLink, fabric state not checked";
   reason += (reason.empty() ? "" : "; ") + svc;
   detail += "fabric manager: " + svc + "\n";
-  return b_result(kFabricManagerName, h, reason, data, detail);
+  return data_result(kFabricManagerName, h, reason, data, detail);
 }
 
 FabricManagerComponent::FabricManagerComponent(const ComponentContext& ctx)

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "components/nvidia/nvidia_b_common.h"
+#include "components/nvidia/gpu_issues.h"
 
 namespace gpud::components {
 
@@ -74,9 +74,10 @@ CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
     sampling_errors = sampled->error().message;
   }
   std::string detail = format_table(rows);
-  if (!errors.empty()) return b_result(kGpmName, Health::kUnhealthy, errors, data, detail);
+  if (!errors.empty()) return data_result(kGpmName, Health::kUnhealthy, errors, data, detail);
   if (supported == 0)
-    return b_result(kGpmName, Health::kHealthy, "GPM not supported (not applicable)", data, detail);
+    return data_result(kGpmName, Health::kHealthy, "GPM not supported (not applicable)", data,
+                       detail);
   std::string reason = "GPM supported on " + std::to_string(supported) + "/" +
                        std::to_string(snapshot.gpus.size()) + " GPU(s)";
   if (with_values > 0)
@@ -84,7 +85,7 @@ CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
   else if (sampled_ok && sampling_errors.empty())
     reason += ", first sample taken (metrics from the next check on)";
   if (!sampling_errors.empty()) reason += "; GPM sampling failed: " + sampling_errors;
-  return b_result(kGpmName, Health::kHealthy, reason, data, detail);
+  return data_result(kGpmName, Health::kHealthy, reason, data, detail);
 }
 
 GpmComponent::GpmComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {

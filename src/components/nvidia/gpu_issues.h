@@ -49,6 +49,17 @@ class GpuIssues {
   bool check_app_ = false;
 };
 
+// One state for `component` with extra_info {"data": data} and `detail` as the detail table; for
+// components whose findings are not per-GPU issues.
+inline CheckResult data_result(std::string_view component, Health health, std::string reason,
+                               const nlohmann::json& data, std::string detail,
+                               std::optional<SuggestedActions> actions = std::nullopt) {
+  auto r = single_state(component, health, std::move(reason), std::move(actions),
+                        {{"data", data.dump()}});
+  r.detail = std::move(detail);
+  return r;
+}
+
 // uuid, bus_id and index of a GPU, the start of every per-GPU JSON object.
 nlohmann::json gpu_identity_json(const nvml::GpuSnapshot& gpu);
 // A field as JSON: its value when ok, null otherwise.

@@ -1,6 +1,6 @@
 #include "components/nvidia/gsp_firmware_mode.h"
 
-#include "components/nvidia/nvidia_b_common.h"
+#include "components/nvidia/gpu_issues.h"
 
 namespace gpud::components {
 
@@ -34,11 +34,11 @@ CheckResult evaluate_gsp_firmware_mode(const nvml::NvmlSnapshot& snapshot) {
   nlohmann::json data = {{"gpus", gpus}};
   std::string detail = format_table(rows);
   if (!errors.empty())
-    return b_result(kGspFirmwareModeName, Health::kUnhealthy, errors, data, detail);
+    return data_result(kGspFirmwareModeName, Health::kUnhealthy, errors, data, detail);
   std::string reason = supported == 0 ? "GSP firmware mode not supported (not applicable)"
                                       : "GSP firmware enabled on " + std::to_string(enabled) + "/" +
                                             std::to_string(snapshot.gpus.size()) + " GPU(s)";
-  return b_result(kGspFirmwareModeName, Health::kHealthy, reason, data, detail);
+  return data_result(kGspFirmwareModeName, Health::kHealthy, reason, data, detail);
 }
 
 }  // namespace gpud::components

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "components/nvidia/fabric_manager.h"
-#include "components/nvidia/nvidia_b_common.h"
+#include "components/nvidia/gpu_issues.h"
 #include "host/os_info.h"
 
 namespace gpud::components {
@@ -119,11 +119,11 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
   std::string detail = format_table(rows);
 
   if (!post_rx_detect_failures.empty())
-    return b_result(kNvlinkName, Health::kUnhealthy,
-                    "NVIDIA driver failed to update an NVLink post-RX-detection link mask (" +
-                        post_rx_detect_failures.front().message + ")",
-                    data, detail, SuggestedActions{"", {RepairAction::kRebootSystem}});
-  if (!errors.empty()) return b_result(kNvlinkName, Health::kUnhealthy, errors, data, detail);
+    return data_result(kNvlinkName, Health::kUnhealthy,
+                       "NVIDIA driver failed to update an NVLink post-RX-detection link mask (" +
+                           post_rx_detect_failures.front().message + ")",
+                       data, detail, SuggestedActions{"", {RepairAction::kRebootSystem}});
+  if (!errors.empty()) return data_result(kNvlinkName, Health::kUnhealthy, errors, data, detail);
   // A multi-GPU system of a product built around NVLink (it has a fabric manager or fabric state)
   // where every pair was probed and none reports NVLink P2P.
   const catalog::ProductCaps caps = caps_of(snapshot);
@@ -134,30 +134,30 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
     std::optional<SuggestedActions> actions;
     if (active < supported || unexpected_p2p_status)
       actions = SuggestedActions{"", {RepairAction::kRebootSystem}};
-    return b_result(kNvlinkName, Health::kUnhealthy,
-                    "no GPU pairs report NVLink P2P connectivity on " +
-                        std::to_string(snapshot.gpus.size()) + "-GPU NVLink-capable system",
-                    data, detail, actions);
+    return data_result(kNvlinkName, Health::kUnhealthy,
+                       "no GPU pairs report NVLink P2P connectivity on " +
+                           std::to_string(snapshot.gpus.size()) + "-GPU NVLink-capable system",
+                       data, detail, actions);
   }
   if (expected_gpus_all_links > 0) {
     if (active >= expected_gpus_all_links)
-      return b_result(kNvlinkName, Health::kHealthy,
-                      "nvlink threshold met: " + std::to_string(active) +
-                          " GPU(s) with all links active (require >=" +
-                          std::to_string(expected_gpus_all_links) + ")",
-                      data, detail);
+      return data_result(kNvlinkName, Health::kHealthy,
+                         "nvlink threshold met: " + std::to_string(active) +
+                             " GPU(s) with all links active (require >=" +
+                             std::to_string(expected_gpus_all_links) + ")",
+                         data, detail);
     std::string reason =
         "nvlink threshold violated: require >=" + std::to_string(expected_gpus_all_links) +
         " GPUs with all links active; got " + std::to_string(active);
     if (!inactive_reason.empty()) reason += " (" + inactive_reason + ")";
-    return b_result(kNvlinkName, Health::kUnhealthy, reason, data, detail);
+    return data_result(kNvlinkName, Health::kUnhealthy, reason, data, detail);
   }
   if (supported == 0)
-    return b_result(kNvlinkName, Health::kHealthy, "NVLink not supported (not applicable)", data,
-                    detail);
+    return data_result(kNvlinkName, Health::kHealthy, "NVLink not supported (not applicable)", data,
+                       detail);
   if (!inactive_reason.empty())
-    return b_result(kNvlinkName, Health::kDegraded, inactive_reason, data, detail);
-  return b_result(
+    return data_result(kNvlinkName, Health::kDegraded, inactive_reason, data, detail);
+  return data_result(
       kNvlinkName, Health::kHealthy,
       "all NVLink links active on " + std::to_string(active) + " GPU(s) (nvlink threshold not set)",
       data, detail);

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "components/nvidia/nvidia_b_common.h"
+#include "components/nvidia/gpu_issues.h"
 
 namespace gpud::components {
 
@@ -76,14 +76,14 @@ CheckResult evaluate_pcie(const nvml::NvmlSnapshot& snapshot,
   nlohmann::json data = {{"gpus", gpus}};
   std::string detail = format_table(rows);
   if (!issues.empty())
-    return b_result(kPcieName, Health::kDegraded, issues, data, detail,
-                    SuggestedActions{"check the GPU's PCIe slot, riser and cabling",
-                                     {RepairAction::kHardwareInspection}});
-  return b_result(kPcieName, Health::kHealthy,
-                  supported == 0 ? "PCIe link information not supported (not applicable)"
-                                 : "PCIe links at max generation and width on " +
-                                       std::to_string(supported) + " GPU(s)",
-                  data, detail);
+    return data_result(kPcieName, Health::kDegraded, issues, data, detail,
+                       SuggestedActions{"check the GPU's PCIe slot, riser and cabling",
+                                        {RepairAction::kHardwareInspection}});
+  return data_result(kPcieName, Health::kHealthy,
+                     supported == 0 ? "PCIe link information not supported (not applicable)"
+                                    : "PCIe links at max generation and width on " +
+                                          std::to_string(supported) + " GPU(s)",
+                     data, detail);
 }
 
 CheckResult PcieComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {

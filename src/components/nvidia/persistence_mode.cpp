@@ -1,6 +1,6 @@
 #include "components/nvidia/persistence_mode.h"
 
-#include "components/nvidia/nvidia_b_common.h"
+#include "components/nvidia/gpu_issues.h"
 
 namespace gpud::components {
 
@@ -50,7 +50,7 @@ PersistenceModeVerdict evaluate_persistence_mode(const nvml::NvmlSnapshot& snaps
                  ? "persistence mode not supported (not applicable)"
                  : "persistence mode enabled on " + std::to_string(supported) + " GPU(s)";
   }
-  v.result = b_result(kPersistenceModeName, h, reason, data, detail);
+  v.result = data_result(kPersistenceModeName, h, reason, data, detail);
   return v;
 }
 

@@ -1,6 +1,7 @@
 #include "components/nvidia/processes.h"
 
-#include "components/nvidia/nvidia_b_common.h"
+#include "components/nvidia/bad_envs.h"
+#include "components/nvidia/gpu_issues.h"
 
 namespace gpud::components {
 namespace {
@@ -94,18 +95,18 @@ CheckResult evaluate_processes(const nvml::NvmlSnapshot& snapshot,
                          std::to_string(kProcessesErrorThreshold) + " consecutive checks)";
     Health h =
         consecutive_errors >= kProcessesErrorThreshold ? Health::kUnhealthy : Health::kHealthy;
-    auto r = b_result(kProcessesName, h, reason, data, detail);
+    auto r = data_result(kProcessesName, h, reason, data, detail);
     r.states[0].error = errors;
     return r;
   }
   if (!bad.empty())
-    return b_result(kProcessesName, Health::kDegraded, "bad CUDA environment variables set: " + bad,
-                    data, detail,
-                    SuggestedActions{"unset the profiling/debugging variables in the workload",
-                                     {RepairAction::kCheckUserAppAndGpu}});
+    return data_result(kProcessesName, Health::kDegraded,
+                       "bad CUDA environment variables set: " + bad, data, detail,
+                       SuggestedActions{"unset the profiling/debugging variables in the workload",
+                                        {RepairAction::kCheckUserAppAndGpu}});
   std::string reason = supported == 0 ? "process listing not supported (not applicable)"
                                       : std::to_string(total) + " GPU compute process(es) running";
-  return b_result(kProcessesName, Health::kHealthy, reason, data, detail);
+  return data_result(kProcessesName, Health::kHealthy, reason, data, detail);
 }
 
 ProcessesComponent::ProcessesComponent(const ComponentContext& ctx)

@@ -1,8 +1,11 @@
 // Hand-built NVML snapshots for the NVIDIA components' rule tests (header-only, tests only).
 #pragma once
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
+#include "core/health.h"
 #include "nvml/device.h"
 
 namespace gpud::components::testing {
@@ -99,6 +102,38 @@ inline nvml::NvmlSnapshot h100x(unsigned int n) {
   std::vector<nvml::GpuSnapshot> gpus;
   for (unsigned int i = 0; i < n; ++i) gpus.push_back(h100(i));
   return snapshot_of(std::move(gpus));
+}
+
+// `n` GPUs with only index, name, uuid ("GPU-<i>") and bus id ("0000:0<i>:00.0") set; every other
+// field is left unset, which reads as not supported.
+inline nvml::NvmlSnapshot identity_only_snapshot(
+    int n, const std::string& name = "NVIDIA H100 80GB HBM3") {
+  nvml::NvmlSnapshot s;
+  s.time = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    nvml::GpuSnapshot g;
+    g.index = static_cast<unsigned>(i);
+    g.name = ok(name);
+    g.uuid = ok("GPU-" + std::to_string(i));
+    g.pci_bus_id = ok("0000:0" + std::to_string(i) + ":00.0");
+    s.gpus.push_back(g);
+  }
+  return s;
+}
+
+// `n` NVLinks, all active except those in `down`, with zero error counters.
+inline std::vector<nvml::NvLink> nvlinks(int n, std::vector<unsigned> down = {}) {
+  std::vector<nvml::NvLink> out;
+  for (int i = 0; i < n; ++i) {
+    nvml::NvLink l;
+    l.link = static_cast<unsigned>(i);
+    l.active = ok(std::find(down.begin(), down.end(), i) == down.end());
+    l.replay_errors = ok<uint64_t>(0);
+    l.recovery_errors = ok<uint64_t>(0);
+    l.crc_flit_errors = ok<uint64_t>(0);
+    out.push_back(l);
+  }
+  return out;
 }
 
 }  // namespace gpud::components::testing

@@ -1,36 +1,54 @@
-// The NVIDIA (A) components over the fake libnvidia-ml, loaded through the real loader, for every
-// scenario in testing/fixtures/nvml/.
+// The NVIDIA components over every scenario of the fake libnvidia-ml (testing/fixtures/nvml/),
+// loaded through the real loader.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 
+#include "components/nvidia/bad_envs.h"
 #include "components/nvidia/clock_speed.h"
 #include "components/nvidia/ecc.h"
+#include "components/nvidia/fabric_manager.h"
+#include "components/nvidia/gpm.h"
 #include "components/nvidia/gpu_counts.h"
+#include "components/nvidia/gsp_firmware_mode.h"
 #include "components/nvidia/hw_slowdown.h"
 #include "components/nvidia/info.h"
 #include "components/nvidia/memory.h"
+#include "components/nvidia/nvlink.h"
+#include "components/nvidia/pcie.h"
+#include "components/nvidia/persistence_mode.h"
 #include "components/nvidia/power.h"
+#include "components/nvidia/processes.h"
 #include "components/nvidia/remapped_rows.h"
 #include "components/nvidia/retired_pages.h"
 #include "components/nvidia/temperature.h"
+#include "components/nvidia/test_result.h"
 #include "components/nvidia/utilization.h"
+#include "core/time_util.h"
 #include "nvml/source.h"
 #include "store/database.h"
 #include "store/event_store.h"
+#include "testing/memory_event_log.h"
 
 namespace gpud::components {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::action_of;
+using testing::contains;
 
 std::string fixture_dir() { return std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/nvml/"; }
 
-const std::vector<std::string>& component_names() {
+// The components that report each GPU's own state: identity, count, temperature, power, clocks,
+// HW slowdown, ECC, remapped rows, retired pages, memory and utilization.
+const std::vector<std::string>& gpu_state_components() {
   static const std::vector<std::string> kNames = {
       "accelerator-nvidia-info",          "accelerator-nvidia-gpu-counts",
       "accelerator-nvidia-temperature",   "accelerator-nvidia-power",
@@ -41,7 +59,8 @@ const std::vector<std::string>& component_names() {
   return kNames;
 }
 
-std::unique_ptr<Component> make(const std::string& name, const ComponentContext& ctx) {
+std::unique_ptr<Component> make_gpu_state_component(const std::string& name,
+                                                    const ComponentContext& ctx) {
   static const std::map<std::string,
                         std::function<std::unique_ptr<Component>(const ComponentContext&)>>
       kMake = {
@@ -68,10 +87,10 @@ std::unique_ptr<Component> make(const std::string& name, const ComponentContext&
   return kMake.at(name)(ctx);
 }
 
-// One daemon-like (or scan) setup over one scenario.
-struct Rig {
-  explicit Rig(const std::string& scenario, bool scan_mode = false,
-               std::chrono::milliseconds deadline = 5s, int gpu_count = 0) {
+// The GPU-state components in one daemon-like (or scan) setup over one scenario.
+struct GpuStateRig {
+  explicit GpuStateRig(const std::string& scenario, bool scan_mode = false,
+                       std::chrono::milliseconds deadline = 5s, int gpu_count = 0) {
     setenv("FAKE_NVML_SCENARIO", (fixture_dir() + scenario).c_str(), 1);
     db = store::Database::open_in_memory().value();
     events = std::make_unique<store::EventStore>(*db);
@@ -85,7 +104,7 @@ struct Rig {
     ctx.metrics = &metrics;
     ctx.scan_mode = scan_mode;
     ctx.nvidia = source.get();
-    for (const auto& n : component_names()) components[n] = make(n, ctx);
+    for (const auto& n : gpu_state_components()) components[n] = make_gpu_state_component(n, ctx);
   }
   CheckResult check(const std::string& name) { return components.at(name)->check(); }
   Component& at(const std::string& name) { return *components.at(name); }
@@ -105,7 +124,7 @@ struct Expect {
   std::optional<RepairAction> action;
 };
 
-// Expected verdicts per scenario; components not named are Healthy without an action.
+// Expected GPU-state verdicts per scenario; components not named are Healthy without an action.
 const std::map<std::string, std::map<std::string, Expect>>& expectations() {
   static const std::map<std::string, std::map<std::string, Expect>> kExpect = {
       {"h100x8-healthy.json", {}},
@@ -156,12 +175,6 @@ const std::map<std::string, std::map<std::string, Expect>>& expectations() {
   return kExpect;
 }
 
-std::optional<RepairAction> action_of(const CheckResult& r) {
-  const auto& a = r.states.at(0).suggested_actions;
-  if (!a || a->repair_actions.empty()) return std::nullopt;
-  return a->repair_actions.front();
-}
-
 std::vector<std::string> scenario_files() {
   std::vector<std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(fixture_dir()))
@@ -170,16 +183,16 @@ std::vector<std::string> scenario_files() {
   return out;
 }
 
-TEST(NvidiaScenariosA, EveryScenarioGivesTheExpectedVerdicts) {
+TEST(GpuStateScenarios, EveryScenarioGivesTheExpectedVerdicts) {
   auto files = scenario_files();
   ASSERT_GE(files.size(), 12U);
   for (const auto& file : files) {
     if (file == "h100x8-gpu-lost.json" || file == "h100x8-hung-driver.json") continue;
     SCOPED_TRACE(file);
-    Rig rig(file);
+    GpuStateRig rig(file);
     ASSERT_EQ(rig.source->status(), nvml::NvmlStatus::kReady) << rig.source->message();
     auto known = expectations().find(file);
-    for (const auto& name : component_names()) {
+    for (const auto& name : gpu_state_components()) {
       SCOPED_TRACE(name);
       CheckResult r = rig.check(name);
       ASSERT_EQ(r.states.size(), 1U);
@@ -196,9 +209,9 @@ TEST(NvidiaScenariosA, EveryScenarioGivesTheExpectedVerdicts) {
   }
 }
 
-TEST(NvidiaScenariosA, GpuLostMakesEveryComponentReboot) {
-  Rig rig("h100x8-gpu-lost.json");
-  for (const auto& name : component_names()) {
+TEST(GpuStateScenarios, GpuLostMakesEveryComponentReboot) {
+  GpuStateRig rig("h100x8-gpu-lost.json");
+  for (const auto& name : gpu_state_components()) {
     CheckResult r = rig.check(name);
     EXPECT_EQ(r.health(), Health::kUnhealthy) << name;
     EXPECT_NE(r.summary().find("GPU 3"), std::string::npos) << name << ": " << r.summary();
@@ -207,9 +220,9 @@ TEST(NvidiaScenariosA, GpuLostMakesEveryComponentReboot) {
   }
 }
 
-TEST(NvidiaScenariosA, HungDriverTimesOutWithinTheDeadline) {
-  Rig rig("h100x8-hung-driver.json", false, 300ms);
-  for (const auto& name : component_names()) {
+TEST(GpuStateScenarios, HungDriverTimesOutWithinTheDeadline) {
+  GpuStateRig rig("h100x8-hung-driver.json", false, 300ms);
+  for (const auto& name : gpu_state_components()) {
     auto start = std::chrono::steady_clock::now();
     CheckResult r = rig.check(name);
     // At most one deadline (300 ms) per check, never the driver's 1.5 s.
@@ -220,8 +233,8 @@ TEST(NvidiaScenariosA, HungDriverTimesOutWithinTheDeadline) {
   }
 }
 
-TEST(NvidiaScenariosA, HwSlowdownRecordsEventsAndEscalatesAfterSixMinutes) {
-  Rig rig("h100x8-hw-slowdown.json");
+TEST(GpuStateScenarios, HwSlowdownRecordsEventsAndEscalatesAfterSixMinutes) {
+  GpuStateRig rig("h100x8-hw-slowdown.json");
   auto& c = rig.at("accelerator-nvidia-hw-slowdown");
   EXPECT_EQ(c.check().health(), Health::kHealthy);
   auto ev = c.events(TimePoint::min(), Clock::now() + 1min);
@@ -244,31 +257,31 @@ TEST(NvidiaScenariosA, HwSlowdownRecordsEventsAndEscalatesAfterSixMinutes) {
   EXPECT_EQ(c.check().health(), Health::kHealthy);
 }
 
-TEST(NvidiaScenariosA, ScanJudgesOnlyTheCurrentHwSlowdownSample) {
-  Rig rig("h100x8-hw-slowdown.json", /*scan_mode=*/true);
+TEST(GpuStateScenarios, ScanJudgesOnlyTheCurrentHwSlowdownSample) {
+  GpuStateRig rig("h100x8-hw-slowdown.json", /*scan_mode=*/true);
   CheckResult r = rig.check("accelerator-nvidia-hw-slowdown");
   EXPECT_EQ(r.health(), Health::kHealthy);
   EXPECT_NE(r.summary().find("GPU 1 (0000:2a:00.0): HW Slowdown"), std::string::npos)
       << r.summary();
 }
 
-TEST(NvidiaScenariosA, GpuCountMismatchNeedsReboot) {
-  Rig match("h100x8-healthy.json", false, 5s, 8);
+TEST(GpuStateScenarios, GpuCountMismatchNeedsReboot) {
+  GpuStateRig match("h100x8-healthy.json", false, 5s, 8);
   EXPECT_EQ(match.check("accelerator-nvidia-gpu-counts").health(), Health::kHealthy);
-  Rig rig("rtx4090x1-no-ecc.json", false, 5s, 8);
+  GpuStateRig rig("rtx4090x1-no-ecc.json", false, 5s, 8);
   CheckResult r = rig.check("accelerator-nvidia-gpu-counts");
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   EXPECT_NE(r.summary().find("found 1, expected 8"), std::string::npos) << r.summary();
   EXPECT_EQ(action_of(r), RepairAction::kRebootSystem);
 }
 
-TEST(NvidiaScenariosA, GpuCountGaugesCompareFoundWithExpected) {
+TEST(GpuStateScenarios, GpuCountGaugesCompareFoundWithExpected) {
   auto value = [](const MetricRegistry& m, const std::string& name) {
     for (const auto& s : m.snapshot(0))
       if (s.name == name) return s.value;
     return -1.0;
   };
-  Rig rig("rtx4090x1-no-ecc.json", false, 5s, 8);
+  GpuStateRig rig("rtx4090x1-no-ecc.json", false, 5s, 8);
   rig.check("accelerator-nvidia-gpu-counts");
   EXPECT_EQ(value(rig.metrics, "accelerator_nvidia_gpu_counts_found"), 1);
   EXPECT_EQ(value(rig.metrics, "accelerator_nvidia_gpu_counts_expected"), 8);
@@ -279,31 +292,31 @@ TEST(NvidiaScenariosA, GpuCountGaugesCompareFoundWithExpected) {
             std::string::npos)
       << text;
   // Without --gpu-count there is no expected series, so a "found < expected" rule cannot fire.
-  Rig unset("h100x8-healthy.json");
+  GpuStateRig unset("h100x8-healthy.json");
   unset.check("accelerator-nvidia-gpu-counts");
   EXPECT_EQ(value(unset.metrics, "accelerator_nvidia_gpu_counts_found"), 8);
   EXPECT_EQ(value(unset.metrics, "accelerator_nvidia_gpu_counts_expected"), -1);
 }
 
-TEST(NvidiaScenariosA, ProductsWithoutTheFeatureHideTheComponent) {
-  Rig scan("rtx4090x1-no-ecc.json", /*scan_mode=*/true);
+TEST(GpuStateScenarios, ProductsWithoutTheFeatureHideTheComponent) {
+  GpuStateRig scan("rtx4090x1-no-ecc.json", /*scan_mode=*/true);
   EXPECT_FALSE(scan.at("accelerator-nvidia-remapped-rows").supported());
   EXPECT_FALSE(scan.at("accelerator-nvidia-retired-pages").supported());
   EXPECT_TRUE(scan.at("accelerator-nvidia-ecc").supported());
   // The daemon learns it from the first check, never from an API request.
-  Rig daemon("h100x8-healthy.json");
+  GpuStateRig daemon("h100x8-healthy.json");
   EXPECT_TRUE(daemon.at("accelerator-nvidia-retired-pages").supported());
   daemon.check("accelerator-nvidia-retired-pages");
   EXPECT_FALSE(daemon.at("accelerator-nvidia-retired-pages").supported());
   EXPECT_TRUE(daemon.at("accelerator-nvidia-remapped-rows").supported());
-  Rig v100("v100x8-retired-pages-pending.json", /*scan_mode=*/true);
+  GpuStateRig v100("v100x8-retired-pages-pending.json", /*scan_mode=*/true);
   EXPECT_TRUE(v100.at("accelerator-nvidia-retired-pages").supported());
   EXPECT_FALSE(v100.at("accelerator-nvidia-remapped-rows").supported());
 }
 
-TEST(NvidiaScenariosA, PrometheusTextHasEveryMetricWithGpuLabels) {
-  Rig rig("h100x8-row-remap-pending.json");
-  for (const auto& name : component_names()) rig.check(name);
+TEST(GpuStateScenarios, PrometheusTextHasEveryMetricWithGpuLabels) {
+  GpuStateRig rig("h100x8-row-remap-pending.json");
+  for (const auto& name : gpu_state_components()) rig.check(name);
   std::string text = rig.metrics.prometheus_text();
   for (const char* metric : {
            "accelerator_nvidia_info{",
@@ -361,6 +374,187 @@ TEST(NvidiaScenariosA, PrometheusTextHasEveryMetricWithGpuLabels) {
       << text.substr(0, 4000);
   EXPECT_NE(text.find("accelerator_nvidia_remapped_rows_remapping_pending{" + labels + " 1"),
             std::string::npos);
+}
+
+using MemEventLog = testing_support::MemoryEventLog;
+
+struct Verdict {
+  Health health;
+  std::string reason;
+  std::vector<RepairAction> actions;
+};
+
+// Checks the components that look at what surrounds the GPUs (NVLink and PCIe links, the fabric,
+// GSP firmware, GPM, persistence mode, the CUDA environment and GPU processes) once on `scenario`
+// and keeps name -> verdict.
+class LinksAndSetupVerdicts {
+ public:
+  explicit LinksAndSetupVerdicts(const std::string& scenario,
+                                 std::chrono::milliseconds deadline = 5s, int expected_links = 0) {
+    // An empty host root: no /proc/<pid>, no NVSwitch sysfs, no /etc files.
+    root_ = std::filesystem::temp_directory_path() /
+            ("gpud-links-setup-" + std::to_string(getpid()) + "-" + std::to_string(counter_++));
+    std::filesystem::create_directories(root_);
+    config_.host_root = root_.string();
+    config_.nvlink_expected_gpus_all_links = expected_links;
+    setenv("FAKE_NVML_SCENARIO",
+           (std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/nvml/" + scenario).c_str(), 1);
+    source_ = std::make_unique<nvml::NvidiaSource>(GPUD_FAKE_NVML, deadline);
+    source_->open();
+    ctx_.config = &config_;
+    ctx_.events = &events_;
+    ctx_.metrics = &metrics_;
+    ctx_.nvidia = source_.get();
+    comps_.push_back(std::make_unique<BadEnvsComponent>(ctx_));
+    comps_.push_back(std::make_unique<FabricManagerComponent>(ctx_));
+    comps_.push_back(std::make_unique<GpmComponent>(ctx_));
+    comps_.push_back(std::make_unique<GspFirmwareModeComponent>(ctx_));
+    comps_.push_back(std::make_unique<NvlinkComponent>(ctx_));
+    comps_.push_back(std::make_unique<PcieComponent>(ctx_));
+    comps_.push_back(std::make_unique<PersistenceModeComponent>(ctx_));
+    comps_.push_back(std::make_unique<ProcessesComponent>(ctx_));
+    for (auto& c : comps_) {
+      EXPECT_TRUE(c->supported()) << c->name();
+      auto r = c->check();
+      EXPECT_EQ(r.states.size(), 1U);
+      const auto& s = r.states.at(0);
+      EXPECT_EQ(s.component, c->name());
+      Verdict v{s.health, s.reason, {}};
+      if (s.suggested_actions) v.actions = s.suggested_actions->repair_actions;
+      verdicts[std::string(c->name())] = v;
+    }
+  }
+  ~LinksAndSetupVerdicts() { std::filesystem::remove_all(root_); }
+
+  std::map<std::string, Verdict> verdicts;
+  MemEventLog events_;
+  MetricRegistry metrics_;
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path root_;
+  Config config_;
+  ComponentContext ctx_;
+  std::unique_ptr<nvml::NvidiaSource> source_;
+  std::vector<std::unique_ptr<Component>> comps_;
+};
+
+void expect_all_healthy(const LinksAndSetupVerdicts& h, const std::string& scenario) {
+  for (const auto& [name, v] : h.verdicts)
+    EXPECT_EQ(v.health, Health::kHealthy) << scenario << " " << name << ": " << v.reason;
+}
+
+TEST(LinksAndSetupScenarios, HealthyScenariosAreHealthy) {
+  for (const char* s :
+       {"h100x8-healthy.json", "a100x8-healthy.json", "h100x8-row-remap-pending.json",
+        "h100x8-row-remap-failed.json", "h100x8-hw-slowdown.json", "h100x8-hbm-overheat.json"}) {
+    LinksAndSetupVerdicts h(s);
+    expect_all_healthy(h, s);
+  }
+}
+
+TEST(LinksAndSetupScenarios, H100HealthyReasonsAndMetrics) {
+  LinksAndSetupVerdicts h("h100x8-healthy.json");
+  EXPECT_EQ(h.verdicts["accelerator-nvidia-nvlink"].reason,
+            "all NVLink links active on 8 GPU(s) (nvlink threshold not set)");
+  EXPECT_EQ(h.verdicts["accelerator-nvidia-persistence-mode"].reason,
+            "persistence mode enabled on 8 GPU(s)");
+  EXPECT_EQ(h.verdicts["accelerator-nvidia-gsp-firmware-mode"].reason,
+            "GSP firmware enabled on 8/8 GPU(s)");
+  EXPECT_TRUE(contains(h.verdicts["accelerator-nvidia-fabric-manager"].reason,
+                       "fabric state healthy on all GPUs"));
+  std::string text = h.metrics_.prometheus_text();
+  EXPECT_TRUE(contains(text, "# TYPE accelerator_nvidia_nvlink_replay_errors counter"));
+  EXPECT_TRUE(contains(text, "# TYPE accelerator_nvidia_pcie_replay_errors counter"));
+  EXPECT_TRUE(contains(text, "accelerator_nvidia_pcie_link_gen{"));
+  EXPECT_TRUE(contains(text, "accelerator_nvidia_nvlink_feature_enabled{"));
+  EXPECT_TRUE(contains(text, "accelerator_nvidia_processes_running_total{"));
+  EXPECT_TRUE(contains(text, "uuid=\"GPU-"));
+}
+
+TEST(LinksAndSetupScenarios, A100HasNoFabricState) {
+  LinksAndSetupVerdicts h("a100x8-healthy.json");
+  EXPECT_TRUE(
+      contains(h.verdicts["accelerator-nvidia-fabric-manager"].reason, "NVSwitch not detected"));
+  EXPECT_FALSE(contains(h.verdicts["accelerator-nvidia-fabric-manager"].reason, "fabric state"));
+}
+
+TEST(LinksAndSetupScenarios, NvlinkDownIsDegradedOrUnhealthyWithExpectation) {
+  {
+    LinksAndSetupVerdicts h("h100x8-nvlink-down.json");
+    auto v = h.verdicts["accelerator-nvidia-nvlink"];
+    EXPECT_EQ(v.health, Health::kDegraded);
+    EXPECT_TRUE(contains(v.reason, "GPU 0 (0000:18:00.0): link(s) 3, 7 inactive")) << v.reason;
+    for (const auto& [name, o] : h.verdicts) {
+      if (name != "accelerator-nvidia-nvlink") {
+        EXPECT_EQ(o.health, Health::kHealthy) << name;
+      }
+    }
+    std::string text = h.metrics_.prometheus_text();
+    EXPECT_TRUE(contains(text, "accelerator_nvidia_nvlink_replay_errors{gpu=\"0\"")) << text;
+  }
+  LinksAndSetupVerdicts h("h100x8-nvlink-down.json", 5s, 8);
+  auto v = h.verdicts["accelerator-nvidia-nvlink"];
+  EXPECT_EQ(v.health, Health::kUnhealthy);
+  EXPECT_TRUE(contains(v.reason, "require >=8 GPUs with all links active; got 7")) << v.reason;
+}
+
+TEST(LinksAndSetupScenarios, PersistenceOffIsUnhealthyWithEvents) {
+  LinksAndSetupVerdicts h("h100x8-persistence-off.json");
+  auto v = h.verdicts["accelerator-nvidia-persistence-mode"];
+  EXPECT_EQ(v.health, Health::kUnhealthy);
+  EXPECT_EQ(v.reason, "all 8 GPU(s) disabled persistence mode");
+  EXPECT_TRUE(v.actions.empty());
+  EXPECT_EQ(std::count_if(h.events_.events.begin(), h.events_.events.end(),
+                          [](const Event& e) { return e.name == "persistence_mode_disabled"; }),
+            8);
+}
+
+TEST(LinksAndSetupScenarios, FabricDegradedIsUnhealthy) {
+  LinksAndSetupVerdicts h("h100x8-fabric-degraded.json");
+  auto v = h.verdicts["accelerator-nvidia-fabric-manager"];
+  EXPECT_EQ(v.health, Health::kUnhealthy);
+  EXPECT_TRUE(contains(v.reason, "with unhealthy fabric state")) << v.reason;
+  EXPECT_TRUE(contains(v.reason, "state=In Progress")) << v.reason;
+  EXPECT_TRUE(contains(v.reason, "summary=Limited Capacity")) << v.reason;
+  EXPECT_TRUE(contains(v.reason, "degraded bandwidth")) << v.reason;
+}
+
+TEST(LinksAndSetupScenarios, GpuLostIsUnhealthyWithReboot) {
+  LinksAndSetupVerdicts h("h100x8-gpu-lost.json");
+  for (const auto& [name, v] : h.verdicts) {
+    if (name == "accelerator-nvidia-bad-envs") {
+      EXPECT_EQ(v.health, Health::kHealthy);
+      continue;
+    }
+    EXPECT_EQ(v.health, Health::kUnhealthy) << name;
+    EXPECT_TRUE(contains(v.reason, "GPU 3")) << name << ": " << v.reason;
+    EXPECT_EQ(v.actions, std::vector<RepairAction>{RepairAction::kRebootSystem}) << name;
+  }
+}
+
+TEST(LinksAndSetupScenarios, HungDriverTimesOut) {
+  auto start = std::chrono::steady_clock::now();
+  LinksAndSetupVerdicts h("h100x8-hung-driver.json", 300ms);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  for (const auto& [name, v] : h.verdicts) {
+    if (name == "accelerator-nvidia-bad-envs") continue;
+    EXPECT_EQ(v.health, Health::kUnhealthy) << name;
+    EXPECT_TRUE(contains(v.reason, "NVML call timed out")) << name << ": " << v.reason;
+  }
+}
+
+TEST(LinksAndSetupScenarios, ConsumerGpuMostlyNotApplicable) {
+  LinksAndSetupVerdicts h("rtx4090x1-no-ecc.json");
+  expect_all_healthy(h, "rtx4090x1-no-ecc.json");
+  for (const char* n :
+       {"accelerator-nvidia-persistence-mode", "accelerator-nvidia-gsp-firmware-mode",
+        "accelerator-nvidia-gpm", "accelerator-nvidia-nvlink"})
+    EXPECT_TRUE(contains(h.verdicts[n].reason, "not applicable"))
+        << n << ": " << h.verdicts[n].reason;
+  EXPECT_TRUE(contains(h.verdicts["accelerator-nvidia-fabric-manager"].reason,
+                       "does not support fabric manager"));
+  EXPECT_EQ(h.verdicts["accelerator-nvidia-processes"].reason, "1 GPU compute process(es) running");
 }
 
 }  // namespace

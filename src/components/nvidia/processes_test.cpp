@@ -1,0 +1,62 @@
+// Rules of accelerator-nvidia-processes over hand-built snapshots (no NVML).
+#include "components/nvidia/processes.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "components/nvidia/test_snapshot.h"
+
+namespace gpud::components {
+namespace {
+
+using namespace testing;
+
+TEST(Processes, BadEnvVarIsDegradedNamingPidAndVariable) {
+  auto s = identity_only_snapshot(1);
+  s.gpus[0].processes = ok(std::vector<nvml::Process>{{42, 1 << 20}, {43, 0}});
+  std::map<uint32_t, std::optional<ProcInfo>> procs;
+  procs[42] = ProcInfo{{"python", "train.py"}, {"CUDA_PROFILE"}};  // 43 vanished
+  auto r = evaluate_processes(s, procs, 0);
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_NE(r.states[0].reason.find("pid 42"), std::string::npos);
+  EXPECT_NE(r.states[0].reason.find("CUDA_PROFILE"), std::string::npos);
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(data["running_total"], 2);
+  EXPECT_EQ(data["gpus"][0]["processes"].size(), 1U);
+}
+
+TEST(Processes, GenericErrorsUnhealthyAfterFiveChecks) {
+  auto s = identity_only_snapshot(1);
+  s.gpus[0].processes = errored<std::vector<nvml::Process>>();
+  EXPECT_TRUE(processes_have_error(s));
+  auto r4 = evaluate_processes(s, {}, 4);
+  EXPECT_EQ(r4.health(), Health::kHealthy);
+  EXPECT_NE(r4.states[0].reason.find("4/5"), std::string::npos);
+  EXPECT_EQ(evaluate_processes(s, {}, 5).health(), Health::kUnhealthy);
+}
+
+TEST(Processes, EnvironBlockParsing) {
+  std::string block("A=1\0CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1\0CUDA_PROFILEX=1\0", 54);
+  EXPECT_EQ(bad_env_vars_in_environ(block),
+            std::vector<std::string>{"CUDA_ENABLE_COREDUMP_ON_EXCEPTION"});
+}
+
+TEST(Processes, ReadsProcThroughHostRoot) {
+  auto root = std::filesystem::temp_directory_path() / ("gpud-procs-" + std::to_string(getpid()));
+  std::filesystem::create_directories(root / "proc/77");
+  std::ofstream(root / "proc/77/cmdline") << std::string("python\0x.py\0", 12);
+  std::ofstream(root / "proc/77/environ") << std::string("COMPUTE_PROFILE=1\0", 18);
+  host::HostFs fs(root.string());
+  auto info = read_proc_info(fs, 77);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->cmdline, (std::vector<std::string>{"python", "x.py"}));
+  EXPECT_EQ(info->bad_env_vars, std::vector<std::string>{"COMPUTE_PROFILE"});
+  EXPECT_FALSE(read_proc_info(fs, 78));
+  std::filesystem::remove_all(root);
+}
+
+}  // namespace
+}  // namespace gpud::components
