@@ -129,6 +129,15 @@ Result<void> Daemon::start() {
     scheduler_->stop();
     return r.error();
   }
+  if (!config_.metrics_listen_address.empty()) {
+    metrics_listener_ = std::make_unique<server::MetricsListener>(metrics_);
+    if (auto r = metrics_listener_->start(config_.metrics_listen_address); !r) {
+      server_->stop();
+      scheduler_->stop();
+      return r.error();
+    }
+  }
+
   loop_thread_ = std::thread([this] { loop(); });
   logger("daemon")->info("gpud serving {} components on {} ({})", registry_.supported().size(),
                          config_.listen_address, config_.no_tls ? "http" : "https");
@@ -296,6 +305,7 @@ void Daemon::stop() {
   }
   cv_.notify_all();
   if (loop_thread_.joinable()) loop_thread_.join();
+  if (metrics_listener_) metrics_listener_->stop();
   if (server_) server_->stop();
   if (xid_watcher_) xid_watcher_->stop();
   if (follower_) follower_->stop();

@@ -17,6 +17,7 @@
 #include "kmsg/reader.h"
 #include "nvml/source.h"
 #include "nvml/xid_watcher.h"
+#include "server/metrics_listener.h"
 #include "server/server.h"
 #include "store/database.h"
 #include "store/event_store.h"
@@ -57,6 +58,7 @@ class Daemon {
   Registry registry_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<server::Server> server_;
+  std::unique_ptr<server::MetricsListener> metrics_listener_;
   components::GpudProbes gpud_probes_;
   // Guards follower_, dispatcher_ and kernel_log_error_ against the gpud component's check, which
   // the scheduler may run while start_kernel_log() sets them.

@@ -11,6 +11,8 @@
 #include "app/verbs.h"
 #include "core/log.h"
 #include "core/time_util.h"
+#include "server/http_util.h"
+#include "server/tls.h"
 
 namespace gpud::app {
 
@@ -28,6 +30,12 @@ void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample
   cmd->add_option("--tls-cert", c.tls_cert,
                   "PEM certificate (default: self-signed, in the data dir)");
   cmd->add_option("--tls-key", c.tls_key, "PEM private key for --tls-cert");
+  cmd->add_option("--tls-san", c.tls_sans,
+                  "Another DNS name or IP address the generated certificate covers (repeatable; "
+                  "the host name and its addresses are always covered)");
+  cmd->add_option(
+      "--metrics-listen-address", c.metrics_listen_address,
+      "Also serve GET /metrics alone over plain HTTP here (e.g. :9400); off by default");
   // Still parsed, so that the refusal can say where the token goes instead.
   cmd->add_option_function<std::string>(
          "--admin-token",
@@ -80,6 +88,11 @@ Result<void> validate_run_flags(RunFlags& flags, const std::string& sample) {
   if (!si || si->count() < 1000)
     return make_error("invalid --metrics-sample-interval \"" + sample + "\"");
   flags.config.metrics_sample_interval = std::chrono::duration_cast<std::chrono::seconds>(*si);
+  if (auto sans = server::subject_alt_names(flags.config.tls_sans); !sans)
+    return make_error("invalid --tls-san " + sans.error().message);
+  if (!flags.config.metrics_listen_address.empty())
+    if (auto a = server::parse_listen_address(flags.config.metrics_listen_address); !a)
+      return make_error("invalid --metrics-listen-address: " + a.error().message);
   return {};
 }
 

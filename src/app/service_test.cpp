@@ -152,6 +152,18 @@ TEST(ServiceFlags, DurationsOverOneHundredYearsAreRefused) {
   }
 }
 
+TEST(ServiceFlags, TlsSansAndTheMetricsListenerAreCheckedAtStart) {
+  EXPECT_TRUE(validate_daemon_flags({"--tls-san", "gpu-7.example", "--tls-san", "10.0.0.7",
+                                     "--metrics-listen-address", ":9400"}));
+  auto comma = validate_daemon_flags({"--tls-san", "a,IP:10.0.0.1"});
+  ASSERT_FALSE(comma);
+  EXPECT_NE(comma.error().message.find("--tls-san"), std::string::npos) << comma.error().message;
+  auto addr = validate_daemon_flags({"--metrics-listen-address", "9400"});
+  ASSERT_FALSE(addr);
+  EXPECT_NE(addr.error().message.find("--metrics-listen-address"), std::string::npos)
+      << addr.error().message;
+}
+
 TEST(ServiceFiles, InstallIntoAStagedRootIsIdempotentAndPurgeRemovesUnitAndEnv) {
   std::string root = temp_dir();
   ASSERT_FALSE(root.empty());

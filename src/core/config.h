@@ -21,6 +21,8 @@ struct Config {
   bool no_tls = false;
   std::string tls_cert;  // empty: self-signed, generated into the data dir
   std::string tls_key;
+  std::vector<std::string> tls_sans;   // --tls-san: more names the generated certificate covers
+  std::string metrics_listen_address;  // --metrics-listen-address: plain-HTTP /metrics; "" = off
   // Lets any client make mutating requests (Authorization: Bearer). From --admin-token-file or
   // $GPUD_ADMIN_TOKEN, never argv (every user can read /proc/<pid>/cmdline). Empty: none.
   std::string admin_token;

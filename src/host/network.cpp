@@ -5,6 +5,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -48,6 +49,30 @@ std::vector<NetworkInterface> read_private_ip_interfaces(const HostFs& fs) {
     addrs.push_back({it->ifa_name, buf, (it->ifa_flags & IFF_LOOPBACK) != 0});
   }
   return select_private_interfaces(addrs, fs);
+}
+
+std::vector<std::string> interface_addresses() {
+  ifaddrs* raw = nullptr;
+  if (::getifaddrs(&raw) != 0) return {};
+  std::unique_ptr<ifaddrs, decltype(&::freeifaddrs)> list(raw, &::freeifaddrs);
+  std::vector<std::string> out;
+  for (ifaddrs* it = list.get(); it != nullptr; it = it->ifa_next) {
+    if (it->ifa_addr == nullptr || (it->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (it->ifa_addr->sa_family == AF_INET) {
+      const auto* sin = reinterpret_cast<const sockaddr_in*>(it->ifa_addr);
+      if (::inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof buf) == nullptr) continue;
+    } else if (it->ifa_addr->sa_family == AF_INET6) {
+      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(it->ifa_addr);
+      // A link-local address names no host off its link (and needs a zone to be used at all).
+      if (IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr)) continue;
+      if (::inet_ntop(AF_INET6, &sin6->sin6_addr, buf, sizeof buf) == nullptr) continue;
+    } else {
+      continue;
+    }
+    if (std::find(out.begin(), out.end(), buf) == out.end()) out.emplace_back(buf);
+  }
+  return out;
 }
 
 }  // namespace gpud::host

@@ -29,6 +29,9 @@ bool is_private_ipv4(std::string_view dotted);
 // Keeps private, non-loopback addresses and adds each interface's MAC through HostFs.
 std::vector<NetworkInterface> select_private_interfaces(const std::vector<InterfaceAddress>& addrs,
                                                         const HostFs& fs);
+// Every address of this network namespace's interfaces but loopback and IPv6 link-local, IPv4 and
+// IPv6, each once ("10.0.1.5", "2001:db8::5"): the names a node's certificate should cover.
+std::vector<std::string> interface_addresses();
 // getifaddrs() of this network namespace, filtered by select_private_interfaces.
 std::vector<NetworkInterface> read_private_ip_interfaces(const HostFs& fs);
 

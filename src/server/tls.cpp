@@ -1,5 +1,6 @@
 #include "server/tls.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <httplib.h>
 #include <openssl/bn.h>
@@ -13,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +23,7 @@
 #include <sstream>
 
 #include "core/log.h"
+#include "host/network.h"
 
 namespace gpud::server {
 namespace {
@@ -128,7 +132,64 @@ Result<void> add_ext(X509* cert, int nid, const char* value) {
 
 }  // namespace
 
-Result<TlsMaterial> generate_self_signed() {
+std::vector<std::string> self_signed_names(const Config& config) {
+  std::vector<std::string> names = {"localhost", "127.0.0.1", "::1"};
+  auto add = [&](std::string n) {
+    if (!n.empty() && std::find(names.begin(), names.end(), n) == names.end())
+      names.push_back(std::move(n));
+  };
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0 && subject_alt_names({host})) add(host);
+  for (const std::string& a : host::interface_addresses()) add(a);
+  for (const std::string& n : config.tls_sans) add(n);
+  return names;
+}
+
+Result<std::string> subject_alt_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) {
+    unsigned char buf[sizeof(struct in6_addr)];
+    std::string entry;
+    if (::inet_pton(AF_INET, n.c_str(), buf) == 1 || ::inet_pton(AF_INET6, n.c_str(), buf) == 1) {
+      entry = "IP:" + n;
+    } else {
+      std::string_view v = n;
+      if (v.substr(0, 2) == "*.") v.remove_prefix(2);
+      const bool ok = !v.empty() && n.size() <= 253 && v.front() != '.' && v.back() != '.' &&
+                      v.find("..") == std::string_view::npos &&
+                      std::all_of(v.begin(), v.end(), [](char c) {
+                        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
+                      });
+      if (!ok)
+        return make_error("\"" + n +
+                          "\" is neither an IP address nor a DNS name (letters, digits, '-', '.')");
+      entry = "DNS:" + n;
+    }
+    out += (out.empty() ? "" : ",") + entry;
+  }
+  return out;
+}
+
+bool certificate_covers(const std::string& cert_pem, const std::vector<std::string>& names) {
+  X509Ptr cert = parse_cert(cert_pem);
+  if (!cert) return false;
+  for (const std::string& n : names) {
+    unsigned char buf[sizeof(struct in6_addr)];
+    const bool ip =
+        ::inet_pton(AF_INET, n.c_str(), buf) == 1 || ::inet_pton(AF_INET6, n.c_str(), buf) == 1;
+    const int r = ip ? X509_check_ip_asc(cert.get(), n.c_str(), 0)
+                     : X509_check_host(cert.get(), n.c_str(), n.size(), 0, nullptr);
+    if (r != 1) {
+      ERR_clear_error();
+      return false;
+    }
+  }
+  return true;
+}
+
+Result<TlsMaterial> generate_self_signed(const std::vector<std::string>& names) {
+  auto sans = subject_alt_names(names);
+  if (!sans) return sans.error();
   PkeyPtr key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
   if (!key) return make_error("cannot generate ECDSA P-256 key: " + openssl_error());
   X509Ptr cert(X509_new());
@@ -159,11 +220,11 @@ Result<TlsMaterial> generate_self_signed() {
   if (X509_set_pubkey(cert.get(), key.get()) != 1)
     return make_error("cannot set certificate key: " + openssl_error());
 
-  for (auto [nid, value] : {std::pair{NID_basic_constraints, "critical,CA:FALSE"},
-                            std::pair{NID_key_usage, "critical,digitalSignature"},
-                            std::pair{NID_ext_key_usage, "serverAuth"},
-                            std::pair{NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1,IP:::1"},
-                            std::pair{NID_subject_key_identifier, "hash"}}) {
+  for (auto [nid, value] :
+       {std::pair{NID_basic_constraints, "critical,CA:FALSE"},
+        std::pair{NID_key_usage, "critical,digitalSignature"},
+        std::pair{NID_ext_key_usage, "serverAuth"}, std::pair{NID_subject_alt_name, sans->c_str()},
+        std::pair{NID_subject_key_identifier, "hash"}}) {
     if (auto r = add_ext(cert.get(), nid, value); !r) return r.error();
   }
   if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0)
@@ -209,7 +270,8 @@ Result<TlsMaterial> resolve_tls_material(const Config& config) {
       return make_error("--tls-cert and --tls-key must be given together");
     return load_tls_material(config.tls_cert, config.tls_key);
   }
-  if (config.data_dir.empty()) return generate_self_signed();
+  const std::vector<std::string> names = self_signed_names(config);
+  if (config.data_dir.empty()) return generate_self_signed(names);
 
   fs::path dir(config.data_dir);
   fs::path cert_path = dir / kCertFileName;
@@ -217,10 +279,17 @@ Result<TlsMaterial> resolve_tls_material(const Config& config) {
   std::error_code ec;
   if (fs::exists(cert_path, ec) && fs::exists(key_path, ec)) {
     auto loaded = load_tls_material(cert_path.string(), key_path.string());
-    if (loaded) return loaded;
-    logger("server")->warn("{}; generating a new self-signed certificate", loaded.error().message);
+    if (loaded && certificate_covers(loaded->cert_pem, names)) return loaded;
+    if (loaded)
+      logger("server")->info(
+          "{} does not cover every name the daemon answers to ({} names); generating a new "
+          "self-signed certificate (clients that pinned the old one need the new gpud.crt)",
+          cert_path.string(), names.size());
+    else
+      logger("server")->warn("{}; generating a new self-signed certificate",
+                             loaded.error().message);
   }
-  auto generated = generate_self_signed();
+  auto generated = generate_self_signed(names);
   if (!generated) return generated;
   fs::create_directories(dir, ec);
   auto wrote = write_file(key_path, generated->key_pem, 0600);

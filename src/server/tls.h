@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/config.h"
 #include "core/result.h"
@@ -29,17 +30,27 @@ struct TlsMaterial {
   std::string source;  // where it came from, for the startup log line
 };
 
-// A fresh ECDSA P-256 self-signed certificate: CN=gpud, SANs localhost/127.0.0.1/::1, serverAuth,
-// 10 years.
-[[nodiscard]] Result<TlsMaterial> generate_self_signed();
+// The names a generated certificate covers: localhost, 127.0.0.1, ::1, the host name, the host's
+// interface addresses (so Prometheus can verify each node by the name or address it scrapes) and
+// --tls-san's; each once, in that order.
+std::vector<std::string> self_signed_names(const Config& config);
+// "DNS:a,IP:1.2.3.4,..." for the subjectAltName extension; an error naming a value that is neither
+// an IP address nor a DNS name (letters, digits, '-', '.', a leading "*.").
+[[nodiscard]] Result<std::string> subject_alt_names(const std::vector<std::string>& names);
+// Whether the certificate's SANs cover every name (X509_check_host / X509_check_ip_asc).
+bool certificate_covers(const std::string& cert_pem, const std::vector<std::string>& names);
+// A fresh ECDSA P-256 self-signed certificate: CN=gpud, the given SANs, serverAuth, 10 years.
+[[nodiscard]] Result<TlsMaterial> generate_self_signed(const std::vector<std::string>& names = {
+                                                           "localhost", "127.0.0.1", "::1"});
 // Reads and validates a PEM certificate and key (they must parse and belong together).
 [[nodiscard]] Result<TlsMaterial> load_tls_material(const std::string& cert_path,
                                                     const std::string& key_path);
 // Checks that cert_pem and key_pem parse and that the key matches the certificate.
 [[nodiscard]] Result<void> validate_tls_material(const TlsMaterial& m);
 // config.tls_cert/tls_key when given (errors are fatal); else <data_dir>/gpud.crt + gpud.key,
-// created on first use (key 0600, cert 0644); else (no data dir, or it is not writable) a
-// certificate kept in memory only.
+// created on first use (key 0600, cert 0644) for self_signed_names(config), and generated again
+// when the kept one no longer covers them (a new --tls-san, a renamed host); else (no data dir, or
+// it is not writable) a certificate kept in memory only.
 [[nodiscard]] Result<TlsMaterial> resolve_tls_material(const Config& config);
 // An httplib::SSLServer serving the material: TLS 1.2 or 1.3, TLS 1.2 limited to kTls12Ciphers.
 [[nodiscard]] Result<std::unique_ptr<httplib::Server>> make_tls_server(const TlsMaterial& m);
