@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <thread>
 
 #include "tests/e2e/daemon_process.h"
 
@@ -17,11 +19,23 @@ TEST(MetricsListenerE2E, PlainHttpMetricsBesideTheHttpsApi) {
   TempDirGuard remove_dir{dir};
   const std::string kmsg = dir + "/kmsg";
   { std::ofstream(kmsg).flush(); }
-  const int metrics_port = free_port();
-  DaemonProcess d(dir + "/data",
-                  {"--metrics-listen-address", "127.0.0.1:" + std::to_string(metrics_port)}, true,
+  // Port 0: the daemon picks a free port and logs it (a port picked here could be handed to the
+  // daemon's API listener too).
+  DaemonProcess d(dir + "/data", {"--metrics-listen-address", "127.0.0.1:0"}, true,
                   {"GPUD_KMSG_PATH=" + kmsg});
   ASSERT_TRUE(d.ready()) << d.log();
+  int metrics_port = 0;
+  for (int i = 0; i < 100 && metrics_port == 0; ++i) {
+    std::smatch m;
+    const std::string log = d.log();
+    if (std::regex_search(log, m,
+                          std::regex(R"(serving /metrics over plain http on \S+ \(port (\d+)\))")))
+      metrics_port = std::stoi(m[1]);
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(metrics_port, 0) << d.log();
+  ASSERT_NE(metrics_port, d.port());
   httplib::Client plain("127.0.0.1", metrics_port);
   auto m = plain.Get("/metrics");
   ASSERT_TRUE(m) << d.log();
