@@ -21,6 +21,7 @@
 #include "app/deploy_files.h"
 #include "app/options.h"
 #include "app/verbs.h"
+#include "core/strings.h"
 
 namespace fs = std::filesystem;
 
@@ -102,12 +103,6 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv,
   return result;
 }
 
-std::string join(const std::vector<std::string>& words) {
-  std::string s;
-  for (const auto& w : words) s += (s.empty() ? "" : " ") + w;
-  return s;
-}
-
 Result<CommandOutput> systemctl(std::vector<std::string> args,
                                 std::chrono::seconds timeout = std::chrono::seconds(150)) {
   args.insert(args.begin(), "systemctl");
@@ -119,8 +114,8 @@ Result<void> systemctl_ok(std::vector<std::string> args) {
   auto r = systemctl(args);
   if (!r) return r.error();
   if (r->exit_code != 0)
-    return make_error("systemctl " + join(args) + " failed (exit " + std::to_string(r->exit_code) +
-                      "): " + r->out);
+    return make_error("systemctl " + join(args, " ") + " failed (exit " +
+                      std::to_string(r->exit_code) + "): " + r->out);
   return {};
 }
 
@@ -173,11 +168,6 @@ Result<std::string> self_executable() {
   return s;
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 }  // namespace
 
 std::string render_unit(std::string_view binary) {
@@ -212,7 +202,7 @@ Result<std::string> render_env_file(const std::vector<std::string>& flags,
   auto at = text.find(line);
   if (at == std::string::npos)
     return make_error("deploy/systemd/gpud.default has no FLAGS=\"\" line");
-  std::string replacement = "\nFLAGS=\"" + join(flags) + "\"\n";
+  std::string replacement = "\nFLAGS=\"" + join(flags, " ") + "\"\n";
   if (!admin_token.empty()) {
     if (auto r = check_admin_token(admin_token); !r) return r.error();
     replacement += std::string(kAdminTokenEnv) + "=\"" + admin_token + "\"\n";
@@ -279,9 +269,9 @@ ServiceState service_state() {
   if (systemd && !s.unit.empty()) {
     // is-active/is-enabled exit non-zero for "inactive"/"disabled"; their output is the answer.
     if (auto r = systemctl({"is-active", kServiceName}, std::chrono::seconds(10)); r)
-      s.active = trim(r->out);
+      s.active = std::string(trim(r->out));
     if (auto r = systemctl({"is-enabled", kServiceName}, std::chrono::seconds(10)); r)
-      s.enabled = trim(r->out);
+      s.enabled = std::string(trim(r->out));
   }
   s.summary = describe_service(systemd, s.unit, s.active, s.enabled);
   return s;
@@ -317,7 +307,7 @@ Result<bool> install_service_files(const std::string& root, const std::string& s
     auto w = write_atomically(env, *text, 0640);
     if (!w) return w.error();
     changed |= *w;
-    log->push_back((*w ? "wrote " : "unchanged ") + env + " (FLAGS=\"" + join(flags) + "\"" +
+    log->push_back((*w ? "wrote " : "unchanged ") + env + " (FLAGS=\"" + join(flags, " ") + "\"" +
                    (token.empty()         ? ""
                     : admin_token.empty() ? ", admin token kept"
                                           : ", admin token set") +
