@@ -104,6 +104,8 @@ Result<void> Daemon::start() {
   nvidia_->fill_machine_info(machine_info_);
   machine_info_at_ = Clock::now();
 
+  metrics_.describe("gpud_sqlite_db_size_bytes",
+                    "Size of the state database (gpud.state) in bytes");
   scheduler_ = std::make_unique<Scheduler>(registry_, 2, &metrics_);
   scheduler_->start();
   start_kernel_log();
@@ -254,8 +256,6 @@ void Daemon::housekeeping(TimePoint now) {
       maybe_start_xid_watcher();
     }
   }
-  metrics_.describe("gpud_sqlite_db_size_bytes",
-                    "Size of the state database (gpud.state) in bytes");
   metrics_.set("", "gpud_sqlite_db_size_bytes", static_cast<double>(db_->size_bytes().value_or(0)));
   if (auto r = history_->insert(metrics_.snapshot(now_ms)); !r)
     logger("daemon")->warn("metric history insert failed: {}", r.error().message);

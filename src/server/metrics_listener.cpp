@@ -3,21 +3,16 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 #include "core/log.h"
 #include "server/http_util.h"
+#include "server/serving_thread.h"
 
 namespace gpud::server {
 
-struct MetricsListener::Impl {
-  httplib::Server http;
-  std::thread thread;
-  std::atomic<bool> done{false};
-};
+struct MetricsListener::Impl : ServingThread {};
 
 MetricsListener::MetricsListener(const MetricRegistry& metrics) : metrics_(metrics) {}
 
@@ -28,7 +23,8 @@ Result<void> MetricsListener::start(const std::string& address) {
   auto addr = parse_listen_address(address);
   if (!addr) return make_error("--metrics-listen-address: " + addr.error().message);
   auto impl = std::make_unique<Impl>();
-  httplib::Server& http = impl->http;
+  impl->http = std::make_unique<httplib::Server>();
+  httplib::Server& http = *impl->http;
   // Scrapes are rare and small: one worker, short timeouts, no request bodies.
   http.new_task_queue = [] { return new httplib::ThreadPool(1); };
   http.set_read_timeout(5, 0);
@@ -57,13 +53,7 @@ Result<void> MetricsListener::start(const std::string& address) {
                       (err != 0 ? std::strerror(err) : "address in use or not available"));
   }
   port_ = port;
-  Impl* raw = impl.get();
-  impl->thread = std::thread([raw] {
-    raw->http.listen_after_bind();
-    raw->done = true;
-  });
-  for (int i = 0; i < 500 && !raw->http.is_running() && !raw->done; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  impl->serve();
   impl_ = std::move(impl);
   logger("server")->info("serving /metrics over plain http on {} (port {})", address, port_);
   return {};
@@ -71,14 +61,7 @@ Result<void> MetricsListener::start(const std::string& address) {
 
 void MetricsListener::stop() {
   if (!impl_) return;
-  while (!impl_->done) {
-    if (impl_->http.is_running()) {
-      impl_->http.stop();
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->stop();
   impl_.reset();
 }
 

@@ -48,7 +48,8 @@ TEST(MetricsListener, BadOrTakenAddressIsAnError) {
   MetricsListener second(metrics);
   auto taken = second.start("127.0.0.1:" + std::to_string(first.port()));
   ASSERT_FALSE(taken);
-  EXPECT_NE(taken.error().message.find("cannot listen"), std::string::npos) << taken.error().message;
+  EXPECT_NE(taken.error().message.find("cannot listen"), std::string::npos)
+      << taken.error().message;
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // A build with -DGPUD_WEB=OFF has no UI to test: the tests that need its files say so and skip.
-#define SKIP_WITHOUT_WEB_UI()                                                            \
+#define SKIP_WITHOUT_WEB_UI() \
   if (web_assets().empty()) GTEST_SKIP() << "built with -DGPUD_WEB=OFF: no web UI files"
 
 class WebRoutes : public ::testing::Test {

@@ -17,6 +17,7 @@
 #include "host/tcp_sockets.h"
 #include "server/http_util.h"
 #include "server/routes.h"
+#include "server/serving_thread.h"
 #include "server/tls.h"
 
 namespace gpud::server {
@@ -182,35 +183,7 @@ Result<void> remove_stale_socket(const std::string& path) {
 
 }  // namespace
 
-struct Server::Listener {
-  std::unique_ptr<httplib::Server> http;
-  std::thread thread;
-  std::atomic<bool> done{false};
-
-  void serve() {
-    httplib::Server* srv = http.get();
-    std::atomic<bool>* finished = &done;
-    thread = std::thread([srv, finished] {
-      srv->listen_after_bind();
-      *finished = true;
-    });
-    // stop() may only be called once httplib considers itself running.
-    for (int i = 0; i < 500 && !http->is_running() && !done; ++i) std::this_thread::sleep_for(2ms);
-  }
-
-  void stop() {
-    // httplib ignores stop() before its accept loop runs, so wait until it does (or has already
-    // ended).
-    while (!done) {
-      if (http->is_running()) {
-        http->stop();
-        break;
-      }
-      std::this_thread::sleep_for(2ms);
-    }
-    if (thread.joinable()) thread.join();
-  }
-};
+struct Server::Listener : ServingThread {};
 
 Server::Server(ServerDeps deps) : deps_(std::move(deps)) {}
 
