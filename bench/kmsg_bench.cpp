@@ -1,12 +1,13 @@
-// Throughput of the saved-log path: read_saved_log + KernelLogMatcher over a generated dmesg buffer
-// with one matching line in 10,000.
+// Throughput of the saved-log path: read_saved_log + every component's kernel-log rules over a
+// generated dmesg buffer with one matching line in 10,000.
 #include <benchmark/benchmark.h>
 
 #include <sstream>
 #include <string>
 
-#include "kmsg/matchers.h"
+#include "components/registry.h"
 #include "kmsg/reader.h"
+#include "kmsg/rules.h"
 
 namespace {
 
@@ -36,7 +37,7 @@ void BM_SavedLogMatch(benchmark::State& state) {
   size_t matches = 0;
   for (auto _ : state) {
     std::istringstream in(log);
-    gpud::kmsg::KernelLogMatcher m;
+    gpud::kmsg::RuleMatcher m(gpud::components::all_kernel_log_rules());
     auto r = gpud::kmsg::read_saved_log(
         in, [&](const gpud::kmsg::KmsgRecordView& v) { matches += m.feed(v.message).size(); });
     benchmark::DoNotOptimize(r);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "components/nvidia/xid.h"
 #include "components/registry.h"
 #include "core/log.h"
 #include "core/time_util.h"
@@ -178,7 +179,7 @@ kmsg::BusIdentity Daemon::identify_bus(std::string_view raw_bus) {
 void Daemon::start_kernel_log() {
   std::lock_guard lock(kernel_log_mu_);
   dispatcher_ = std::make_unique<kmsg::KernelLogDispatcher>(
-      *events_, metrics_,
+      components::kernel_log_rules(registry_), *events_, metrics_,
       [this](std::string_view component) {
         if (scheduler_) scheduler_->trigger(component);
       },
@@ -225,7 +226,7 @@ void Daemon::maybe_start_xid_watcher() {
   nvml::Nvml* nvml = nvidia_->ready_nvml();
   if (nvml == nullptr) return;
   auto w = nvml::XidWatcher::start(*nvml, [this](const nvml::XidEvent& e) {
-    dispatcher_->dispatch(kmsg::nvml_xid_match(static_cast<int>(e.xid), e.pci_bus_id, e.uuid),
+    dispatcher_->dispatch(components::nvml_xid_match(static_cast<int>(e.xid), e.pci_bus_id, e.uuid),
                           e.time == TimePoint{} ? Clock::now() : e.time);
   });
   if (!w) {

@@ -22,13 +22,13 @@ namespace gpud::app {
 
 namespace {
 
-// Feeds the saved logs (or, without any, the /dev/kmsg ring when readable) through the matchers
-// into the scan's in-memory store.
+// Feeds the saved logs (or, without any, the /dev/kmsg ring when readable) through the components'
+// kernel-log rules into the scan's in-memory store.
 Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs, const Registry& registry,
                              EventLog& events, MetricRegistry& metrics) {
-  kmsg::KernelLogDispatcher dispatcher(events, metrics, {}, [&](std::string_view component) {
-    return registry.find(component) != nullptr;
-  });
+  kmsg::KernelLogDispatcher dispatcher(
+      components::kernel_log_rules(registry), events, metrics, {},
+      [&](std::string_view component) { return registry.find(component) != nullptr; });
   if (config.kernel_logs.empty()) {
     kmsg::ParseOptions parse;
     parse.boot_time = host::read_boot_time(fs);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/component.h"
+#include "kmsg/rules.h"
 
 namespace gpud::components {
 

@@ -44,36 +44,44 @@ namespace gpud::components {
 namespace {
 
 using Factory = std::function<std::unique_ptr<Component>(const ComponentContext&)>;
+using KernelLogRules = kmsg::ComponentRules (*)();
+
+struct Entry {
+  const char* name;
+  Factory make;
+  KernelLogRules kernel_log_rules = nullptr;  // the component learns from the kernel log
+};
 
 template <typename T>
-std::pair<const char*, Factory> entry(const char* name) {
-  return {name, [](const ComponentContext& ctx) { return std::make_unique<T>(ctx); }};
+Entry entry(const char* name, KernelLogRules rules = nullptr) {
+  return {name, [](const ComponentContext& ctx) { return std::make_unique<T>(ctx); }, rules};
 }
 
-// Every component gpud has, by name. Adding a component means adding one line here.
-const std::vector<std::pair<const char*, Factory>>& all_components() {
-  static const std::vector<std::pair<const char*, Factory>> kAll = {
-      entry<XidComponent>("accelerator-nvidia-error-xid"),
-      entry<SxidComponent>("accelerator-nvidia-error-sxid"),
-      entry<InfinibandComponent>("accelerator-nvidia-infiniband"),
-      entry<NcclComponent>("accelerator-nvidia-nccl"),
-      entry<PeermemComponent>("accelerator-nvidia-peermem"),
-      entry<CpuComponent>("cpu"),
-      entry<DiskComponent>("disk"),
+// Every component gpud has, by name, with its kernel-log rules. Adding a component means adding
+// one line here.
+const std::vector<Entry>& all_components() {
+  static const std::vector<Entry> kAll = {
+      entry<XidComponent>("accelerator-nvidia-error-xid", xid_kernel_log_rules),
+      entry<SxidComponent>("accelerator-nvidia-error-sxid", sxid_kernel_log_rules),
+      entry<InfinibandComponent>("accelerator-nvidia-infiniband", infiniband_kernel_log_rules),
+      entry<NcclComponent>("accelerator-nvidia-nccl", nccl_kernel_log_rules),
+      entry<PeermemComponent>("accelerator-nvidia-peermem", peermem_kernel_log_rules),
+      entry<CpuComponent>("cpu", cpu_kernel_log_rules),
+      entry<DiskComponent>("disk", disk_kernel_log_rules),
       entry<FdComponent>("fd"),
       entry<FileComponent>("file"),
       entry<GpudComponent>("gpud"),
       entry<KernelModuleComponent>("kernel-module"),
       entry<LibraryComponent>("library"),
-      entry<MemoryComponent>("memory"),
-      entry<NfsComponent>("nfs"),
-      entry<OsComponent>("os"),
+      entry<MemoryComponent>("memory", memory_kernel_log_rules),
+      entry<NfsComponent>("nfs", nfs_kernel_log_rules),
+      entry<OsComponent>("os", os_kernel_log_rules),
       // NVIDIA GPUs
       entry<BadEnvsComponent>("accelerator-nvidia-bad-envs"),
       entry<FabricManagerComponent>("accelerator-nvidia-fabric-manager"),
       entry<GpmComponent>("accelerator-nvidia-gpm"),
       entry<GspFirmwareModeComponent>("accelerator-nvidia-gsp-firmware-mode"),
-      entry<NvlinkComponent>("accelerator-nvidia-nvlink"),
+      entry<NvlinkComponent>("accelerator-nvidia-nvlink", nvlink_kernel_log_rules),
       entry<PcieComponent>("accelerator-nvidia-pcie"),
       entry<PersistenceModeComponent>("accelerator-nvidia-persistence-mode"),
       entry<ProcessesComponent>("accelerator-nvidia-processes"),
@@ -88,7 +96,7 @@ const std::vector<std::pair<const char*, Factory>>& all_components() {
       entry<RetiredPagesComponent>("accelerator-nvidia-retired-pages"),
       entry<TemperatureComponent>("accelerator-nvidia-temperature"),
       entry<UtilizationComponent>("accelerator-nvidia-utilization"),
-      entry<PciComponent>("pci"),
+      entry<PciComponent>("pci", pci_kernel_log_rules),
   };
   return kAll;
 }
@@ -96,17 +104,32 @@ const std::vector<std::pair<const char*, Factory>>& all_components() {
 }  // namespace
 
 Result<void> register_all(Registry& registry, const ComponentContext& ctx) {
-  for (const auto& [name, make] : all_components()) {
-    if (!component_enabled(name, ctx.config->components)) continue;
-    if (auto r = registry.add(make(ctx)); !r) return r;
+  for (const Entry& e : all_components()) {
+    if (!component_enabled(e.name, ctx.config->components)) continue;
+    if (auto r = registry.add(e.make(ctx)); !r) return r;
   }
   return {};
 }
 
 std::vector<std::string> known_names() {
   std::vector<std::string> out;
-  for (const auto& [name, make] : all_components()) out.emplace_back(name);
+  for (const Entry& e : all_components()) out.emplace_back(e.name);
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<kmsg::ComponentRules> kernel_log_rules(const Registry& registry) {
+  std::vector<kmsg::ComponentRules> out;
+  for (const Entry& e : all_components())
+    if (e.kernel_log_rules != nullptr && registry.find(e.name) != nullptr)
+      out.push_back(e.kernel_log_rules());
+  return out;
+}
+
+std::vector<kmsg::ComponentRules> all_kernel_log_rules() {
+  std::vector<kmsg::ComponentRules> out;
+  for (const Entry& e : all_components())
+    if (e.kernel_log_rules != nullptr) out.push_back(e.kernel_log_rules());
   return out;
 }
 

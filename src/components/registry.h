@@ -3,6 +3,7 @@
 
 #include "core/component.h"
 #include "core/registry.h"
+#include "kmsg/rules.h"
 
 namespace gpud::components {
 
@@ -10,5 +11,9 @@ namespace gpud::components {
 Result<void> register_all(Registry& registry, const ComponentContext& ctx);
 // Every component name gpud knows, sorted (for validating --components).
 std::vector<std::string> known_names();
+// The kernel-log rules of the components in `registry`: what the dispatcher is built from.
+std::vector<kmsg::ComponentRules> kernel_log_rules(const Registry& registry);
+// Every component's kernel-log rules, registered or not (gpud scan's benchmarks, tests).
+std::vector<kmsg::ComponentRules> all_kernel_log_rules();
 
 }  // namespace gpud::components

@@ -19,30 +19,19 @@ Event to_event(const Match& m, TimePoint t, std::string_view gpu_uuid) {
   return e;
 }
 
-Match nvml_xid_match(int code, std::string_view pci_bus_id, std::string_view uuid) {
-  // The same shape and message as the kernel line of the same Xid, so the deduper makes the two
-  // one event.
-  Match m = make_xid_match(code, pci_bus_id.empty() ? "0000:00:00.0" : pci_bus_id, "");
-  m.extra_info["source"] = "nvml";
-  if (!uuid.empty()) m.extra_info["gpu_uuid"] = std::string(uuid);
-  return m;
-}
-
-KernelLogDispatcher::KernelLogDispatcher(EventLog& events, MetricRegistry& metrics,
-                                         OnEvent on_event, Accept accept, IdentifyBus identify_bus)
+KernelLogDispatcher::KernelLogDispatcher(std::vector<ComponentRules> rules, EventLog& events,
+                                         MetricRegistry& metrics, OnEvent on_event, Accept accept,
+                                         IdentifyBus identify_bus)
     : events_(events),
       metrics_(metrics),
       on_event_(std::move(on_event)),
       accept_(std::move(accept)),
-      identify_bus_(std::move(identify_bus)) {
+      identify_bus_(std::move(identify_bus)),
+      matcher_(std::move(rules)) {
   metrics_.describe(kEventsTotal, "Kernel-log events recorded, by component and event type",
                     MetricKind::kCounter);
-  metrics_.describe(kXidErrorsTotal, "NVIDIA Xid errors recorded, by GPU and code",
-                    MetricKind::kCounter);
-  metrics_.describe(kXidLastCode,
-                    "Code of the latest NVIDIA Xid error recorded on each GPU since gpud started");
-  metrics_.describe(kSxidErrorsTotal, "NVIDIA NVSwitch SXid errors recorded, by switch and code",
-                    MetricKind::kCounter);
+  for (const ComponentRules& c : matcher_.rules())
+    if (c.describe_metrics) c.describe_metrics(metrics_);
 }
 
 int KernelLogDispatcher::feed(const KmsgRecord& r, TimePoint now) {
@@ -112,29 +101,14 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
   ++stored_;
   metrics_.add("", kEventsTotal, 1,
                {{"component", m.component}, {"type", std::string(to_string(m.type))}});
-  // `type` is the event's own type (the catalog's, or the decoded NVLink Xid 144-150 severity), so
-  // that an alert on fatal Xids needs no list of codes.
-  if (m.component == kComponentXid && m.extra_info.contains("xid")) {
-    const int code = m.extra_info.value("xid", 0);
-    metrics_.add(m.component, kXidErrorsTotal, 1,
-                 {{"uuid", uuid},
-                  {"pci_bus_id", bus_label},
-                  {"xid", std::to_string(code)},
-                  {"type", std::string(to_string(m.type))}});
-    metrics_.set(m.component, kXidLastCode, code, {{"uuid", uuid}, {"pci_bus_id", bus_label}});
-  } else if (m.component == kComponentSxid && m.extra_info.contains("sxid")) {
-    metrics_.add(m.component, kSxidErrorsTotal, 1,
-                 {{"uuid", uuid},
-                  {"pci_bus_id", bus_label},
-                  {"sxid", std::to_string(m.extra_info.value("sxid", 0))},
-                  {"type", std::string(to_string(m.type))}});
-  }
+  for (const ComponentRules& c : matcher_.rules())
+    if (c.component == m.component && c.count) c.count(metrics_, {m, uuid, bus_label});
   if (on_event_) on_event_(m.component);
   return 1;
 }
 
 bool KernelLogDispatcher::wants(std::string_view raw_line) const {
-  return may_match(raw_line) || pending_.load(std::memory_order_relaxed);
+  return matcher_.may_match(raw_line) || pending_.load(std::memory_order_relaxed);
 }
 
 uint64_t KernelLogDispatcher::matched() const {

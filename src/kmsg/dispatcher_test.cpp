@@ -6,7 +6,6 @@
 #include <set>
 #include <stdexcept>
 
-#include "kmsg/writer.h"
 #include "store/database.h"
 #include "store/event_store.h"
 
@@ -27,47 +26,63 @@ struct Fixture {
 
 const TimePoint kT = Clock::from_time_t(1'700'000'000) + std::chrono::milliseconds(700);
 
-TEST(Dispatcher, XidLineBecomesStoredEventWithMetricsAndTrigger) {
+// Two components of the test's own: "gpu-faults" ("GPU fault on <bus>", counted per bus) and
+// "host-faults" ("disk fault <dev>"). The dispatcher knows no real component.
+std::vector<ComponentRules> test_rules() {
+  ComponentRules gpu;
+  gpu.component = "gpu-faults";
+  gpu.lines.push_back({{{"GPU fault on"}}, [](std::string_view line) -> std::optional<Match> {
+                         const auto at = line.find("GPU fault on ");
+                         if (at == std::string_view::npos) return std::nullopt;
+                         Match m;
+                         m.name = "gpu_fault";
+                         m.type = EventType::kFatal;
+                         m.message = std::string(line.substr(at));
+                         m.extra_info["pci_bus_id"] = std::string(line.substr(at + 13, 12));
+                         return m;
+                       }});
+  gpu.describe_metrics = [](MetricRegistry& m) {
+    m.describe("test_gpu_faults_total", "GPU faults by bus", MetricKind::kCounter);
+  };
+  gpu.count = [](MetricRegistry& m, const StoredMatch& s) {
+    m.add("gpu-faults", "test_gpu_faults_total", 1,
+          {{"pci_bus_id", std::string(s.bus_label)}, {"uuid", std::string(s.uuid)}});
+  };
+  ComponentRules host;
+  host.component = "host-faults";
+  host.lines.push_back(pattern_rule({{"disk fault"}}, "disk_fault", R"(disk fault (\S+))",
+                                    "disk fault on {}", "dev"));
+  return {gpu, host};
+}
+
+std::string gpu_fault(std::string_view bus) { return "xx GPU fault on " + std::string(bus); }
+
+TEST(Dispatcher, MatchBecomesStoredEventCountedByItsOwnerAndTriggered) {
   Fixture f;
   KernelLogDispatcher d(
-      f.events, f.metrics, [&](std::string_view c) { f.triggered.emplace_back(c); }, {},
+      test_rules(), f.events, f.metrics, [&](std::string_view c) { f.triggered.emplace_back(c); },
+      {},
       [](std::string_view bus) {
         return bus == "0000:3b:00.0" ? BusIdentity{true, "GPU-abc"} : BusIdentity{};
       });
-  EXPECT_EQ(d.feed_message(xid_line(79, "0000:3b:00.0"), kT), 1);
-  auto ev = f.events.query(kComponentXid, TimePoint{}, TimePoint::max());
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 1);
+  auto ev = f.events.query("gpu-faults", TimePoint{}, TimePoint::max());
   ASSERT_TRUE(ev);
   ASSERT_EQ(ev->size(), 1u);
   const Event& e = ev->front();
-  EXPECT_EQ(e.name, "error_xid");
+  EXPECT_EQ(e.name, "gpu_fault");
   EXPECT_EQ(e.type, EventType::kFatal);
   EXPECT_EQ(e.time, std::chrono::time_point_cast<std::chrono::seconds>(kT));
   EXPECT_EQ(e.extra_info["pci_bus_id"], "0000:3b:00.0");
-  EXPECT_EQ(e.extra_info["xid"], 79);
   EXPECT_EQ(e.extra_info["gpu_uuid"], "GPU-abc");
-  EXPECT_EQ(f.triggered, std::vector<std::string>{std::string(kComponentXid)});
-  std::string text = f.metrics.prometheus_text();
-  EXPECT_NE(text.find("accelerator_nvidia_xid_errors_total{gpud_component=\"accelerator-nvidia-"
-                      "error-xid\",pci_bus_id=\"0000:3b:00.0\",type=\"Fatal\",uuid=\"GPU-abc\","
-                      "xid=\"79\"} 1"),
+  EXPECT_EQ(f.triggered, std::vector<std::string>{"gpu-faults"});
+  const std::string text = f.metrics.prometheus_text();
+  EXPECT_NE(text.find("# HELP test_gpu_faults_total GPU faults by bus"), std::string::npos) << text;
+  EXPECT_NE(text.find("test_gpu_faults_total{gpud_component=\"gpu-faults\",pci_bus_id=\"0000:3b:"
+                      "00.0\",uuid=\"GPU-abc\"} 1"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("gpud_kernel_log_events_total{component=\"accelerator-nvidia-error-xid\","
-                      "type=\"Fatal\"} 1"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("accelerator_nvidia_xid_last_code{gpud_component=\"accelerator-nvidia-error-"
-                      "xid\",pci_bus_id=\"0000:3b:00.0\",uuid=\"GPU-abc\"} 79"),
-            std::string::npos)
-      << text;
-  // The gauge holds the latest code, the counters count each.
-  EXPECT_EQ(d.feed_message(xid_line(48, "0000:3b:00.0"), kT), 1);
-  text = f.metrics.prometheus_text();
-  EXPECT_NE(text.find("accelerator_nvidia_xid_last_code{gpud_component=\"accelerator-nvidia-error-"
-                      "xid\",pci_bus_id=\"0000:3b:00.0\",uuid=\"GPU-abc\"} 48"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("pci_bus_id=\"0000:3b:00.0\",type=\"Fatal\",uuid=\"GPU-abc\",xid=\"79\"} 1"),
+  EXPECT_NE(text.find("gpud_kernel_log_events_total{component=\"gpu-faults\",type=\"Fatal\"} 1"),
             std::string::npos)
       << text;
 }
@@ -77,117 +92,82 @@ TEST(Dispatcher, XidLineBecomesStoredEventWithMetricsAndTrigger) {
 TEST(Dispatcher, ThrowDuringARecordIsCountedAndTheNextRecordFlows) {
   Fixture f;
   int calls = 0;
-  KernelLogDispatcher d(f.events, f.metrics, [&](std::string_view) {
+  KernelLogDispatcher d(test_rules(), f.events, f.metrics, [&](std::string_view) {
     if (++calls == 1) throw std::runtime_error("consumer failed");
   });
-  EXPECT_EQ(d.feed_message(xid_line(79, "0000:3b:00.0"), kT), 0);
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 0);
   EXPECT_EQ(d.parse_errors(), 1u);
-  EXPECT_EQ(d.feed_message(xid_line(79, "0000:3c:00.0"), kT), 1);
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3c:00.0"), kT), 1);
   EXPECT_EQ(d.parse_errors(), 1u);
 }
 
 TEST(Dispatcher, IdenticalMessageWithinAMinuteIsOneEvent) {
   Fixture f;
-  KernelLogDispatcher d(f.events, f.metrics, {});
-  EXPECT_EQ(d.feed_message(xid_line(79, "3b:00"), kT), 1);
-  EXPECT_EQ(d.feed_message(xid_line(79, "3b:00"), kT + std::chrono::seconds(30)), 0);
-  EXPECT_EQ(d.feed_message(xid_line(79, "3b:00"), kT + std::chrono::seconds(90)), 1);
+  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 1);
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT + std::chrono::seconds(30)), 0);
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT + std::chrono::seconds(90)), 1);
   EXPECT_EQ(d.stored(), 2u);
 }
 
 TEST(Dispatcher, RingReReadAfterRestartIsNoNewEvent) {
   Fixture f;
   {
-    KernelLogDispatcher d(f.events, f.metrics, {});
-    EXPECT_EQ(d.feed_message(xid_line(48, "0000:3b:00.0"), kT), 1);
+    KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+    EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 1);
   }
-  KernelLogDispatcher again(f.events, f.metrics, {});
-  EXPECT_EQ(again.feed_message(xid_line(48, "0000:3b:00.0"), kT + std::chrono::milliseconds(200)),
-            0);
+  KernelLogDispatcher again(test_rules(), f.events, f.metrics, {});
+  EXPECT_EQ(again.feed_message(gpu_fault("0000:3b:00.0"), kT + std::chrono::milliseconds(200)), 0);
   EXPECT_EQ(f.events.query("", TimePoint{}, TimePoint::max())->size(), 1u);
 }
 
 TEST(Dispatcher, ComponentsNotRunningAreDropped) {
   Fixture f;
-  KernelLogDispatcher d(f.events, f.metrics, {},
-                        [](std::string_view c) { return c != kComponentNvlink; });
-  EXPECT_EQ(d.feed_message("NVRM: knvlinkUpdatePostRxDetectLinkMask_IMPL: Failed to update Rx "
-                           "Detect Link mask!",
-                           kT),
-            0);
+  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {},
+                        [](std::string_view c) { return c != "host-faults"; });
+  EXPECT_EQ(d.feed_message("disk fault sda", kT), 0);
   EXPECT_EQ(d.matched(), 1u);
-  EXPECT_EQ(d.feed_message("Out of memory nothing", kT), 0);
+  EXPECT_EQ(d.feed_message("nothing to see", kT), 0);
+  EXPECT_EQ(d.matched(), 1u);
 }
 
-TEST(Dispatcher, HostEventsGoToTheirComponents) {
+TEST(Dispatcher, EventsGoToTheComponentThatDeclaredTheRule) {
   Fixture f;
-  KernelLogDispatcher d(f.events, f.metrics, {});
-  d.feed_message("INFO: task kworker/u8:2:1234 blocked for more than 120 seconds.", kT);
-  d.feed_message("Buffer I/O error on dev nvme0n1p1, logical block 0, async page read", kT);
-  d.feed_message(sxid_line(20034, "0000:05:00.0"), kT);
+  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  d.feed_message("disk fault nvme0n1", kT);
+  d.feed_message(gpu_fault("0000:05:00.0"), kT);
   std::set<std::string> comps;
   auto all = f.events.query("", TimePoint{}, TimePoint::max());
   ASSERT_TRUE(all);
   for (const Event& e : *all) comps.insert(e.component);
-  EXPECT_EQ(comps, (std::set<std::string>{"cpu", "disk", std::string(kComponentSxid)}));
-  EXPECT_NE(f.metrics.prometheus_text().find("accelerator_nvidia_sxid_errors_total"),
-            std::string::npos);
+  EXPECT_EQ(comps, (std::set<std::string>{"gpu-faults", "host-faults"}));
+  auto host = f.events.query("host-faults", TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(host);
+  ASSERT_EQ(host->size(), 1u);
+  EXPECT_EQ(host->front().message, "disk fault on nvme0n1");
+  EXPECT_EQ(host->front().extra_info["dev"], "nvme0n1");
 }
 
-TEST(Dispatcher, XidAndSxidCountersCarryTheEventType) {
+// Lines naming bus ids that are none of the node's devices reach the owner's counters under one
+// label: a flood of crafted lines cannot add a series each. The events keep the bus id the line
+// named.
+TEST(Dispatcher, UnknownBusesReachTheCountersAsOneLabel) {
   Fixture f;
-  KernelLogDispatcher d(f.events, f.metrics, {}, {}, [](std::string_view) {
-    return BusIdentity{true, ""};
-  });
-  d.feed_message(xid_line(13, "0000:3b:00.0"), kT);  // catalog: Warning
-  // Xid 145 is Warning in the catalog; this NVLink sub-code decodes to Fatal, and the label says
-  // so.
-  d.feed_message(
-      "NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0x00000004 0x00000040 "
-      "0x0 0x0)",
-      kT);
-  d.feed_message(sxid_line(20034, "0000:05:00.0"), kT);  // catalog: Fatal
-  std::string text = f.metrics.prometheus_text();
-  EXPECT_NE(text.find("pci_bus_id=\"0000:3b:00.0\",type=\"Warning\",uuid=\"\",xid=\"13\"} 1"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("pci_bus_id=\"0018:01:00.0\",type=\"Fatal\",uuid=\"\",xid=\"145\"} 1"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("accelerator_nvidia_sxid_errors_total{gpud_component=\"accelerator-nvidia-"
-                      "error-sxid\",pci_bus_id=\"0000:05:00.0\",sxid=\"20034\",type=\"Fatal\""),
-            std::string::npos)
-      << text;
-}
-
-// Lines naming bus ids that are none of the node's devices share one series: a flood of crafted
-// lines cannot add a series each. The events keep the bus id the line named.
-TEST(Dispatcher, XidOnUnknownBusCountsUnderOneSeries) {
-  Fixture f;
-  KernelLogDispatcher d(f.events, f.metrics, {}, {}, [](std::string_view bus) {
+  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {}, {}, [](std::string_view bus) {
     return bus == "0000:3b:00.0" ? BusIdentity{true, "GPU-abc"} : BusIdentity{};
   });
   for (int i = 0; i < 200; ++i) {
     char pci[32];
     std::snprintf(pci, sizeof pci, "%04x:%02x:00.0", 0x1000 + i, i % 256);
-    EXPECT_EQ(d.feed_message(xid_line(79, pci), kT), 1) << pci;
+    EXPECT_EQ(d.feed_message(gpu_fault(pci), kT), 1) << pci;
   }
-  d.feed_message(xid_line(79, "0000:3b:00.0"), kT);
+  d.feed_message(gpu_fault("0000:3b:00.0"), kT);
   const std::string text = f.metrics.prometheus_text();
-  size_t series = 0;
-  for (size_t pos = 0;
-       (pos = text.find("\naccelerator_nvidia_xid_errors_total{", pos)) != std::string::npos; ++pos)
-    ++series;
-  EXPECT_EQ(series, 2u) << text;
-  EXPECT_NE(text.find("pci_bus_id=\"unknown\",type=\"Fatal\",uuid=\"\",xid=\"79\"} 200"),
-            std::string::npos)
+  EXPECT_NE(text.find("pci_bus_id=\"unknown\",uuid=\"\"} 200"), std::string::npos) << text;
+  EXPECT_NE(text.find("pci_bus_id=\"0000:3b:00.0\",uuid=\"GPU-abc\"} 1"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("pci_bus_id=\"0000:3b:00.0\",type=\"Fatal\",uuid=\"GPU-abc\",xid=\"79\"} 1"),
-            std::string::npos)
-      << text;
-  auto ev = f.events.query(kComponentXid, TimePoint{}, TimePoint::max());
+  auto ev = f.events.query("gpu-faults", TimePoint{}, TimePoint::max());
   ASSERT_TRUE(ev);
-  ASSERT_EQ(ev->size(), 201u);
   std::set<std::string> buses;
   for (const Event& e : *ev) buses.insert(e.extra_info.value("pci_bus_id", ""));
   EXPECT_EQ(buses.size(), 201u);
@@ -196,39 +176,29 @@ TEST(Dispatcher, XidOnUnknownBusCountsUnderOneSeries) {
 
 TEST(Dispatcher, RecordWithoutTimeUsesNow) {
   Fixture f;
-  KernelLogDispatcher d(f.events, f.metrics, {});
-  d.feed_message(xid_line(79, "0000:3b:00.0"), std::nullopt, kT);
+  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  d.feed_message(gpu_fault("0000:3b:00.0"), std::nullopt, kT);
   EXPECT_EQ(f.events.query("", TimePoint{}, TimePoint::max())->front().time,
             std::chrono::time_point_cast<std::chrono::seconds>(kT));
 }
 
-// NVML's Xid is built directly (no kernel text rendered and parsed back) and carries the same
-// meaning, message and fields as the kernel line of the same Xid, so the two dedupe.
-TEST(Dispatcher, NvmlXidIsTheKernelLinesEventWithSourceAndUuid) {
-  const auto kernel = match_message(xid_line(48, "0000:3b:00.0"));
-  ASSERT_EQ(kernel.size(), 1u);
-  Match n = nvml_xid_match(48, "00000000:3B:00.0", "GPU-x");
-  EXPECT_EQ(n.message, kernel[0].message);
-  EXPECT_EQ(n.type, kernel[0].type);
-  nlohmann::json without = n.extra_info;
-  without.erase("source");
-  without.erase("gpu_uuid");
-  nlohmann::json kernel_extra = kernel[0].extra_info;
-  kernel_extra.erase("log_line");
-  EXPECT_EQ(without, kernel_extra);
-  EXPECT_FALSE(n.extra_info.contains("log_line"));
+// A match made elsewhere (NVML's event stream) goes through the same dedup and counters; one that
+// names its GPU keeps that UUID and a label of its own.
+TEST(Dispatcher, DispatchedMatchIsDedupedWithTheLinesAndCounted) {
   Fixture f;
-  KernelLogDispatcher d(f.events, f.metrics, {});
-  EXPECT_EQ(d.feed_message(xid_line(48, "0000:3b:00.0"), kT), 1);
-  EXPECT_EQ(d.dispatch(n, kT), 0)
-      << "the NVML event of the same Xid in the same minute is a repeat";
-  Match m = nvml_xid_match(79, "0000:3b:00.0", "GPU-x");
-  EXPECT_EQ(m.component, kComponentXid);
-  EXPECT_EQ(m.type, EventType::kFatal);
-  EXPECT_EQ(m.extra_info["source"], "nvml");
-  EXPECT_EQ(m.extra_info["gpu_uuid"], "GPU-x");
-  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:3b:00.0");
-  EXPECT_EQ(m.extra_info["xid"], 79);
+  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 1);
+  Match again;
+  again.component = "gpu-faults";
+  again.name = "gpu_fault";
+  again.type = EventType::kFatal;
+  again.message = "GPU fault on 0000:3b:00.0";
+  again.extra_info = {{"pci_bus_id", "0000:3b:00.0"}, {"gpu_uuid", "GPU-x"}};
+  EXPECT_EQ(d.dispatch(again, kT), 0) << "the same event in the same minute is a repeat";
+  again.message = "GPU fault on 0000:3b:00.0 again";
+  EXPECT_EQ(d.dispatch(again, kT), 1);
+  EXPECT_NE(f.metrics.prometheus_text().find("pci_bus_id=\"0000:3b:00.0\",uuid=\"GPU-x\"} 1"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ struct ReadOptions {
   // Lines longer than this are cut (the message is capped at kMaxMessageBytes anyway).
   size_t max_line_bytes = 1 << 20;
   // When set, lines it rejects (given raw, prefix and all) are neither parsed nor delivered: a
-  // cheap prefilter saves the parse of the ~all lines no matcher wants.
+  // cheap prefilter saves the parse of the ~all lines no rule wants.
   std::function<bool(std::string_view raw_line)> want_line;
 };
 

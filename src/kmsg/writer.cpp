@@ -8,7 +8,7 @@
 
 #include "catalog/sxid_catalog.h"
 #include "catalog/xid_catalog.h"
-#include "kmsg/matchers.h"
+#include "core/pci_address.h"
 
 namespace gpud::kmsg {
 

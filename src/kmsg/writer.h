@@ -1,5 +1,5 @@
 // Writes lines into the kernel log (/dev/kmsg) for fault injection, and renders the kernel's own
-// text for NVIDIA faults so the matchers see exactly what a real fault prints.
+// text for NVIDIA faults so the kernel-log rules see exactly what a real fault prints.
 #pragma once
 
 #include <string>

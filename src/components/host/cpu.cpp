@@ -98,4 +98,19 @@ CheckResult CpuComponent::check() {
   return r;
 }
 
+kmsg::ComponentRules cpu_kernel_log_rules() {
+  kmsg::ComponentRules r;
+  r.component = "cpu";
+  r.lines = {
+      kmsg::pattern_rule({{"blocked for more than"}}, "cpu_blocked_too_long",
+                         R"((?:INFO: )?task (\S+:\d+) .*blocked for more than \d+ seconds)",
+                         "CPU task blocked for more than 120 seconds ({})", "task"),
+      kmsg::pattern_rule({{"soft lockup", "lockup"}}, "cpu_soft_lockup",
+                         R"(soft lockup - CPU#\d+ stuck for \d+s! \[([^:]+:\d+)\])",
+                         "CPU soft lockup detected, not reporting for potentially too long ({})",
+                         "task"),
+  };
+  return r;
+}
+
 }  // namespace gpud::components

@@ -10,8 +10,12 @@
 #include "host/host_fs.h"
 #include "host/loadavg.h"
 #include "host/proc_stat.h"
+#include "kmsg/rules.h"
 
 namespace gpud::components {
+
+// Hung tasks ("blocked for more than N seconds") and soft lockups in the kernel log.
+kmsg::ComponentRules cpu_kernel_log_rules();
 
 struct CpuSnapshot {
   int logical_cores = 0;               // 0: unknown (no cpuN lines)

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "components/kernel_log_test_util.h"
+
 namespace gpud::components {
 namespace {
 
@@ -122,6 +124,19 @@ TEST(CpuComponent, MissingProcStatIsUnhealthy) {
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   EXPECT_NE(r.states[0].error.find("/proc/stat"), std::string::npos);
+}
+
+TEST(CpuKernelLogRule, HungTaskAndSoftLockup) {
+  auto m = match_one(cpu_kernel_log_rules(),
+                     "INFO: task kworker/u8:2:1234 blocked for more than 120 seconds.");
+  EXPECT_EQ(m.component, "cpu");
+  EXPECT_EQ(m.name, "cpu_blocked_too_long");
+  EXPECT_EQ(m.extra_info["task"], "kworker/u8:2:1234");
+  m = match_one(cpu_kernel_log_rules(),
+                "watchdog: BUG: soft lockup - CPU#12 stuck for 23s! [python3:4567]");
+  EXPECT_EQ(m.name, "cpu_soft_lockup");
+  EXPECT_EQ(m.extra_info["task"], "python3:4567");
+  EXPECT_TRUE(match_lines(cpu_kernel_log_rules(), {"task foo blocked for a while"}).empty());
 }
 
 }  // namespace

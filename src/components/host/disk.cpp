@@ -222,4 +222,35 @@ CheckResult DiskComponent::check() {
   return r;
 }
 
+kmsg::ComponentRules disk_kernel_log_rules() {
+  kmsg::ComponentRules r;
+  r.component = "disk";
+  r.lines = {
+      kmsg::pattern_rule({{"Disk failure on"}}, "raid_array_failure",
+                         R"(md/raid.*: Disk failure on (\S+) detected, failing array)",
+                         "RAID array has a disk failure ({})", "device"),
+      kmsg::pattern_rule({{"filesystem read-only", "read-o"}}, "filesystem_read_only",
+                         R"(^(?:.*?\(([^)]+)\): )?.*Remounting filesystem read-only)",
+                         "filesystem remounted as read-only", "device"),
+      kmsg::pattern_rule({{"available path", "e path"}}, "nvme_path_failure",
+                         R"(block (nvme\S*): no available path - failing I/O)",
+                         "NVMe path failure detected ({})", "device"),
+      kmsg::pattern_rule({{"reset controller", "contro"}}, "nvme_controller_timeout",
+                         R"(nvme (nvme[0-9]+): I/O .* timeout, reset controller)",
+                         "NVMe controller timeout ({})", "device"),
+      kmsg::pattern_rule({{"after reset failure", "reset "}}, "nvme_device_disabled",
+                         R"(nvme (nvme[0-9]+): Disabling device after reset failure)",
+                         "NVMe device disabled after reset failure ({})", "device"),
+      kmsg::pattern_rule({{"beyond end of device"}}, "beyond_end_of_device",
+                         R"(attempt to access beyond end of device)",
+                         "I/O attempted beyond end of device"),
+      kmsg::pattern_rule({{"Buffer I/O error"}}, "buffer_io_error",
+                         R"(Buffer I/O error on dev ([^ ,]+), logical block [0-9]+)",
+                         "buffer I/O error on device ({})", "device"),
+      kmsg::pattern_rule({{"writing superblock", "superb"}}, "superblock_write_error",
+                         R"(I/O error while writing superblock)", "superblock write error"),
+  };
+  return r;
+}
+
 }  // namespace gpud::components

@@ -13,8 +13,13 @@
 #include "core/component.h"
 #include "host/fs_usage.h"
 #include "host/host_fs.h"
+#include "kmsg/rules.h"
 
 namespace gpud::components {
+
+// RAID, read-only remounts, NVMe path/timeout/disable, buffer I/O and superblock errors in the
+// kernel log.
+kmsg::ComponentRules disk_kernel_log_rules();
 
 // "/" with less than this available to unprivileged users is Degraded (GPUd's threshold).
 inline constexpr uint64_t kRootMinAvailableBytes = 500ULL << 20;

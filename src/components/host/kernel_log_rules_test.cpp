@@ -5,6 +5,7 @@
 #include "components/host/nfs.h"
 #include "components/host/pci.h"
 #include "components/kernel_log_support.h"
+#include "components/kernel_log_test_util.h"
 
 namespace gpud::components {
 namespace {
@@ -111,6 +112,66 @@ TEST(KernelLogEvents, SummaryCountsByName) {
   EXPECT_EQ(r.health(), Health::kHealthy);
   EXPECT_NE(r.states[0].reason.find("victim python3"), std::string::npos);
   EXPECT_TRUE(r.states[0].extra_info.contains("kernel_log_events"));
+}
+
+TEST(DiskKernelLogRule, AllFamilies) {
+  struct Case {
+    const char* line;
+    const char* name;
+  } cases[] = {
+      {"md/raid1:md0: Disk failure on sdb1, disabling device.", nullptr},
+      {"md/raid10:md127: Disk failure on nvme1n1 detected, failing array", "raid_array_failure"},
+      {"EXT4-fs (nvme0n1p2): Remounting filesystem read-only", "filesystem_read_only"},
+      {"block nvme0n1: no available path - failing I/O", "nvme_path_failure"},
+      {"nvme nvme0: I/O 123 QID 4 timeout, reset controller", "nvme_controller_timeout"},
+      {"nvme nvme1: Disabling device after reset failure: -19", "nvme_device_disabled"},
+      {"attempt to access beyond end of device", "beyond_end_of_device"},
+      {"Buffer I/O error on dev nvme0n1p1, logical block 0, async page read", "buffer_io_error"},
+      {"EXT4-fs error (device sda1): I/O error while writing superblock", "superblock_write_error"},
+  };
+  for (const auto& c : cases) {
+    auto v = match_lines(disk_kernel_log_rules(), {c.line});
+    if (c.name == nullptr) {
+      EXPECT_TRUE(v.empty()) << c.line;
+      continue;
+    }
+    ASSERT_EQ(v.size(), 1u) << c.line;
+    EXPECT_EQ(v[0].component, "disk");
+    EXPECT_EQ(v[0].name, c.name);
+  }
+  EXPECT_EQ(
+      match_one(disk_kernel_log_rules(), "EXT4-fs (nvme0n1p2): Remounting filesystem read-only")
+          .extra_info["device"],
+      "nvme0n1p2");
+}
+
+TEST(NfsKernelLogRule, All) {
+  EXPECT_EQ(
+      match_one(nfs_kernel_log_rules(), "nfs: server 10.0.0.5 not responding, still trying").name,
+      "nfs_server_not_responding");
+  EXPECT_EQ(match_one(nfs_kernel_log_rules(), "nfs: server 10.0.0.5 OK").name, "nfs_server_ok");
+  EXPECT_EQ(
+      match_one(nfs_kernel_log_rules(), "NFS: nfs4_reclaim_open_state: Lock reclaim failed!").name,
+      "nfs_lock_reclaim_failed");
+  EXPECT_EQ(match_one(nfs_kernel_log_rules(), " nfs_wb_all+0x5c/0x120 [nfs]").name,
+            "nfs_writeback_hang");
+  EXPECT_TRUE(match_lines(nfs_kernel_log_rules(), {"xnfs_wb_all+0x5c"}).empty());
+}
+
+TEST(PciKernelLogRule, SeverityAndDevice) {
+  auto m = match_one(pci_kernel_log_rules(),
+                     "pcieport 0000:00:03.1: AER: Corrected error received: 0000:3b:00.0");
+  EXPECT_EQ(m.component, "pci");
+  EXPECT_EQ(m.type, EventType::kWarning);
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:3b:00.0");
+  m = match_one(pci_kernel_log_rules(),
+                "pcieport 0000:80:01.1: AER: Uncorrected (Non-Fatal) error received: 0000:86:00.0");
+  EXPECT_EQ(m.type, EventType::kCritical);
+  m = match_one(
+      pci_kernel_log_rules(),
+      "pcieport 0000:80:01.1: AER: Uncorrectable (Fatal) error message received from 0000:86:00.0");
+  EXPECT_EQ(m.type, EventType::kFatal);
+  EXPECT_TRUE(match_lines(pci_kernel_log_rules(), {"AER: enabled with IRQ 24"}).empty());
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 #include "components/host/memory.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include "components/kernel_log_support.h"
 #include "core/log.h"
 #include "host/bytes.h"
+#include "kmsg/parser.h"
 
 namespace gpud::components {
 
@@ -85,6 +87,70 @@ CheckResult MemoryComponent::check() {
   append_event_summary(
       r, component_events(ctx(), name(),
                           lookback_start(ctx(), std::chrono::seconds(0), Clock::now())));
+  return r;
+}
+
+namespace {
+
+// "invoked oom-killer", then the victim: "oom-kill:...task_memcg=...,task=...,pid=..." or the
+// older "[Task in X killed as a result of limit of Y]" and "Kill(ed) process N (comm)".
+class OomReport : public kmsg::LineSequence {
+ public:
+  std::optional<kmsg::Match> feed(std::string_view s) override {
+    if (kmsg::contains(s, "invoked oom-killer")) {
+      pending_ = true;
+      task_memcg_.clear();
+      return std::nullopt;
+    }
+    if (!pending_) return std::nullopt;
+    static const RE2 kOomKill(R"(oom-kill:.*?task_memcg=([^,]*),task=([^,]+),pid=(\d+))");
+    static const RE2 kOomMemcg(R"(oom_memcg=([^,]*))");
+    static const RE2 kTaskIn(R"(Task in (.*) killed as a result of limit of (.*))");
+    static const RE2 kKilled(R"(Kill(?:ed)? process (\d+) \(([^)]*)\))");
+    const re2::StringPiece in(s.data(), s.size());
+    std::string oom_memcg, task_memcg, name, memcg, limit;
+    long long pid = 0;
+    bool victim = false;
+    bool cgroup = false;
+    if (kmsg::contains(s, "oom-kill:") &&
+        RE2::PartialMatch(in, kOomKill, &task_memcg, &name, &pid)) {
+      victim = true;
+      (void)RE2::PartialMatch(in, kOomMemcg, &oom_memcg);
+      cgroup = !oom_memcg.empty() && oom_memcg != "/";
+    } else if (kmsg::contains(s, "killed as a result of limit") &&
+               RE2::PartialMatch(in, kTaskIn, &memcg, &limit)) {
+      task_memcg_ = memcg;
+    } else if (kmsg::contains(s, "ill") && RE2::PartialMatch(in, kKilled, &pid, &name)) {
+      victim = true;
+      cgroup = !task_memcg_.empty() && task_memcg_ != "/";
+      task_memcg = task_memcg_;
+    }
+    if (!victim) return std::nullopt;
+    pending_ = false;
+    kmsg::Match m;
+    m.name = "OOM";
+    m.message = kmsg::sanitize_utf8(std::string(cgroup ? "OOM encountered" : "System OOM encountered") +
+                              ", victim process: " + name + ", pid: " + std::to_string(pid));
+    m.extra_info = {{"victim_process", kmsg::sanitize_utf8(name)},
+                    {"pid", pid},
+                    {"log_line", kmsg::log_line_excerpt(s)}};
+    if (!task_memcg.empty()) m.extra_info["task_memcg"] = kmsg::sanitize_utf8(task_memcg);
+    if (!oom_memcg.empty()) m.extra_info["oom_memcg"] = kmsg::sanitize_utf8(oom_memcg);
+    return m;
+  }
+  bool pending() const override { return pending_; }
+
+ private:
+  bool pending_ = false;
+  std::string task_memcg_;  // legacy "Task in X killed as a result of limit"
+};
+
+}  // namespace
+
+kmsg::ComponentRules memory_kernel_log_rules() {
+  kmsg::ComponentRules r;
+  r.component = "memory";
+  r.sequences.push_back({{{"oom-killer"}}, [] { return std::make_unique<OomReport>(); }});
   return r;
 }
 

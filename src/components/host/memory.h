@@ -7,8 +7,12 @@
 #include "core/component.h"
 #include "host/host_fs.h"
 #include "host/meminfo.h"
+#include "kmsg/rules.h"
 
 namespace gpud::components {
+
+// The OOM killer's report in the kernel log ("invoked oom-killer", then the victim's line).
+kmsg::ComponentRules memory_kernel_log_rules();
 
 using MemorySnapshot = host::MemInfo;
 

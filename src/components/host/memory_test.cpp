@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "components/kernel_log_test_util.h"
+
 namespace gpud::components {
 namespace {
 
@@ -80,6 +82,30 @@ TEST(MemoryComponent, MissingMeminfoIsUnhealthy) {
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   EXPECT_NE(r.states[0].error.find("meminfo"), std::string::npos);
+}
+
+TEST(MemoryKernelLogRule, ModernAndLegacySequences) {
+  auto v = match_lines(memory_kernel_log_rules(),
+                       {"python3 invoked oom-killer: gfp_mask=0x140cca, order=0", "Mem-Info:",
+                        "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/"
+                        ",mems_allowed=0,global_oom,task_memcg=/user.slice,task=python3,pid=98765,"
+                        "uid=1000",
+                        "Out of memory: Killed process 98765 (python3) total-vm:1kB"});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].component, "memory");
+  EXPECT_EQ(v[0].name, "OOM");
+  EXPECT_EQ(v[0].message, "System OOM encountered, victim process: python3, pid: 98765");
+  EXPECT_EQ(v[0].extra_info["pid"], 98765);
+
+  v = match_lines(memory_kernel_log_rules(),
+                  {"java invoked oom-killer: gfp_mask=0x14000c0",
+                   "Task in /kubepods/pod1 killed as a result of limit of /kubepods/pod1",
+                   "Memory cgroup out of memory: Killed process 4242 (java) total-vm:1kB"});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].message, "OOM encountered, victim process: java, pid: 4242");
+  EXPECT_EQ(v[0].extra_info["task_memcg"], "/kubepods/pod1");
+  EXPECT_TRUE(match_lines(memory_kernel_log_rules(), {"Killed process 1 (x)"}).empty())
+      << "no start line";
 }
 
 }  // namespace

@@ -58,4 +58,28 @@ CheckResult NfsComponent::check() {
   return single_state(name(), v.health, v.reason, v.actions, {}, now);
 }
 
+kmsg::ComponentRules nfs_kernel_log_rules() {
+  kmsg::ComponentRules r;
+  r.component = "nfs";
+  r.lines = {
+      kmsg::pattern_rule({{"nfs: server"}}, "nfs_server_not_responding",
+                         R"(nfs: server ([^ ]+) not responding)", "NFS server {} not responding",
+                         "server"),
+      kmsg::pattern_rule({{"nfs: server"}}, "nfs_server_ok", R"(nfs: server ([^ ]+) OK)",
+                         "NFS server {} OK", "server"),
+      kmsg::pattern_rule({{"Lock reclaim failed", "reclai"}}, "nfs_lock_reclaim_failed",
+                         R"(nfs4_reclaim_open_state: Lock reclaim failed)",
+                         "NFS lock reclaim failed"),
+      kmsg::pattern_rule(
+          {{"nfs_lock_and_join_requests+"},
+           {"nfs_wb_all+"},
+           {"nfs_page_async_flush+"},
+           {"nfs_writepages_callback+"}},
+          "nfs_writeback_hang",
+          R"((?:^|\s)(nfs_lock_and_join_requests|nfs_wb_all|nfs_page_async_flush|nfs_writepages_callback)\+0x[0-9a-f]+)",
+          "NFS writeback hang suspected ({})", "function"),
+  };
+  return r;
+}
+
 }  // namespace gpud::components

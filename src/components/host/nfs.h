@@ -8,8 +8,13 @@
 
 #include "components/kernel_log_support.h"
 #include "core/component.h"
+#include "kmsg/rules.h"
 
 namespace gpud::components {
+
+// NFS servers not responding and back, lock reclaim failures and writeback hangs (stack frames of
+// NFS writeback functions) in the kernel log.
+kmsg::ComponentRules nfs_kernel_log_rules();
 
 // GPUd's hang rule over 3 days of events: a lock-reclaim failure, a server still not responding
 // (no later "OK"), or >= 2 writeback stack hints, counting only events after the newest reboot;

@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 
 #include "components/kernel_log_support.h"
 #include "core/log.h"
 #include "core/time_util.h"
+#include "kmsg/parser.h"
 
 namespace gpud::components {
 namespace {
@@ -309,6 +311,52 @@ Result<void> OsComponent::set_healthy() {
     if (auto r = log->insert(e); !r) return r.error();
   }
   return {};
+}
+
+namespace {
+
+// "Kernel panic", then "CPU: 3 PID: 1234 Comm: bash" within 10 lines.
+class KernelPanic : public kmsg::LineSequence {
+ public:
+  std::optional<kmsg::Match> feed(std::string_view s) override {
+    if (kmsg::contains(s, "Kernel panic") || kmsg::contains(s, "Kernel Panic")) {
+      lines_left_ = 10;
+      return std::nullopt;
+    }
+    if (lines_left_ == 0) return std::nullopt;
+    --lines_left_;
+    static const RE2 kCpu(R"(CPU: (\d+) PID: (\d+) Comm: (\S+))");
+    int cpu = 0;
+    long long pid = 0;
+    std::string comm;
+    if (!kmsg::contains(s, "Comm: ") ||
+        !RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kCpu, &cpu, &pid, &comm))
+      return std::nullopt;
+    lines_left_ = 0;
+    kmsg::Match m;
+    m.name = "kernel_panic";
+    m.message = kmsg::sanitize_utf8("Kernel panic detected - CPU: " + std::to_string(cpu) +
+                              ", PID: " + std::to_string(pid) + ", Process: " + comm);
+    m.extra_info = {{"cpu", cpu}, {"pid", pid}, {"process", kmsg::sanitize_utf8(comm)}};
+    return m;
+  }
+  bool pending() const override { return lines_left_ > 0; }
+
+ private:
+  int lines_left_ = 0;
+};
+
+}  // namespace
+
+kmsg::ComponentRules os_kernel_log_rules() {
+  kmsg::ComponentRules r;
+  r.component = std::string(kName);
+  r.lines = {kmsg::pattern_rule({{"file-max limit"}}, "vfs_file_max_limit_reached",
+                                R"(VFS: file-max limit (\d+) reached)",
+                                "VFS file-max limit reached", "file_max")};
+  r.sequences.push_back({{{"Kernel panic", "l pani"}, {"Kernel Panic", "l Pani"}},
+                         [] { return std::make_unique<KernelPanic>(); }});
+  return r;
 }
 
 }  // namespace gpud::components

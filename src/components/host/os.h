@@ -16,8 +16,13 @@
 #include "host/host_fs.h"
 #include "host/os_info.h"
 #include "host/processes.h"
+#include "kmsg/rules.h"
 
 namespace gpud::components {
+
+// Kernel panics (with the CPU line that follows within ten lines) and the VFS file-max limit in the
+// kernel log.
+kmsg::ComponentRules os_kernel_log_rules();
 
 struct OsThresholds {
   int64_t zombies_degraded = 1000;

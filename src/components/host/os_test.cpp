@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "components/kernel_log_test_util.h"
 #include "core/time_util.h"
 #include "testing/memory_event_log.h"
 
@@ -304,6 +305,28 @@ TEST(OsComponent, SmokeOnThisMachineHasShape) {
   auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
   EXPECT_GT(data["processes"].get<int64_t>(), 0);
   EXPECT_FALSE(data["kernel_version"].get<std::string>().empty());
+}
+
+TEST(OsKernelLogRule, PanicNeedsCpuLineWithinTenLines) {
+  auto v =
+      match_lines(os_kernel_log_rules(), {"Kernel panic - not syncing: sysrq triggered crash",
+                                          "CPU: 7 PID: 31337 Comm: bash Tainted: G OE 5.15.0"});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].component, "os");
+  EXPECT_EQ(v[0].name, "kernel_panic");
+  EXPECT_EQ(v[0].message, "Kernel panic detected - CPU: 7, PID: 31337, Process: bash");
+  EXPECT_EQ(v[0].extra_info["cpu"], 7);
+  EXPECT_EQ(v[0].extra_info["pid"], 31337);
+  EXPECT_EQ(
+      match_lines(os_kernel_log_rules(),
+                  {"Kernel panic - not syncing: Fatal exception", "Call Trace:", "Call Trace:",
+                   "Call Trace:", "Call Trace:", "Call Trace:", "Call Trace:", "Call Trace:",
+                   "Call Trace:", "Call Trace:", "Call Trace:", "CPU: 1 PID: 2 Comm: x"})
+          .size(),
+      0u);
+  auto m = match_one(os_kernel_log_rules(), "VFS: file-max limit 1000000 reached");
+  EXPECT_EQ(m.name, "vfs_file_max_limit_reached");
+  EXPECT_EQ(m.extra_info["file_max"], "1000000");
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 #include "components/host/pci.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 
 #include "components/kernel_log_support.h"
+#include "core/pci_address.h"
 
 namespace gpud::components {
 
@@ -53,6 +55,48 @@ CheckResult PciComponent::check() {
   auto reboots = ctx().scan_mode ? std::vector<TimePoint>{} : reboot_times(ctx().events, since);
   KernelLogVerdict v = evaluate_pci(events, reboots);
   return single_state(name(), v.health, v.reason, v.actions, {}, now);
+}
+
+namespace {
+
+std::optional<kmsg::Match> match_aer(std::string_view s) {
+  static const RE2 kRe(
+      R"(AER: (?:Multiple )?(Corrected|Correctable|Uncorrected \(Non-Fatal\)|Uncorrectable \(Non-Fatal\)|Uncorrected \(Fatal\)|Uncorrectable \(Fatal\)) error (?:message )?received(?: from)?:? (?:id=)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]|[0-9a-fA-F]{4}))");
+  const re2::StringPiece in(s.data(), s.size());
+  std::string sev, dev;
+  if (!RE2::PartialMatch(in, kRe, &sev, &dev)) return std::nullopt;
+  kmsg::Match m;
+  m.type = EventType::kWarning;
+  m.name = "pcie_aer_corrected";
+  std::string what = "corrected";
+  if (kmsg::contains(sev, "Fatal)") && !kmsg::contains(sev, "Non-Fatal")) {
+    m.type = EventType::kFatal, m.name = "pcie_aer_uncorrected_fatal", what = "uncorrected fatal";
+  } else if (kmsg::contains(sev, "Non-Fatal")) {
+    m.type = EventType::kCritical, m.name = "pcie_aer_uncorrected_nonfatal";
+    what = "uncorrected non-fatal";
+  }
+  m.extra_info = {{"severity", sev}, {"log_line", kmsg::log_line_excerpt(s)}};
+  if (dev.find(':') != std::string::npos) {
+    dev = normalize_pci_bus_id(dev);
+    m.extra_info["pci_bus_id"] = dev;
+  } else {
+    m.extra_info["requester_id"] = dev;
+  }
+  static const RE2 kPort(R"(([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): AER:)");
+  std::string port;
+  if (RE2::PartialMatch(in, kPort, &port))
+    m.extra_info["reporting_port"] = normalize_pci_bus_id(port);
+  m.message = "PCIe AER " + what + " error on " + dev;
+  return m;
+}
+
+}  // namespace
+
+kmsg::ComponentRules pci_kernel_log_rules() {
+  kmsg::ComponentRules r;
+  r.component = "pci";
+  r.lines.push_back({{{"AER: Corr"}, {"AER: Unco"}, {"AER: Mult"}}, match_aer});
+  return r;
 }
 
 }  // namespace gpud::components

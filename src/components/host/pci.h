@@ -6,8 +6,12 @@
 
 #include "components/host/nfs.h"
 #include "core/component.h"
+#include "kmsg/rules.h"
 
 namespace gpud::components {
+
+// PCIe AER corrected, non-fatal and fatal errors in the kernel log.
+kmsg::ComponentRules pci_kernel_log_rules();
 
 // Uncorrected fatal AER errors after the newest reboot -> Unhealthy (REBOOT_SYSTEM: the link stays
 // down until reset), non-fatal -> Degraded; corrected errors are listed but Healthy.

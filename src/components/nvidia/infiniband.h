@@ -6,6 +6,10 @@
 
 namespace gpud::components {
 
+// MLX5 adapters in the kernel log: insufficient PCIe slot power, an overheated port module, a
+// failed ACCESS_REG command.
+kmsg::ComponentRules infiniband_kernel_log_rules();
+
 class InfinibandComponent : public KernelLogEventsComponent {
  public:
   explicit InfinibandComponent(const ComponentContext& ctx)

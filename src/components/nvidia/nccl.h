@@ -5,6 +5,9 @@
 
 namespace gpud::components {
 
+// Segfaults in libnccl.so in the kernel log.
+kmsg::ComponentRules nccl_kernel_log_rules();
+
 class NcclComponent : public KernelLogEventsComponent {
  public:
   explicit NcclComponent(const ComponentContext& ctx)

@@ -197,4 +197,20 @@ CheckResult NvlinkComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   return evaluate_nvlink(snapshot, config().nvlink_expected_gpus_all_links, failures);
 }
 
+kmsg::ComponentRules nvlink_kernel_log_rules() {
+  kmsg::ComponentRules r;
+  r.component = "accelerator-nvidia-nvlink";
+  r.lines = {
+      kmsg::pattern_rule(
+          {{"Rx Detect Link mask", "Detect"}}, "nvlink_post_rx_detect_failure",
+          R"(NVRM: knvlinkUpdatePostRxDetectLinkMask_[A-Za-z0-9_]+: Failed to update Rx Detect Link mask!)",
+          "NVIDIA driver failed to update an NVLink post-RX-detection link mask"),
+      kmsg::pattern_rule(
+          {{"postRxDetLinkMask"}}, "nvlink_post_rx_detect_failure",
+          R"(NVRM: knvlinkDiscoverPostRxDetLinks_[A-Za-z0-9_]+: Getting peer[0-9]+(?:'s)? postRxDetLinkMask failed!)",
+          "NVIDIA driver failed to update an NVLink post-RX-detection link mask"),
+  };
+  return r;
+}
+
 }  // namespace gpud::components

@@ -4,8 +4,12 @@
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
+#include "kmsg/rules.h"
 
 namespace gpud::components {
+
+// The NVIDIA driver's failures to update an NVLink post-RX-detection link mask, in the kernel log.
+kmsg::ComponentRules nvlink_kernel_log_rules();
 
 inline constexpr std::string_view kNvlinkName = "accelerator-nvidia-nvlink";
 inline constexpr std::string_view kNvlinkPostRxDetectEvent = "nvlink_post_rx_detect_failure";

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "components/kernel_log_test_util.h"
 #include "components/nvidia/test_snapshot.h"
 
 namespace gpud::components {
@@ -98,6 +99,21 @@ TEST(Nvlink, PostRxDetectFailureNeedsReboot) {
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   ASSERT_TRUE(r.states[0].suggested_actions);
   EXPECT_EQ(r.states[0].suggested_actions->repair_actions[0], RepairAction::kRebootSystem);
+}
+
+TEST(NvlinkKernelLogRule, PostRxDetectFailures) {
+  auto m =
+      match_one(nvlink_kernel_log_rules(),
+                "NVRM: knvlinkUpdatePostRxDetectLinkMask_IMPL: Failed to update Rx Detect Link "
+                "mask!");
+  EXPECT_EQ(m.component, "accelerator-nvidia-nvlink");
+  EXPECT_EQ(m.name, "nvlink_post_rx_detect_failure");
+  EXPECT_EQ(
+      match_one(nvlink_kernel_log_rules(),
+                "NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask "
+                "failed!")
+          .name,
+      "nvlink_post_rx_detect_failure");
 }
 
 }  // namespace

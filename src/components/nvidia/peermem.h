@@ -5,6 +5,9 @@
 
 namespace gpud::components {
 
+// "ERROR detected invalid context" of nvidia-peermem in the kernel log.
+kmsg::ComponentRules peermem_kernel_log_rules();
+
 class PeermemComponent : public KernelLogEventsComponent {
  public:
   explicit PeermemComponent(const ComponentContext& ctx)

@@ -8,6 +8,10 @@
 
 namespace gpud::components {
 
+// The SXid rule of the kernel log ("nvidia-nvswitchN: SXid (PCI:...): code, ..."); stored SXids
+// are counted per switch, code and type (accelerator_nvidia_sxid_errors_total).
+kmsg::ComponentRules sxid_kernel_log_rules();
+
 class SxidComponent : public Component {
  public:
   explicit SxidComponent(const ComponentContext& ctx);

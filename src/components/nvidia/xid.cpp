@@ -1,6 +1,7 @@
 #include "components/nvidia/xid.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 #include <cctype>
@@ -9,6 +10,9 @@
 #include "components/kernel_log_support.h"
 #include "components/nvidia/nvidia_component.h"
 #include "core/log.h"
+#include "core/parse_number.h"
+#include "core/pci_address.h"
+#include "kmsg/parser.h"
 #include "nvml/source.h"
 
 namespace gpud::components {
@@ -113,6 +117,197 @@ CheckResult XidComponent::check() {
   auto reboots = ctx().scan_mode ? std::vector<TimePoint>{} : reboot_times(ctx().events, since);
   ErrorVerdict v = evaluate_xid(events, reboots, thresholds_, row_remapping());
   return error_check_result(kXidComponent, v, "XIDComponent", events, now);
+}
+
+// ---- kernel-log rules ------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::string_view kXidErrorsTotal = "accelerator_nvidia_xid_errors_total";
+// The code of the latest Xid recorded per GPU (dcgm-exporter's DCGM_FI_DEV_XID_ERRORS is this
+// value; PromQL cannot turn the counter's xid label into one).
+constexpr std::string_view kXidLastCode = "accelerator_nvidia_xid_last_code";
+
+nlohmann::json actions_json(const std::vector<RepairAction>& acts) {
+  auto a = nlohmann::json::array();
+  for (auto r : acts) a.push_back(std::string(to_string(r)));
+  return a;
+}
+
+// "PCI:0000:3b:00" as the kernel prints it (no function).
+std::string device_id(const std::string& bdf) {
+  std::string d = bdf;
+  if (d.size() > 2 && d[d.size() - 2] == '.') d.resize(d.size() - 2);
+  return "PCI:" + d;
+}
+
+std::optional<kmsg::Match> match_xid_line(std::string_view s) {
+  using kmsg::contains;
+  const re2::StringPiece in(s.data(), s.size());
+  if (contains(s, "Xid (")) {
+    static const RE2 kNvlink(
+        R"(NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+)(?:, pid=(?:\d+|'<unknown>'), name=[^,]+)?, )"
+        R"(([A-Z_]+(?:/[A-Z_]+)?)\s+(Nonfatal|Fatal)\s+XC[01]\s+i\d+\s+Link\s+(-?\d+)\s+)"
+        R"(\((0x[0-9a-fA-F]+)\s+(0x[0-9a-fA-F]+))");
+    std::string pci, unit, sev, intr, status;
+    int code = 0, link = 0;
+    // An NVLink field wider than 32 bits cannot be decoded: the line is still an Xid (below), with
+    // the fields marked invalid.
+    bool nvlink_fields_invalid = false;
+    if (RE2::PartialMatch(in, kNvlink, &pci, &code, &unit, &sev, &link, &intr, &status)) {
+      const auto intrinfo = parse_integer<uint32_t>(intr, 16);
+      const auto err = parse_integer<uint32_t>(status, 16);
+      if (intrinfo && err) {
+        const auto nv = catalog::decode_nvlink(code, unit, *intrinfo, *err, sev == "Fatal");
+        nlohmann::json extra = {{"unit", unit},
+                                {"log_severity", sev},
+                                {"link", link},
+                                {"intrinfo", *intrinfo},
+                                {"error_status", *err}};
+        return xid_match(code, pci, s, nv, std::move(extra));
+      }
+      nvlink_fields_invalid = true;
+    }
+    static const RE2 kStd(R"(NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)((?: [^)]*)?)\):\s*(\d+))");
+    std::string rest;
+    if (RE2::PartialMatch(in, kStd, &pci, &rest, &code)) {
+      nlohmann::json extra = nlohmann::json::object();
+      if (nvlink_fields_invalid) extra["nvlink_fields_invalid"] = true;
+      static const RE2 kGi(R"(GPU-I:(\d+))");
+      int gi = 0;
+      if (!rest.empty() && RE2::PartialMatch(rest, kGi, &gi)) extra["gpu_instance"] = gi;
+      static const RE2 kPid(R"(, pid=('<unknown>'|\d+), name=([^,]*),)");
+      std::string pid, name;
+      if (RE2::PartialMatch(in, kPid, &pid, &name)) {
+        if (pid.front() != '\'') {
+          // A pid that does not fit is kept out of the event and marked, not trusted.
+          if (auto v = parse_integer<int64_t>(pid))
+            extra["pid"] = *v;
+          else
+            extra["pid_invalid"] = true;
+        }
+        if (name != "<unknown>") extra["process_name"] = kmsg::sanitize_utf8(name);
+      }
+      return xid_match(code, pci, s, std::nullopt, std::move(extra));
+    }
+  }
+  if (contains(s, "fallen off the bus")) {
+    static const RE2 kSingle(
+        R"(NVRM:\s+GPU ((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.0:\s+GPU has fallen off the bus)");
+    static const RE2 kMulti(
+        R"((?s)NVRM:\s+The NVIDIA GPU ((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.0.*?fallen off the bus and is not responding to commands)");
+    std::string bdf;
+    if (RE2::PartialMatch(in, kSingle, &bdf) || RE2::PartialMatch(in, kMulti, &bdf))
+      return xid_match(79, bdf, s);
+  }
+  return std::nullopt;
+}
+
+// "NVRM: The NVIDIA GPU 0000:3b:00.0" ... up to five lines later "fallen off the bus and is not
+// responding to commands.": Xid 79.
+class FallenOffTheBus : public kmsg::LineSequence {
+ public:
+  std::optional<kmsg::Match> feed(std::string_view s) override {
+    using kmsg::contains;
+    std::optional<kmsg::Match> out;
+    if (lines_left_ > 0) {
+      --lines_left_;
+      if (contains(s, "fallen off the bus and is not responding")) {
+        // A message holding both lines is the single-line rule's.
+        if (!contains(s, "The NVIDIA GPU")) out = xid_match(79, bdf_, s);
+        lines_left_ = 0;
+      }
+    }
+    if (contains(s, "The NVIDIA GPU") && !contains(s, "fallen off the bus")) {
+      static const RE2 kStart(
+          R"(NVRM:\s+The NVIDIA GPU ((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.0)");
+      if (RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kStart, &bdf_)) lines_left_ = 5;
+    }
+    return out;
+  }
+  bool pending() const override { return lines_left_ > 0; }
+
+ private:
+  std::string bdf_;
+  int lines_left_ = 0;
+};
+
+}  // namespace
+
+kmsg::Match xid_match(int code, std::string_view raw_pci, std::string_view line,
+                      const std::optional<catalog::NvlinkDecoded>& nv, nlohmann::json extra) {
+  const auto info = catalog::lookup_xid(code);
+  const std::string bdf = normalize_pci_bus_id(raw_pci);
+  const std::string dev = device_id(bdf);
+  EventType type = info.type;
+  std::vector<RepairAction> actions = info.repair_actions;
+  std::string description = info.description;
+  extra["pci_bus_id"] = bdf;
+  extra["device_id"] = dev;
+  extra["xid"] = code;
+  extra["mnemonic"] = info.mnemonic;
+  extra["known"] = info.known;
+  std::string head = "XID " + std::to_string(code);
+  if (nv) {
+    type = nv->type;
+    actions = {nv->action};
+    if (!nv->description.empty()) description = nv->description;
+    extra["sub_code"] = nv->sub_code;
+    extra["investigatory_hint"] = nv->investigatory_hint;
+    if (nv->rule != nullptr) extra["severity"] = std::string(nv->rule->severity);
+    head += "." + std::to_string(nv->sub_code);
+    head += fmt::format(" (err status 0x{:08x})", extra.value("error_status", 0u));
+  }
+  extra["description"] = description;
+  extra["event_type"] = std::string(to_string(type));
+  extra["repair_actions"] = actions_json(actions);
+  extra["reboot_class"] = !actions.empty() && actions.front() == RepairAction::kRebootSystem;
+  if (!line.empty()) extra["log_line"] = kmsg::log_line_excerpt(line);
+  std::string msg = head;
+  if (!info.mnemonic.empty()) msg += " " + info.mnemonic;
+  msg += " " + description + " detected on GPU " + dev;
+  kmsg::Match m;
+  m.component = std::string(kXidComponent);
+  m.name = "error_xid";
+  m.type = type;
+  m.message = kmsg::sanitize_utf8(msg);
+  m.extra_info = std::move(extra);
+  return m;
+}
+
+kmsg::Match nvml_xid_match(int code, std::string_view pci_bus_id, std::string_view uuid) {
+  kmsg::Match m = xid_match(code, pci_bus_id.empty() ? "0000:00:00.0" : pci_bus_id, "");
+  m.extra_info["source"] = "nvml";
+  if (!uuid.empty()) m.extra_info["gpu_uuid"] = std::string(uuid);
+  return m;
+}
+
+kmsg::ComponentRules xid_kernel_log_rules() {
+  kmsg::ComponentRules r;
+  r.component = std::string(kXidComponent);
+  r.lines.push_back({{{"NVRM: Xid (", " Xid ("}, {"fallen off the bus"}}, match_xid_line});
+  r.sequences.push_back(
+      {{{"The NVIDIA GPU", "IA GPU"}}, [] { return std::make_unique<FallenOffTheBus>(); }});
+  r.describe_metrics = [](MetricRegistry& m) {
+    m.describe(kXidErrorsTotal, "NVIDIA Xid errors recorded, by GPU and code",
+               MetricKind::kCounter);
+    m.describe(kXidLastCode,
+               "Code of the latest NVIDIA Xid error recorded on each GPU since gpud started");
+  };
+  // `type` is the event's own type (the catalog's, or the decoded NVLink Xid 144-150 severity), so
+  // that an alert on fatal Xids needs no list of codes.
+  r.count = [](MetricRegistry& metrics, const kmsg::StoredMatch& s) {
+    if (!s.match.extra_info.contains("xid")) return;
+    const int code = s.match.extra_info.value("xid", 0);
+    const std::string uuid(s.uuid), bus(s.bus_label);
+    metrics.add(kXidComponent, kXidErrorsTotal, 1,
+                {{"uuid", uuid},
+                 {"pci_bus_id", bus},
+                 {"xid", std::to_string(code)},
+                 {"type", std::string(to_string(s.match.type))}});
+    metrics.set(kXidComponent, kXidLastCode, code, {{"uuid", uuid}, {"pci_bus_id", bus}});
+  };
+  return r;
 }
 
 }  // namespace gpud::components

@@ -7,13 +7,31 @@
 #include <string>
 #include <vector>
 
+#include "catalog/nvlink_decode.h"
 #include "core/component.h"
 #include "core/reboot_rules.h"
+#include "kmsg/rules.h"
 
 namespace gpud::components {
 
 inline constexpr std::string_view kXidComponent = "accelerator-nvidia-error-xid";
 inline constexpr std::string_view kSxidComponent = "accelerator-nvidia-error-sxid";
+
+// The Xid rules of the kernel log: "NVRM: Xid (...)" lines and a lost GPU's "fallen off the bus"
+// in its one- and multi-line forms (Xid 79). Stored Xids are counted per GPU, code and type
+// (accelerator_nvidia_xid_errors_total) and the latest code kept
+// (accelerator_nvidia_xid_last_code).
+kmsg::ComponentRules xid_kernel_log_rules();
+
+// The event an Xid becomes wherever it was seen (a kernel line, NVML's event stream): its meaning
+// is looked up in the catalog here, once. `log_line` is the kernel line ("" when NVML reported
+// it); `nvlink` the decoded Xid 144-150 fields when the line carried them.
+kmsg::Match xid_match(int code, std::string_view pci_bus_id, std::string_view log_line,
+                      const std::optional<catalog::NvlinkDecoded>& nvlink = std::nullopt,
+                      nlohmann::json extra = nlohmann::json::object());
+// The event an Xid from NVML's event stream becomes: the kernel line's, with source "nvml" and the
+// GPU's UUID, so the deduper makes the two one event.
+kmsg::Match nvml_xid_match(int code, std::string_view pci_bus_id, std::string_view uuid);
 
 // One stored Xid/SXid event as a replay record; `code_key` is "xid" or "sxid". The reason names
 // the code, mnemonic, description, bus id and UUID.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
+#include "components/kernel_log_test_util.h"
 #include "components/nvidia/nvidia_component.h"
 #include "components/nvidia/sxid.h"
 #include "components/nvidia/test_snapshot.h"
@@ -22,9 +25,140 @@ const TimePoint kT0 = Clock::now() - std::chrono::hours(10);
 TimePoint at(int h) { return kT0 + std::chrono::hours(h); }
 
 Event xid_event(int h, int code, std::string bus = "0000:3b:00.0", std::string uuid = "") {
-  auto ms = kmsg::match_message(kmsg::xid_line(code, bus));
-  EXPECT_FALSE(ms.empty());
-  return kmsg::to_event(ms.front(), at(h), uuid);
+  return kmsg::to_event(match_one(xid_kernel_log_rules(), kmsg::xid_line(code, bus)), at(h), uuid);
+}
+
+kmsg::Match xid(std::string_view line) { return match_one(xid_kernel_log_rules(), line); }
+kmsg::Match sxid(std::string_view line) { return match_one(sxid_kernel_log_rules(), line); }
+
+TEST(XidKernelLogRule, StandardFormsWithPidAndName) {
+  auto m =
+      xid("NVRM: Xid (PCI:0000:3B:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the "
+          "bus.");
+  EXPECT_EQ(m.component, kXidComponent);
+  EXPECT_EQ(m.name, "error_xid");
+  EXPECT_EQ(m.type, EventType::kFatal);
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:3b:00.0");
+  EXPECT_EQ(m.extra_info["xid"], 79);
+  EXPECT_EQ(m.extra_info["mnemonic"], "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS");
+  EXPECT_FALSE(m.extra_info.contains("pid"));
+  EXPECT_NE(m.message.find("XID 79 ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS"), std::string::npos);
+
+  m = xid("NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s");
+  EXPECT_EQ(m.extra_info["pid"], 2024380);
+  EXPECT_EQ(m.extra_info["process_name"], "nvidia-smi");
+  EXPECT_EQ(m.extra_info["xid"], 119);
+  m = xid("NVRM: Xid (0000:03:00): 14, Channel 00000001");
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:03:00.0");
+  m = xid("NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9).");
+  EXPECT_EQ(m.extra_info["gpu_instance"], 5);
+  EXPECT_EQ(m.extra_info["xid"], 94);
+  m = xid("NVRM: Xid (PCI:0000:01:00): 9999, something new");
+  EXPECT_EQ(m.type, EventType::kWarning);
+  EXPECT_EQ(m.extra_info["description"], "unknown Xid 9999");
+}
+
+TEST(XidKernelLogRule, FallenOffTheBusForms) {
+  auto m = xid("NVRM: GPU 0000:18:00.0: GPU has fallen off the bus.");
+  EXPECT_EQ(m.extra_info["xid"], 79);
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:18:00.0");
+  m = xid("NVRM: GPU 18:00.0: GPU has fallen off the bus.");
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:18:00.0");
+  m = xid(
+      "NVRM: The NVIDIA GPU 0000:b3:00.0\nNVRM: (PCI ID: 10de:2330) installed in this system has\n"
+      "NVRM: fallen off the bus and is not responding to commands.");
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:b3:00.0");
+
+  auto v = match_lines(xid_kernel_log_rules(),
+                       {"NVRM: The NVIDIA GPU 0000:b3:00.0",
+                        "NVRM: (PCI ID: 10de:2330) installed in this system has",
+                        "NVRM: fallen off the bus and is not responding to commands.",
+                        "NVRM: fallen off the bus and is not responding to commands."});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].extra_info["xid"], 79);
+  EXPECT_EQ(v[0].extra_info["pci_bus_id"], "0000:b3:00.0");
+}
+
+TEST(XidKernelLogRule, NvlinkExtendedForm) {
+  auto m =
+      xid("NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0x00000004 "
+          "0x00000040 0x0 0x0)");
+  EXPECT_EQ(m.extra_info["xid"], 145);
+  EXPECT_EQ(m.extra_info["unit"], "RLW_REMAP");
+  EXPECT_EQ(m.extra_info["link"], 12);
+  EXPECT_EQ(m.extra_info["error_status"], 0x40);
+  EXPECT_EQ(m.type, EventType::kFatal);
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0018:01:00.0");
+  m =
+      xid("NVRM: Xid (PCI:0018:01:00): 149, pid=12, name=x, NETIR_LINK_EVT Fatal XC0 i0 Link 08 "
+          "(0x00400011 0x00000000 0x0)");
+  EXPECT_EQ(m.extra_info["sub_code"], 4);
+  EXPECT_EQ(m.extra_info["repair_actions"][0], "HARDWARE_INSPECTION");
+  EXPECT_NE(m.message.find("XID 149.4"), std::string::npos);
+}
+
+// Numbers wider than their field once threw out of the matcher (std::stoll, std::stoul) and ended
+// the process: now the Xid is kept and the field is marked invalid.
+TEST(XidKernelLogRule, OversizedNumbersAreMarkedInvalidNotThrown) {
+  auto m = xid(
+      "NVRM: Xid (PCI:0000:3b:00): 79, pid=99999999999999999999, name=x, GPU has fallen off the "
+      "bus.");
+  EXPECT_EQ(m.extra_info["xid"], 79);
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:3b:00.0");
+  EXPECT_FALSE(m.extra_info.contains("pid"));
+  EXPECT_EQ(m.extra_info["pid_invalid"], true);
+  EXPECT_EQ(m.extra_info["process_name"], "x");
+  m =
+      xid("NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0x10000000000000004 "
+          "0x00000040 0x0 0x0)");
+  EXPECT_EQ(m.extra_info["xid"], 145);
+  EXPECT_EQ(m.extra_info["nvlink_fields_invalid"], true);
+  EXPECT_FALSE(m.extra_info.contains("error_status"));
+  m =
+      xid("NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0x00000004 "
+          "0xfffffffff 0x0 0x0)");
+  EXPECT_EQ(m.extra_info["nvlink_fields_invalid"], true);
+  // The largest values that fit are still read.
+  m = xid("NVRM: Xid (PCI:0000:3b:00): 13, pid=9223372036854775807, name=y, Graphics Exception");
+  EXPECT_EQ(m.extra_info["pid"], INT64_MAX);
+  m =
+      xid("NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0xffffffff "
+          "0xFFFFFFFF 0x0 0x0)");
+  EXPECT_EQ(m.extra_info["intrinfo"], 0xffffffffu);
+  EXPECT_EQ(m.extra_info["error_status"], 0xffffffffu);
+}
+
+TEST(XidKernelLogRule, NearMisses) {
+  EXPECT_TRUE(match_lines(xid_kernel_log_rules(),
+                          {"NVRM: loading NVIDIA UNIX x86_64 Kernel Module 550.54.15"})
+                  .empty());
+  EXPECT_TRUE(match_lines(xid_kernel_log_rules(), {"NVRM: Xid is a word here"}).empty());
+  EXPECT_TRUE(match_lines(xid_kernel_log_rules(), {"NVRM: Xid (PCI:0000:3b:00): foo"}).empty());
+  EXPECT_TRUE(match_lines(xid_kernel_log_rules(), {"GPU has fallen off"}).empty());
+}
+
+// The Xid of a GPU in a PCI domain above 0xffff names the bus id NVML and sysfs give that GPU.
+TEST(XidKernelLogRule, WideDomainsKeepTheirDigits) {
+  auto m = xid("NVRM: Xid (PCI:10000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.");
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "10000:3b:00.0");
+}
+
+TEST(SxidKernelLogRule, Lines) {
+  auto m = sxid(
+      "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted "
+      "PRIV error (First)");
+  EXPECT_EQ(m.component, kSxidComponent);
+  EXPECT_EQ(m.name, "error_sxid");
+  EXPECT_EQ(m.extra_info["sxid"], 12028);
+  EXPECT_EQ(m.extra_info["nvswitch"], 3);
+  EXPECT_EQ(m.type, EventType::kFatal);
+  m = sxid("nvidia-nvswitch0: SXid (PCI:0000:00:00.0): 20034, Fatal, Link 30 LTSSM Fault Up");
+  EXPECT_EQ(m.message, "SXID 20034(LTSSM Fault Up) detected on PCI:0000:00:00.0");
+  EXPECT_EQ(sxid("nvidia-nvswitch0: SXid (PCI:0000:00:00.0): 20034, Severity 1 Engine instance 60")
+                .extra_info["sxid"],
+            20034);
+  EXPECT_TRUE(
+      match_lines(sxid_kernel_log_rules(), {"nvidia-nvswitch0: SXid support enabled"}).empty());
 }
 
 TEST(XidRule, FallenOffTheBusIsUnhealthyNamingCodeBusAndUuid) {
@@ -81,13 +215,12 @@ TEST(XidRule, Xid94HasAThousandRebootsByDefault) {
 }
 
 TEST(SxidRule, FatalSxidIsUnhealthy) {
-  auto ms = kmsg::match_message(kmsg::sxid_line(20034, "0000:05:00.0"));
-  ASSERT_FALSE(ms.empty());
-  auto v = evaluate_sxid({kmsg::to_event(ms.front(), at(1))}, {}, {});
+  const kmsg::Match sxid =
+      match_one(sxid_kernel_log_rules(), kmsg::sxid_line(20034, "0000:05:00.0"));
+  auto v = evaluate_sxid({kmsg::to_event(sxid, at(1))}, {}, {});
   EXPECT_EQ(v.health, Health::kUnhealthy);
   EXPECT_NE(v.reason.find("20034"), std::string::npos) << v.reason;
-  EXPECT_EQ(evaluate_sxid({kmsg::to_event(ms.front(), at(1))}, {at(2)}, {}).health,
-            Health::kHealthy);
+  EXPECT_EQ(evaluate_sxid({kmsg::to_event(sxid, at(1))}, {at(2)}, {}).health, Health::kHealthy);
 }
 
 struct Env {
@@ -105,7 +238,7 @@ TEST(XidComponent, UnsupportedWithoutGpuUntilAnXidArrives) {
   Env env;
   XidComponent xid(env.ctx());
   EXPECT_FALSE(xid.supported());
-  kmsg::KernelLogDispatcher d(env.events, env.metrics, {});
+  kmsg::KernelLogDispatcher d({xid_kernel_log_rules()}, env.events, env.metrics, {});
   d.feed_message(kmsg::xid_line(79, "0000:3b:00.0"), Clock::now());
   EXPECT_TRUE(xid.supported());
   CheckResult r = xid.check();
@@ -120,7 +253,7 @@ TEST(XidComponent, UnsupportedWithoutGpuUntilAnXidArrives) {
 TEST(XidComponent, RebootEventOfOsClearsIt) {
   Env env;
   XidComponent xid(env.ctx());
-  kmsg::KernelLogDispatcher d(env.events, env.metrics, {});
+  kmsg::KernelLogDispatcher d({xid_kernel_log_rules()}, env.events, env.metrics, {});
   d.feed_message(kmsg::xid_line(48, "0000:3b:00.0"), Clock::now() - std::chrono::hours(2));
   EXPECT_EQ(xid.check().health(), Health::kUnhealthy);
   Event reboot{"os",
@@ -139,6 +272,135 @@ TEST(XidComponent, KernelLogScanMakesItSupported) {
   c.kernel_log_scan = true;
   EXPECT_TRUE(XidComponent(c).supported());
   EXPECT_TRUE(SxidComponent(c).supported());
+}
+
+// ---- the Xid and SXid counters, through the dispatcher ----------------------------------------
+
+const TimePoint kT = Clock::from_time_t(1'700'000'000) + std::chrono::milliseconds(700);
+
+std::vector<kmsg::ComponentRules> xid_and_sxid_rules() {
+  return {xid_kernel_log_rules(), sxid_kernel_log_rules()};
+}
+
+TEST(XidCounters, StoredXidIsCountedPerGpuCodeAndTypeAndItsCodeKept) {
+  Env env;
+  kmsg::KernelLogDispatcher d(
+      xid_and_sxid_rules(), env.events, env.metrics, {}, {}, [](std::string_view bus) {
+        return bus == "0000:3b:00.0" ? kmsg::BusIdentity{true, "GPU-abc"} : kmsg::BusIdentity{};
+      });
+  EXPECT_EQ(d.feed_message(kmsg::xid_line(79, "0000:3b:00.0"), kT), 1);
+  auto ev = env.events.query(kXidComponent, TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 1u);
+  EXPECT_EQ(ev->front().extra_info["gpu_uuid"], "GPU-abc");
+  std::string text = env.metrics.prometheus_text();
+  EXPECT_NE(text.find("accelerator_nvidia_xid_errors_total{gpud_component=\"accelerator-nvidia-"
+                      "error-xid\",pci_bus_id=\"0000:3b:00.0\",type=\"Fatal\",uuid=\"GPU-abc\","
+                      "xid=\"79\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("accelerator_nvidia_xid_last_code{gpud_component=\"accelerator-nvidia-error-"
+                      "xid\",pci_bus_id=\"0000:3b:00.0\",uuid=\"GPU-abc\"} 79"),
+            std::string::npos)
+      << text;
+  // The gauge holds the latest code, the counters count each.
+  EXPECT_EQ(d.feed_message(kmsg::xid_line(48, "0000:3b:00.0"), kT), 1);
+  text = env.metrics.prometheus_text();
+  EXPECT_NE(text.find("accelerator_nvidia_xid_last_code{gpud_component=\"accelerator-nvidia-error-"
+                      "xid\",pci_bus_id=\"0000:3b:00.0\",uuid=\"GPU-abc\"} 48"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pci_bus_id=\"0000:3b:00.0\",type=\"Fatal\",uuid=\"GPU-abc\",xid=\"79\"} 1"),
+            std::string::npos)
+      << text;
+}
+
+TEST(XidCounters, XidAndSxidCountersCarryTheEventType) {
+  Env env;
+  kmsg::KernelLogDispatcher d(xid_and_sxid_rules(), env.events, env.metrics, {}, {},
+                              [](std::string_view) {
+                                return kmsg::BusIdentity{true, ""};
+                              });
+  d.feed_message(kmsg::xid_line(13, "0000:3b:00.0"), kT);  // catalog: Warning
+  // Xid 145 is Warning in the catalog; this NVLink sub-code decodes to Fatal, and the label says
+  // so.
+  d.feed_message(
+      "NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 12 (0x00000004 0x00000040 "
+      "0x0 0x0)",
+      kT);
+  d.feed_message(kmsg::sxid_line(20034, "0000:05:00.0"), kT);  // catalog: Fatal
+  std::string text = env.metrics.prometheus_text();
+  EXPECT_NE(text.find("pci_bus_id=\"0000:3b:00.0\",type=\"Warning\",uuid=\"\",xid=\"13\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pci_bus_id=\"0018:01:00.0\",type=\"Fatal\",uuid=\"\",xid=\"145\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("accelerator_nvidia_sxid_errors_total{gpud_component=\"accelerator-nvidia-"
+                      "error-sxid\",pci_bus_id=\"0000:05:00.0\",sxid=\"20034\",type=\"Fatal\""),
+            std::string::npos)
+      << text;
+}
+
+// Xids naming bus ids that are none of the node's devices share one series.
+TEST(XidCounters, XidOnUnknownBusCountsUnderOneSeries) {
+  Env env;
+  kmsg::KernelLogDispatcher d(
+      xid_and_sxid_rules(), env.events, env.metrics, {}, {}, [](std::string_view bus) {
+        return bus == "0000:3b:00.0" ? kmsg::BusIdentity{true, "GPU-abc"} : kmsg::BusIdentity{};
+      });
+  for (int i = 0; i < 50; ++i) {
+    char pci[32];
+    std::snprintf(pci, sizeof pci, "%04x:%02x:00.0", 0x1000 + i, i % 256);
+    EXPECT_EQ(d.feed_message(kmsg::xid_line(79, pci), kT), 1) << pci;
+  }
+  d.feed_message(kmsg::xid_line(79, "0000:3b:00.0"), kT);
+  const std::string text = env.metrics.prometheus_text();
+  size_t series = 0;
+  for (size_t pos = 0;
+       (pos = text.find("\naccelerator_nvidia_xid_errors_total{", pos)) != std::string::npos; ++pos)
+    ++series;
+  EXPECT_EQ(series, 2u) << text;
+  EXPECT_NE(text.find("pci_bus_id=\"unknown\",type=\"Fatal\",uuid=\"\",xid=\"79\"} 50"),
+            std::string::npos)
+      << text;
+}
+
+TEST(XidKernelLogRule, InjectedLinesRoundTrip) {
+  auto m = xid(kmsg::xid_line(48, "3b:00"));
+  EXPECT_EQ(m.extra_info["xid"], 48);
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:3b:00.0");
+  const auto s = kmsg::sxid_line(20034, "0000:05:00.0", 2, 30);
+  EXPECT_EQ(s, "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 30 LTSSM Fault Up");
+  EXPECT_EQ(sxid(s).extra_info["sxid"], 20034);
+}
+
+// NVML's Xid is built directly (no kernel text rendered and parsed back) and carries the same
+// meaning, message and fields as the kernel line of the same Xid, so the two dedupe.
+TEST(XidKernelLogRule, NvmlXidIsTheKernelLinesEventWithSourceAndUuid) {
+  const kmsg::Match kernel = xid(kmsg::xid_line(48, "0000:3b:00.0"));
+  kmsg::Match n = nvml_xid_match(48, "00000000:3B:00.0", "GPU-x");
+  EXPECT_EQ(n.message, kernel.message);
+  EXPECT_EQ(n.type, kernel.type);
+  nlohmann::json without = n.extra_info;
+  without.erase("source");
+  without.erase("gpu_uuid");
+  nlohmann::json kernel_extra = kernel.extra_info;
+  kernel_extra.erase("log_line");
+  EXPECT_EQ(without, kernel_extra);
+  EXPECT_FALSE(n.extra_info.contains("log_line"));
+  Env env;
+  kmsg::KernelLogDispatcher d(xid_and_sxid_rules(), env.events, env.metrics, {});
+  EXPECT_EQ(d.feed_message(kmsg::xid_line(48, "0000:3b:00.0"), kT), 1);
+  EXPECT_EQ(d.dispatch(n, kT), 0)
+      << "the NVML event of the same Xid in the same minute is a repeat";
+  kmsg::Match m = nvml_xid_match(79, "0000:3b:00.0", "GPU-x");
+  EXPECT_EQ(m.component, kXidComponent);
+  EXPECT_EQ(m.type, EventType::kFatal);
+  EXPECT_EQ(m.extra_info["source"], "nvml");
+  EXPECT_EQ(m.extra_info["gpu_uuid"], "GPU-x");
+  EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:3b:00.0");
+  EXPECT_EQ(m.extra_info["xid"], 79);
 }
 
 }  // namespace

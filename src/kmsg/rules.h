@@ -1,0 +1,133 @@
+// Kernel-log rules: what a component declares to learn from the kernel log, and the matcher that
+// runs every declared rule over one stream of messages. The kernel log names no component: each
+// component that learns from it declares its rules where it lives (src/components/...), the
+// registry collects them, and the prefilter's keywords are the rules' literals.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/health.h"
+#include "core/metrics.h"
+
+namespace gpud::kmsg {
+
+// What a rule makes of a line: an event without its time.
+struct Match {
+  std::string component;  // the rule's owner; filled in by the matcher
+  std::string name;       // GPUd event name, e.g. "error_xid"
+  EventType type = EventType::kWarning;
+  std::string message;  // human-readable, valid UTF-8
+  nlohmann::json extra_info = nlohmann::json::object();
+};
+
+// A text that every line a rule matches contains (at least 4 bytes). `anchor`, optional, is the
+// part of it that ordinary log lines rarely contain ("panic" of "Kernel panic", which every "NVIDIA
+// Kernel Mode Setting" line shares the start of): the prefilter samples the literal there.
+struct Literal {
+  std::string_view text;
+  std::string_view anchor = {};
+};
+
+// A single-line rule: `match` sees only lines that contain one of `literals`.
+struct LineRule {
+  std::vector<Literal> literals;
+  std::function<std::optional<Match>(std::string_view line)> match;
+};
+
+// The state of a multi-line rule over one stream (an OOM report, a panic and its CPU line).
+class LineSequence {
+ public:
+  virtual ~LineSequence() = default;
+  // Every line while pending(); otherwise only lines with one of the rule's literals.
+  virtual std::optional<Match> feed(std::string_view line) = 0;
+  virtual bool pending() const = 0;
+};
+
+struct SequenceRule {
+  std::vector<Literal> literals;  // what the line that opens a sequence contains
+  std::function<std::unique_ptr<LineSequence>()> make;
+};
+
+// What the node knows of a PCI bus id named by a kernel-log line.
+struct BusIdentity {
+  bool known = false;  // one of this node's NVIDIA devices (NVML or sysfs lists it)
+  std::string uuid;    // the GPU's UUID, when NVML has it
+};
+
+// The label a bus id gets on per-GPU counters: only the node's own devices get their own series,
+// so crafted lines naming random bus ids cannot grow /metrics without bound.
+inline constexpr std::string_view kUnknownBusLabel = "unknown";
+
+// One event the dispatcher stored, as its owner's counters see it.
+struct StoredMatch {
+  const Match& match;
+  std::string_view uuid;       // "" when unknown
+  std::string_view bus_label;  // the bus id, or kUnknownBusLabel
+};
+
+// Everything one component learns from the kernel log.
+struct ComponentRules {
+  std::string component;
+  std::vector<LineRule> lines;
+  std::vector<SequenceRule> sequences;
+  // Optional: describes the metrics the component keeps for its kernel-log events (once, when
+  // the dispatcher is built) and counts one stored event into them.
+  std::function<void(MetricRegistry&)> describe_metrics;
+  std::function<void(MetricRegistry&, const StoredMatch&)> count;
+};
+
+// The usual single-line rule: a line with one of `literals` that matches the RE2 `pattern` is an
+// event `name` (type warning). Group 1 of the pattern, when it has one, replaces "{}" in
+// `message` and is kept in extra_info[group_key]; extra_info["log_line"] is the line.
+LineRule pattern_rule(std::vector<Literal> literals, std::string name, std::string_view pattern,
+                      std::string message, std::string group_key = "");
+
+// "s contains needle".
+inline bool contains(std::string_view s, std::string_view needle) {
+  return s.find(needle) != std::string_view::npos;
+}
+
+// The first 1 KiB of a line, valid UTF-8: what events keep of the line they came from.
+std::string log_line_excerpt(std::string_view line);
+
+// Runs a set of components' rules over one stream of messages, in order. Not thread-safe: one per
+// stream.
+class RuleMatcher {
+ public:
+  explicit RuleMatcher(std::vector<ComponentRules> rules);
+  ~RuleMatcher();
+  RuleMatcher(RuleMatcher&&) noexcept;
+  RuleMatcher& operator=(RuleMatcher&&) noexcept;
+
+  // The events this message makes (most make none).
+  std::vector<Match> feed(std::string_view message);
+  // A multi-line sequence is open: the next messages must be fed whatever they contain.
+  bool pending() const;
+  // False when no rule can use this text (a message or a raw line holding one): no false
+  // negatives. Cheap: a sampled 4-byte window lookup, then compares on hits only.
+  bool may_match(std::string_view text) const;
+  // The prefilter's keywords: every rule's literals.
+  std::vector<std::string> keywords() const;
+  const std::vector<ComponentRules>& rules() const { return rules_; }
+  // Starts every sequence afresh.
+  void reset();
+
+ private:
+  class Prefilter;
+  std::vector<ComponentRules> rules_;
+  std::unique_ptr<Prefilter> prefilter_;
+  struct Open {
+    size_t owner;  // index into rules_
+    std::vector<Literal> literals;
+    std::unique_ptr<LineSequence> state;
+  };
+  std::vector<Open> sequences_;
+};
+
+}  // namespace gpud::kmsg
