@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config g++ clang-14 ccache
   libcpp-httplib-dev libssl-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev
-  libspdlog-dev libfmt-dev libre2-dev
+  libspdlog-dev libfmt-dev libre2-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3 openssl curl procps
   prometheus prometheus-node-exporter

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "app/config_file.h"
 #include "app/daemon.h"
 #include "app/options.h"
 #include "app/sd_notify.h"
@@ -108,9 +109,16 @@ LogOptions log_options(const Config& c) {
 void add_run(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<RunFlags>();
   auto sample = std::make_shared<std::string>("1m");
+  auto config_file = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("run", "Run the gpud daemon in the foreground");
   add_run_options(*cmd, *flags, *sample);
-  cmd->callback([flags, sample, exit_code] {
+  add_config_option(*cmd, *config_file);
+  cmd->callback([cmd, flags, sample, config_file, exit_code] {
+    if (auto r = apply_config_file(*cmd, *config_file); !r) {
+      std::cerr << "✘ " << r.error().message << "\n";
+      *exit_code = kExitUsage;
+      return;
+    }
     if (auto r = setup_logging(log_options(flags->config)); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;

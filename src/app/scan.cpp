@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "app/config_file.h"
 #include "app/options.h"
 #include "app/report.h"
 #include "app/verbs.h"
@@ -69,7 +70,14 @@ void add_scan(CLI::App& app, int* exit_code) {
                   "/dev/kmsg; repeatable; - for stdin) instead of /dev/kmsg");
   cmd->add_option("--log-level,-l", flags->config.log_level, "debug, info, warn or error")
       ->capture_default_str();
-  cmd->callback([flags, json, exit_code] {
+  auto config_file = std::make_shared<std::string>();
+  add_config_option(*cmd, *config_file);
+  cmd->callback([cmd, flags, json, config_file, exit_code] {
+    if (auto r = apply_config_file(*cmd, *config_file); !r) {
+      std::cerr << "✘ " << r.error().message << "\n";
+      *exit_code = kExitUsage;
+      return;
+    }
     if (auto r = setup_logging(flags->config.log_level, ""); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <sstream>
 
+#include "app/config_file.h"
 #include "app/deploy_files.h"
 #include "app/options.h"
 #include "app/verbs.h"
@@ -178,36 +179,15 @@ std::string render_unit(std::string_view binary) {
   return unit;
 }
 
-Result<void> check_flag_word(std::string_view word) {
-  if (word.empty()) return make_error("empty flag");
-  for (char ch : word) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c <= 0x20 || c == 0x7f)
-      return make_error("flag \"" + std::string(word) +
-                        "\" contains whitespace or a control character; systemd splits $FLAGS "
-                        "at whitespace, so it cannot be kept in /etc/default/gpud");
-    if (c == '"' || c == '\\' || c == '$' || c == '`' || c == '\'')
-      return make_error("flag \"" + std::string(word) + "\" contains '" + std::string(1, ch) +
-                        "', which /etc/default/gpud (FLAGS=\"...\") cannot hold safely");
-  }
-  return {};
-}
-
-Result<std::string> render_env_file(const std::vector<std::string>& flags,
-                                    const std::string& admin_token) {
-  for (const auto& f : flags)
-    if (auto r = check_flag_word(f); !r) return r.error();
+Result<std::string> render_env_file(const std::string& admin_token) {
   std::string text = kDefaultEnvTemplate;
   const std::string line = "\nFLAGS=\"\"\n";
   auto at = text.find(line);
   if (at == std::string::npos)
     return make_error("deploy/systemd/gpud.default has no FLAGS=\"\" line");
-  std::string replacement = "\nFLAGS=\"" + join(flags, " ") + "\"\n";
-  if (!admin_token.empty()) {
-    if (auto r = check_admin_token(admin_token); !r) return r.error();
-    replacement += std::string(kAdminTokenEnv) + "=\"" + admin_token + "\"\n";
-  }
-  text.replace(at, line.size(), replacement);
+  if (admin_token.empty()) return text;
+  if (auto r = check_admin_token(admin_token); !r) return r.error();
+  text.insert(at + line.size(), std::string(kAdminTokenEnv) + "=\"" + admin_token + "\"\n");
   return text;
 }
 
@@ -294,20 +274,35 @@ Result<bool> install_service_files(const std::string& root, const std::string& s
   } else {
     log->push_back("unchanged " + bin + " (running from it)");
   }
-  // The environment file: up's flags replace FLAGS; without flags (or token) an existing file is
-  // kept. A token the file holds survives new flags, or `up --gpu-count 8` would drop it.
+  // The configuration file holds up's flags (as YAML, so no flag is too odd for it); without flags
+  // an existing file is kept, and a missing one is written as the shipped commented default.
+  std::string config = under(root, kConfigPath);
+  if (!flags.empty() || !fs::exists(config, ec)) {
+    auto text = render_config_yaml(flags);
+    if (!text) return text.error();
+    auto w = write_atomically(config, *text, 0644);
+    if (!w) return w.error();
+    changed |= *w;
+    log->push_back((*w ? "wrote " : "unchanged ") + config +
+                   (flags.empty() ? " (the commented default)" : " (" + join(flags, " ") + ")"));
+  } else {
+    log->push_back("kept " + config + " (no flags given)");
+  }
+  // The environment file: new flags empty FLAGS (whose flags would override the configuration
+  // file); without flags (or token) an existing file is kept. A token the file holds survives new
+  // flags, or `up --gpu-count 8` would drop it.
   std::string env = under(root, kEnvFilePath);
   if (!flags.empty() || !admin_token.empty() || !fs::exists(env, ec)) {
     std::string token = admin_token;
     if (token.empty())
       if (auto old = read_file(env); old) token = admin_token_in_env_file(*old);
-    auto text = render_env_file(flags, token);
+    auto text = render_env_file(token);
     if (!text) return text.error();
     // 0640, root's: it may hold GPUD_ADMIN_TOKEN.
     auto w = write_atomically(env, *text, 0640);
     if (!w) return w.error();
     changed |= *w;
-    log->push_back((*w ? "wrote " : "unchanged ") + env + " (FLAGS=\"" + join(flags, " ") + "\"" +
+    log->push_back((*w ? "wrote " : "unchanged ") + env + " (FLAGS=\"\"" +
                    (token.empty()         ? ""
                     : admin_token.empty() ? ", admin token kept"
                                           : ", admin token set") +
@@ -331,6 +326,9 @@ Result<void> remove_service_files(const std::string& root, std::vector<std::stri
     if (ec) return make_error("cannot remove " + path + ": " + ec.message());
     log->push_back((removed ? "removed " : "absent ") + path);
   }
+  std::error_code ec;
+  if (const std::string config = under(root, kConfigPath); fs::exists(config, ec))
+    log->push_back("kept " + config + " (the configuration; remove it by hand)");
   return {};
 }
 
@@ -356,8 +354,8 @@ void add_up(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand(
       "up",
       "Install gpud as a systemd service and start it (root): /usr/local/bin/gpud, "
-      "/etc/default/gpud, /etc/systemd/system/gpud.service. Other flags are `gpud run` flags, kept "
-      "in /etc/default/gpud");
+      "/etc/gpud/gpud.yaml, /etc/default/gpud, /etc/systemd/system/gpud.service. Other flags are "
+      "`gpud run` flags, kept in /etc/gpud/gpud.yaml (without flags, an existing one is kept)");
   cmd->add_option("--root", *root,
                   "Stage the files under this directory instead of / and run no systemctl");
   cmd->allow_extras();
@@ -376,8 +374,6 @@ void add_up(CLI::App& app, int* exit_code) {
     } else if (auto r = check_can_manage("up"); !r) {
       return fail(r.error().message);
     }
-    for (const auto& f : flags)
-      if (auto r = check_flag_word(f); !r) return fail(r.error().message);
     if (auto r = validate_daemon_flags(flags); !r) return fail(r.error().message);
     // The token travels in up's environment, never its argv (`--admin-token` is refused above).
     const char* env_token = std::getenv(kAdminTokenEnv);

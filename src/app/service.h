@@ -1,5 +1,5 @@
-// `gpud up` / `gpud down`: install gpud as a systemd service (binary, /etc/default/gpud, unit) and
-// remove it again; the service state `gpud status` reports.
+// `gpud up` / `gpud down`: install gpud as a systemd service (binary, /etc/gpud/gpud.yaml,
+// /etc/default/gpud, unit) and remove it again; the service state `gpud status` reports.
 #pragma once
 
 #include <string>
@@ -14,17 +14,14 @@ inline constexpr const char* kServiceName = "gpud.service";
 inline constexpr const char* kInstalledBinary = "/usr/local/bin/gpud";
 inline constexpr const char* kUnitPath = "/etc/systemd/system/gpud.service";
 inline constexpr const char* kEnvFilePath = "/etc/default/gpud";
+inline constexpr const char* kConfigPath = "/etc/gpud/gpud.yaml";
 
 // The shipped unit (deploy/systemd/gpud.service) with ExecStart running `binary`.
 std::string render_unit(std::string_view binary);
-// Checks that one daemon flag survives FLAGS="..." in an EnvironmentFile and systemd's splitting
-// of $FLAGS into words: no whitespace, control characters, quotes, backslashes, '$' or '`'.
-Result<void> check_flag_word(std::string_view word);
-// The shipped /etc/default/gpud (deploy/systemd/gpud.default) with FLAGS="<flags>" and, when
-// `admin_token` is set, GPUD_ADMIN_TOKEN="<token>": systemd hands it to the daemon in its
-// environment, so the token never appears in ExecStart's argv.
-Result<std::string> render_env_file(const std::vector<std::string>& flags,
-                                    const std::string& admin_token = "");
+// The shipped /etc/default/gpud (deploy/systemd/gpud.default, FLAGS="") with, when `admin_token`
+// is set, GPUD_ADMIN_TOKEN="<token>": systemd hands it to the daemon in its environment, so the
+// token never appears in ExecStart's argv.
+Result<std::string> render_env_file(const std::string& admin_token = "");
 // The GPUD_ADMIN_TOKEN value of an environment file's text ("" when it has none).
 std::string admin_token_in_env_file(const std::string& text);
 // Validates `flags` as `gpud run` would parse them (same options, same checks).
@@ -46,14 +43,15 @@ std::string describe_service(bool systemd, const std::string& unit, const std::s
                              const std::string& enabled);
 
 // Writes the service files under `root` ("" or "/": the real system): the binary `self_exe` as
-// usr/local/bin/gpud, etc/default/gpud (only when `flags` or `admin_token` is given or the file is
-// missing; a token already in the file is kept unless `admin_token` replaces it), and
+// usr/local/bin/gpud, etc/gpud/gpud.yaml with `flags` (only when flags are given or the file is
+// missing), etc/default/gpud with FLAGS="" (only when `flags` or `admin_token` is given or the
+// file is missing; a token already in the file is kept unless `admin_token` replaces it), and
 // etc/systemd/system/gpud.service. Returns whether any file changed; `log` gets one line per file.
 Result<bool> install_service_files(const std::string& root, const std::string& self_exe,
                                    const std::vector<std::string>& flags,
                                    const std::string& admin_token, std::vector<std::string>* log);
-// Removes etc/systemd/system/gpud.service and etc/default/gpud under `root`; the binary and the
-// data dir stay. `log` gets one line per file.
+// Removes etc/systemd/system/gpud.service and etc/default/gpud under `root`; the binary, the
+// configuration file and the data dir stay. `log` gets one line per file.
 Result<void> remove_service_files(const std::string& root, std::vector<std::string>* log);
 
 }  // namespace gpud::app

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/config_file.h"
+
 namespace fs = std::filesystem;
 
 namespace gpud::app {
@@ -55,43 +57,28 @@ TEST(ServiceUnit, HardeningLeavesKernelLogProcSysAndGpuDevicesReachable) {
     EXPECT_EQ(unit.find(banned), std::string::npos) << banned << "\n" << unit;
 }
 
-TEST(ServiceEnvFile, KeepsFlagsInOneQuotedFlagsLine) {
-  auto text = render_env_file({"--gpu-count", "8", "--listen-address=127.0.0.1:15132"});
-  ASSERT_TRUE(text) << text.error().message;
-  EXPECT_NE(text->find("\nFLAGS=\"--gpu-count 8 --listen-address=127.0.0.1:15132\"\n"),
-            std::string::npos)
-      << *text;
-  auto empty = render_env_file({});
+TEST(ServiceEnvFile, FlagsLineIsEmptyTheFlagsLiveInTheConfigurationFile) {
+  auto empty = render_env_file();
   ASSERT_TRUE(empty);
   EXPECT_NE(empty->find("\nFLAGS=\"\"\n"), std::string::npos) << *empty;
-}
-
-TEST(ServiceEnvFile, RejectsWordsThatWouldBreakTheFileOrTheWordSplitting) {
-  for (const char* bad :
-       {"a b", "tab\there", "new\nline", "q\"uote", "back\\slash", "$HOME", "`id`", "it's", ""}) {
-    EXPECT_FALSE(check_flag_word(bad)) << bad;
-    EXPECT_FALSE(render_env_file({"--files", bad})) << bad;
-  }
-  for (const char* good :
-       {"--gpu-count", "8", "--components=-cpu,-fd", "/var/lib/gpud", "--xid-thresholds={}"})
-    EXPECT_TRUE(check_flag_word(good)) << good;
+  EXPECT_NE(empty->find("/etc/gpud/gpud.yaml"), std::string::npos) << *empty;
 }
 
 TEST(ServiceEnvFile, KeepsTheAdminTokenOutOfFlagsAndTheUnit) {
   const std::string token = "0123456789abcdef0123";
-  auto text = render_env_file({"--gpu-count", "8"}, token);
+  auto text = render_env_file(token);
   ASSERT_TRUE(text) << text.error().message;
   EXPECT_NE(text->find("\nGPUD_ADMIN_TOKEN=\"" + token + "\"\n"), std::string::npos) << *text;
-  EXPECT_NE(text->find("\nFLAGS=\"--gpu-count 8\"\n"), std::string::npos) << *text;
+  EXPECT_NE(text->find("\nFLAGS=\"\"\n"), std::string::npos) << *text;
   EXPECT_EQ(admin_token_in_env_file(*text), token);
-  EXPECT_EQ(admin_token_in_env_file(*render_env_file({})), "") << "the template's example counts";
+  EXPECT_EQ(admin_token_in_env_file(*render_env_file()), "") << "the template's example counts";
   EXPECT_EQ(admin_token_in_env_file("GPUD_ADMIN_TOKEN=bare0123456789ab\n"), "bare0123456789ab");
   // The unit passes only $FLAGS on the command line; the token reaches the daemon as environment.
   std::string unit = directives(render_unit(kInstalledBinary));
   EXPECT_NE(unit.find("EnvironmentFile=-/etc/default/gpud\n"), std::string::npos);
   EXPECT_EQ(unit.find("TOKEN"), std::string::npos) << unit;
-  EXPECT_FALSE(render_env_file({}, "short")) << "a token under 16 characters";
-  EXPECT_FALSE(render_env_file({}, "0123456789abcdef\"x")) << "a token that breaks the quoting";
+  EXPECT_FALSE(render_env_file("short")) << "a token under 16 characters";
+  EXPECT_FALSE(render_env_file("0123456789abcdef\"x")) << "a token that breaks the quoting";
 }
 
 TEST(ServiceFlags, AdminTokenOnTheCommandLineIsRefusedWithWhereItGoes) {
@@ -121,7 +108,7 @@ TEST(ServiceFiles, UpKeepsAnAdminTokenWhenOnlyTheFlagsChange) {
   ASSERT_TRUE(flags);
   EXPECT_TRUE(*flags);
   EXPECT_EQ(admin_token_in_env_file(slurp(env)), token);
-  EXPECT_NE(slurp(env).find("FLAGS=\"--gpu-count 8\""), std::string::npos);
+  EXPECT_NE(slurp(root + "/etc/gpud/gpud.yaml").find("\ngpu-count: 8\n"), std::string::npos);
   const std::string other = "fedcba9876543210fedc";
   ASSERT_TRUE(install_service_files(root, exe, {"--gpu-count", "8"}, other, &log));
   EXPECT_EQ(admin_token_in_env_file(slurp(env)), other);
@@ -181,9 +168,11 @@ TEST(ServiceFiles, InstallIntoAStagedRootIsIdempotentAndPurgeRemovesUnitAndEnv) 
   ASSERT_EQ(::stat((root + "/usr/local/bin/gpud").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0755u);
   EXPECT_EQ(slurp(root + "/etc/systemd/system/gpud.service"), render_unit(kInstalledBinary));
-  EXPECT_EQ(slurp(root + "/etc/default/gpud"), *render_env_file({"--gpu-count", "8"}));
+  EXPECT_EQ(slurp(root + "/etc/default/gpud"), *render_env_file());
+  const std::string config = root + "/etc/gpud/gpud.yaml";
+  EXPECT_EQ(slurp(config), *render_config_yaml({"--gpu-count", "8"}));
 
-  // Same input: nothing changes. No flags: the existing FLAGS are kept.
+  // Same input: nothing changes. No flags: the existing configuration is kept.
   log.clear();
   auto again = install_service_files(root, exe, {"--gpu-count", "8"}, "", &log);
   ASSERT_TRUE(again);
@@ -191,17 +180,19 @@ TEST(ServiceFiles, InstallIntoAStagedRootIsIdempotentAndPurgeRemovesUnitAndEnv) 
   auto keep = install_service_files(root, exe, {}, "", &log);
   ASSERT_TRUE(keep);
   EXPECT_FALSE(*keep);
-  EXPECT_NE(slurp(root + "/etc/default/gpud").find("FLAGS=\"--gpu-count 8\""), std::string::npos);
+  EXPECT_NE(slurp(config).find("\ngpu-count: 8\n"), std::string::npos);
   auto other = install_service_files(root, exe, {"--no-tls"}, "", &log);
   ASSERT_TRUE(other);
   EXPECT_TRUE(*other);
-  EXPECT_NE(slurp(root + "/etc/default/gpud").find("FLAGS=\"--no-tls\""), std::string::npos);
+  EXPECT_NE(slurp(config).find("\nno-tls: true\n"), std::string::npos) << slurp(config);
+  EXPECT_EQ(slurp(config).find("\ngpu-count:"), std::string::npos) << "new flags replace the old";
 
   log.clear();
   ASSERT_TRUE(remove_service_files(root, &log));
   EXPECT_FALSE(fs::exists(root + "/etc/systemd/system/gpud.service"));
   EXPECT_FALSE(fs::exists(root + "/etc/default/gpud"));
   EXPECT_TRUE(fs::exists(root + "/usr/local/bin/gpud"));  // the binary stays
+  EXPECT_TRUE(fs::exists(config));                        // and the configuration
   // Purging twice is fine.
   EXPECT_TRUE(remove_service_files(root, &log));
   fs::remove_all(root);

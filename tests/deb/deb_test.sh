@@ -49,7 +49,7 @@ fi
 
 contents=$(dpkg-deb -c "$deb")
 echo "$contents"
-for path in ./usr/bin/gpud ./lib/systemd/system/gpud.service ./etc/default/gpud; do
+for path in ./usr/bin/gpud ./lib/systemd/system/gpud.service ./etc/default/gpud ./etc/gpud/gpud.yaml; do
   grep -qE " ${path//./\\.}\$" <<<"$contents" || fail "package lacks $path"
 done
 if [[ -f $(dirname "$0")/../../deploy/prometheus/gpud-alerts.yml ]]; then
@@ -67,9 +67,10 @@ grep -q 'rw-r----- root/root .* \./etc/default/gpud$' <<<"$contents" ||
 # No test binaries or fake NVML libraries.
 if grep -qE 'libnvidia-ml|_tests' <<<"$contents"; then fail "test files in the package"; fi
 
-# /etc/default/gpud is a conffile, so upgrades keep local FLAGS.
+# /etc/default/gpud and /etc/gpud/gpud.yaml are conffiles, so upgrades keep local changes.
 dpkg-deb -e "$deb" "$tmp/control"
 grep -qx /etc/default/gpud "$tmp/control/conffiles" || fail "/etc/default/gpud is not a conffile"
+grep -qx /etc/gpud/gpud.yaml "$tmp/control/conffiles" || fail "/etc/gpud/gpud.yaml is not a conffile"
 
 # Extract into a staged root and check the files.
 root="$tmp/root"
@@ -79,6 +80,11 @@ grep -qx 'ExecStart=/usr/bin/gpud run $FLAGS' "$root/lib/systemd/system/gpud.ser
   fail "packaged unit does not run /usr/bin/gpud"
 grep -qx 'Type=notify' "$root/lib/systemd/system/gpud.service" || fail "packaged unit not Type=notify"
 grep -qx 'FLAGS=""' "$root/etc/default/gpud" || fail "packaged /etc/default/gpud has no FLAGS"
+# The shipped configuration is the commented default, which the packaged binary reads as such.
+cmp -s "$root/etc/gpud/gpud.yaml" "$(dirname "$0")/../../deploy/config/gpud.yaml" ||
+  fail "packaged /etc/gpud/gpud.yaml is not deploy/config/gpud.yaml"
+"$root/usr/bin/gpud" scan --config "$root/etc/gpud/gpud.yaml" --components cpu --log-level error \
+  >/dev/null || fail "the packaged binary does not read the packaged configuration"
 # Install it with dpkg into a second staged root (its own dpkg database; the libraries it depends on
 # are not in that database, hence --force-depends; no maintainer scripts, so no chroot is needed).
 if [[ $(id -u) -eq 0 ]] && command -v dpkg >/dev/null 2>&1; then
@@ -94,6 +100,7 @@ if [[ $(id -u) -eq 0 ]] && command -v dpkg >/dev/null 2>&1; then
   [[ ! -e $inst/usr/bin/gpud && -f $inst/etc/default/gpud ]] || fail "dpkg -r: binary or conffile"
   dpkg_root -P gpud >>"$tmp/dpkg.log" 2>&1 || { cat "$tmp/dpkg.log"; fail "dpkg -P"; }
   [[ ! -e $inst/etc/default/gpud ]] || fail "dpkg -P left /etc/default/gpud"
+  [[ ! -e $inst/etc/gpud/gpud.yaml ]] || fail "dpkg -P left /etc/gpud/gpud.yaml"
 else
   echo "note: not root or no dpkg; skipped the dpkg --root install check (dpkg-deb checks ran)"
 fi

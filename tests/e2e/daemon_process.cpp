@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -89,6 +90,11 @@ CommandResult run_gpud(const std::vector<std::string>& args, int timeout_s) {
   std::string out_path = make_temp_dir() + "/out";
   std::vector<std::string> full{GPUD_BINARY};
   full.insert(full.end(), args.begin(), args.end());
+  // `run` and `scan` read the machine's /etc/gpud/gpud.yaml unless told otherwise: a test says.
+  const bool reads_config =
+      !args.empty() && (args[0] == "run" || args[0] == "scan" || args[0] == "check");
+  if (reads_config && std::find(args.begin(), args.end(), "--config") == args.end())
+    full.insert(full.begin() + 2, {"--config", ""});
   pid_t pid = ::fork();
   if (pid == 0) {
     int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -120,6 +126,9 @@ DaemonProcess::DaemonProcess(std::string data_dir, std::vector<std::string> extr
                                 "--listen-address", listen_host + ":" + std::to_string(port_),
                                 "--data-dir",       data_dir_};
   if (!tls) args.push_back("--no-tls");
+  // The machine's /etc/gpud/gpud.yaml (a `gpud up` here) must not change what a test starts.
+  if (std::find(extra.begin(), extra.end(), "--config") == extra.end())
+    args.insert(args.end(), {"--config", ""});
   args.insert(args.end(), extra.begin(), extra.end());
   auto start = std::chrono::steady_clock::now();
   pid_ = ::fork();

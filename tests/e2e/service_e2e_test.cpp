@@ -36,7 +36,7 @@ std::string find_program(const std::string& name) {
   return r.out;
 }
 
-TEST(ServiceUp, StagesBinaryEnvFileAndUnitThatSystemdAccepts) {
+TEST(ServiceUp, StagesBinaryConfigEnvFileAndUnitThatSystemdAccepts) {
   std::string root = make_temp_dir();
   auto up = run_gpud({"up", "--root", root, "--gpu-count", "8", "--log-level", "debug"});
   ASSERT_EQ(up.exit_code, 0) << up.out;
@@ -49,8 +49,12 @@ TEST(ServiceUp, StagesBinaryEnvFileAndUnitThatSystemdAccepts) {
   EXPECT_EQ(fs::file_size(bin), fs::file_size(GPUD_BINARY));
   // The unit is the shipped file, byte for byte.
   EXPECT_EQ(slurp(unit), slurp(fs::path(GPUD_SOURCE_DIR) / "deploy/systemd/gpud.service"));
-  EXPECT_NE(slurp(env).find("\nFLAGS=\"--gpu-count 8 --log-level debug\"\n"), std::string::npos)
-      << slurp(env);
+  EXPECT_NE(slurp(env).find("\nFLAGS=\"\"\n"), std::string::npos) << slurp(env);
+  // The flags are in the configuration file, which the staged binary reads as `gpud run` would.
+  fs::path config = fs::path(root) / "etc/gpud/gpud.yaml";
+  const std::string yaml = slurp(config);
+  EXPECT_NE(yaml.find("\ngpu-count: 8\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("\nlog-level: debug\n"), std::string::npos) << yaml;
   // The staged binary runs.
   auto v = shell(bin.string() + " version");
   EXPECT_EQ(v.exit_code, 0) << v.out;
@@ -93,21 +97,44 @@ TEST(ServiceUp, StagesBinaryEnvFileAndUnitThatSystemdAccepts) {
     GTEST_SKIP() << "systemd-analyze or the stock systemd units are missing; unit not verified";
 }
 
-TEST(ServiceUp, RejectsFlagsRunWouldRejectOrTheEnvFileCannotHold) {
+TEST(ServiceUp, RejectsFlagsRunWouldReject) {
   std::string root = make_temp_dir();
   auto unknown = run_gpud({"up", "--root", root, "--no-such-flag"});
   EXPECT_EQ(unknown.exit_code, 2) << unknown.out;
   EXPECT_NE(unknown.out.find("--no-such-flag"), std::string::npos) << unknown.out;
-  auto space = run_gpud({"up", "--root", root, "--files", "/a b"});
-  EXPECT_EQ(space.exit_code, 2) << space.out;
-  EXPECT_NE(space.out.find("whitespace"), std::string::npos) << space.out;
   auto dollar = run_gpud({"up", "--root", root, "--admin-token", "$SECRET"});
   EXPECT_EQ(dollar.exit_code, 2) << dollar.out;
+  auto config = run_gpud({"up", "--root", root, "--config", "/x.yaml"});
+  EXPECT_EQ(config.exit_code, 2) << "up writes /etc/gpud/gpud.yaml itself: " << config.out;
   auto no_root = run_gpud({"up", "--root", root + "/missing"});
   EXPECT_EQ(no_root.exit_code, 2) << no_root.out;
   EXPECT_NE(no_root.out.find("not a directory"), std::string::npos) << no_root.out;
   EXPECT_FALSE(fs::exists(fs::path(root) / "etc"));  // nothing written on a rejected call
   fs::remove_all(root);
+}
+
+// Flags that FLAGS="..." in /etc/default/gpud could not hold (spaces, quotes, JSON) are kept in the
+// configuration file, where the daemon reads them back unchanged.
+TEST(ServiceUp, KeepsFlagsWithSpacesAndJsonInTheConfigurationFile) {
+  TempDirGuard root{make_temp_dir()};
+  const std::string json = R"({"overrides":{"94":{"rebootThreshold":3}}})";
+  auto up = run_gpud({"up", "--root", root.path, "--files", "/a b,/c\"d", "--xid-thresholds", json});
+  ASSERT_EQ(up.exit_code, 0) << up.out;
+  const std::string config = root.path + "/etc/gpud/gpud.yaml";
+  const std::string yaml = read_file(config);
+  EXPECT_NE(yaml.find("rebootThreshold: 3"), std::string::npos) << yaml;
+  // The staged file is valid for `gpud run`/`scan`, and a bad one is refused by the same binary.
+  auto scan = run_gpud({"scan", "--config", config, "--components", "file", "--log-level", "error"});
+  EXPECT_NE(scan.out.find("/a b"), std::string::npos) << scan.out;
+  EXPECT_NE(scan.out.find("/c\"d"), std::string::npos) << scan.out;
+  // `up` without flags keeps it; `down` leaves it.
+  auto again = run_gpud({"up", "--root", root.path});
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("kept " + config), std::string::npos) << again.out;
+  EXPECT_EQ(read_file(config), yaml);
+  auto down = run_gpud({"down", "--purge", "--root", root.path});
+  EXPECT_EQ(down.exit_code, 0) << down.out;
+  EXPECT_EQ(read_file(config), yaml);
 }
 
 TEST(ServiceUp, UpAndDownRefuseWithoutSystemdAsPid1) {

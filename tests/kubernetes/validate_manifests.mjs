@@ -146,6 +146,8 @@ assert.equal(kmsg.volume.hostPath.type, "CharDevice");
 const listenPort = Number(flag("listen-address").split(":").pop());
 const ports = Object.fromEntries(c.ports.map((p) => [p.name, p.containerPort]));
 assert.equal(ports.https, listenPort, "the https port is the one gpud listens on");
+const metricsPort = Number(flag("metrics-listen-address").split(":").pop());
+assert.equal(ports.metrics, metricsPort, "the metrics port is gpud's metrics listener");
 for (const probe of [c.readinessProbe, c.livenessProbe]) {
   assert.equal(probe.httpGet.path, "/healthz");
   assert.equal(probe.httpGet.scheme, "HTTPS");
@@ -164,8 +166,8 @@ const pm = find(operator, "PodMonitor", "gpud");
 assert.ok(selects(pm.spec.selector.matchLabels));
 assert.equal(podLabels[pm.spec.jobLabel], "gpud", 'the scrape job is "gpud", as the rules expect');
 const endpoint = pm.spec.podMetricsEndpoints[0];
-assert.ok(endpoint.port in ports);
-assert.equal(endpoint.scheme, "https");
+assert.equal(ports[endpoint.port], metricsPort, "Prometheus scrapes the metrics listener");
+assert.equal(endpoint.scheme, "http");
 assert.equal(endpoint.path, "/metrics");
 assert.ok(
   endpoint.relabelings.some(
