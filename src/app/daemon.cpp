@@ -88,7 +88,7 @@ Result<void> Daemon::start() {
 
   nvidia_ = std::make_unique<nvml::NvidiaSource>(config_.nvml_lib, config_.nvml_call_timeout);
   nvidia_->open();
-  ComponentContext ctx{&config_, events_.get(), &metrics_, false};
+  components::ComponentContext ctx{&config_, events_.get(), &metrics_, false};
   ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);
   ctx.nvidia = nvidia_.get();
   gpud_probes_.db = db_.get();

@@ -100,7 +100,7 @@ void add_scan(CLI::App& app, int* exit_code) {
     host::HostFs fs(flags->config.host_root);
     nvml::NvidiaSource nvidia(flags->config.nvml_lib, flags->config.nvml_call_timeout);
     nvidia.open();
-    ComponentContext ctx{&flags->config, &events, &metrics, true};
+    components::ComponentContext ctx{&flags->config, &events, &metrics, true};
     ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);
     ctx.nvidia = &nvidia;
     ctx.kernel_log_scan = !flags->config.kernel_logs.empty();

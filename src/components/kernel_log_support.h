@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/component.h"
+#include "components/component.h"
 #include "kmsg/rules.h"
 
 namespace gpud::components {

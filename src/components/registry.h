@@ -1,7 +1,7 @@
 // The one explicit list of every component gpud has (no static-init self-registration).
 #pragma once
 
-#include "core/component.h"
+#include "components/component.h"
 #include "core/registry.h"
 #include "kmsg/rules.h"
 

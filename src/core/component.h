@@ -14,31 +14,14 @@
 
 namespace gpud {
 
-namespace nvml {
-class NvidiaSource;
-}
-namespace components {
-struct GpudProbes;
-}
-
-// What the daemon (or scan) hands every component. Pointers are never null once constructed by
-// make_context(); tests point them at their own instances.
+// What the daemon (or scan) hands every component, as far as the component framework needs it;
+// the components layer extends it with what its components read (components/component.h). The
+// daemon and scan set every pointer; unit tests may leave events and metrics null.
 struct ComponentContext {
   const Config* config = nullptr;
   EventLog* events = nullptr;
   MetricRegistry* metrics = nullptr;
   bool scan_mode = false;  // one-shot `gpud scan`: no history beyond this run
-  // An NVIDIA GPU is on the PCI bus (read once at start from sysfs), whether or not NVML loads.
-  bool nvidia_pci_present = false;
-  // `gpud scan --kernel-log FILE`: every component with a kernel-log matcher takes part, GPU or
-  // not.
-  bool kernel_log_scan = false;
-  // The shared NVML instance and snapshot cache; null where NVIDIA components are not built (unit
-  // tests).
-  nvml::NvidiaSource* nvidia = nullptr;
-  // What the `gpud` component watches (the daemon's store and kernel-log follower); null outside
-  // the daemon, where that component is not supported.
-  const components::GpudProbes* gpud = nullptr;
 };
 
 class Component {

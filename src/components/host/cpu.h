@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "core/component.h"
+#include "components/component.h"
 #include "host/host_fs.h"
 #include "host/loadavg.h"
 #include "host/proc_stat.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "components/component.h"
 #include "components/kernel_log_support.h"
-#include "core/component.h"
 #include "host/fs_usage.h"
 #include "host/host_fs.h"
 #include "kmsg/rules.h"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "core/component.h"
+#include "components/component.h"
 #include "host/host_fs.h"
 
 namespace gpud::components {

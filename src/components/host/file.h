@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/component.h"
+#include "components/component.h"
 #include "host/host_fs.h"
 
 namespace gpud::components {

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <nlohmann/json.hpp>
 
-#include "core/component.h"
+#include "components/component.h"
 #include "host/host_fs.h"
 #include "host/meminfo.h"
 #include "kmsg/rules.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "components/component.h"
 #include "components/kernel_log_support.h"
-#include "core/component.h"
 #include "kmsg/rules.h"
 
 namespace gpud::components {

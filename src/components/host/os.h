@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/component.h"
+#include "components/component.h"
 #include "host/host_fs.h"
 #include "host/os_info.h"
 #include "host/processes.h"

@@ -4,8 +4,8 @@
 
 #include <vector>
 
+#include "components/component.h"
 #include "components/host/nfs.h"
-#include "core/component.h"
 #include "kmsg/rules.h"
 
 namespace gpud::components {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/component.h"
+#include "components/component.h"
 #include "host/host_fs.h"
 
 namespace gpud::components {

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "catalog/nvidia_products.h"
-#include "core/component.h"
+#include "components/component.h"
 #include "nvml/source.h"
 
 namespace gpud::components {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "catalog/nvlink_decode.h"
-#include "core/component.h"
+#include "components/component.h"
 #include "core/reboot_rules.h"
 #include "kmsg/rules.h"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/component.h"
+#include "components/component.h"
 #include "store/database.h"
 #include "store/event_store.h"
 
