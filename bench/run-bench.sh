@@ -55,7 +55,7 @@ echo "gpud CPU seconds including start-up: $g_total"
 echo "gpud RSS / node_exporter RSS: $(awk -v a=$g_hwm -v b=$n_hwm 'BEGIN{printf "%.2f", a/b}') (target <= 0.75)"
 echo "gpud idle CPU-seconds per minute: $(awk -v c=$g_cpu -v s=$idle_s 'BEGIN{printf "%.3f", c*60/s}') (target < 0.2)"
 
-# nvidia (B): eight fake GPUs (testing/fake_nvml) through the real NVML loader.
+# Eight fake GPUs (testing/fake_nvml) through the real NVML loader.
 fake_nvml=$build/libnvidia-ml.so.1
 if [[ -f $fake_nvml ]]; then
   scenario=$(cd "$(dirname "$0")/.." && pwd)/testing/fixtures/nvml/h100x8-healthy.json
