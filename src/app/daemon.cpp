@@ -11,7 +11,6 @@
 #include <filesystem>
 
 #include "components/nvidia/xid.h"
-#include "components/registry.h"
 #include "core/log.h"
 #include "core/time_util.h"
 #include "host/host_fs.h"
@@ -70,55 +69,48 @@ Result<void> Daemon::start() {
   if (!lock) return lock.error();
   lock_fd_ = *lock;
 
-  auto db = config_.db_in_memory
-                ? store::Database::open_in_memory()
-                : store::Database::open(config_.data_dir + "/" + store::kStateFileName);
-  if (!db) return db.error();
-  db_ = std::move(*db);
-  db_->set_metrics(&metrics_);
-  events_ = std::make_unique<store::EventStore>(*db_);
-  history_ = std::make_unique<store::MetricStore>(*db_);
+  DaemonHooks hooks;
+  hooks.on_kernel_log_event = [this](std::string_view component) {
+    if (scheduler_) scheduler_->trigger(component);
+  };
+  hooks.identify_bus = [this](std::string_view bus) { return identify_bus(bus); };
+  hooks.kernel_log_counters = [this] { return kernel_log_counters(); };
+  auto runtime = build_runtime(config_, RuntimeMode::kDaemon, std::move(hooks));
+  if (!runtime) return runtime.error();
+  runtime_ = std::move(*runtime);
+  store::Database& db = *runtime_->db;
+  MetricRegistry& metrics = runtime_->metrics;
+  history_ = std::make_unique<store::MetricStore>(db);
 
-  store::Metadata meta(*db_);
+  store::Metadata meta(db);
   host::HostFs fs(config_.host_root);
   if (auto id = meta.get(store::kKeyMachineId); id && !id->has_value()) {
     auto mid = fs.read_line("/etc/machine-id");
     if (mid && !mid->empty()) (void)meta.set(store::kKeyMachineId, *mid);
   }
 
-  nvidia_ = std::make_unique<nvml::NvidiaSource>(config_.nvml_lib, config_.nvml_call_timeout);
-  nvidia_->open();
-  components::ComponentContext ctx{&config_, events_.get(), &metrics_, false};
-  ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);
-  ctx.nvidia = nvidia_.get();
-  gpud_probes_.db = db_.get();
-  gpud_probes_.events = events_.get();
-  gpud_probes_.kernel_log = [this] { return kernel_log_counters(); };
-  ctx.gpud = &gpud_probes_;
-  if (auto r = components::register_all(registry_, ctx); !r) return r.error();
-  for (Component* c : registry_.supported()) c->start();
+  for (Component* c : runtime_->registry.supported()) c->start();
 
   machine_info_ = host::collect_machine_info(fs);
   // Takes the first NVML snapshot when NVML is ready, before the kernel log is followed: the ring
   // re-read then names each bus id's GPU (identify_bus reads that snapshot, never NVML), so a
   // record re-read after a restart becomes the identical row and is not stored twice.
-  nvidia_->fill_machine_info(machine_info_);
+  runtime_->nvidia->fill_machine_info(machine_info_);
   machine_info_at_ = Clock::now();
 
-  metrics_.describe("gpud_sqlite_db_size_bytes",
-                    "Size of the state database (gpud.state) in bytes");
-  scheduler_ = std::make_unique<Scheduler>(registry_, 2, &metrics_);
+  metrics.describe("gpud_sqlite_db_size_bytes", "Size of the state database (gpud.state) in bytes");
+  scheduler_ = std::make_unique<Scheduler>(runtime_->registry, 2, &metrics);
   scheduler_->start();
   start_kernel_log();
   maybe_start_xid_watcher();
 
   server::ServerDeps deps;
   deps.config = &config_;
-  deps.registry = &registry_;
+  deps.registry = &runtime_->registry;
   deps.scheduler = scheduler_.get();
-  deps.events = events_.get();
+  deps.events = runtime_->events.get();
   deps.history = history_.get();
-  deps.metrics = &metrics_;
+  deps.metrics = &metrics;
   deps.machine_info = [this] { return machine_info(); };
   deps.web_enable = config_.web_enable;
   deps.inject_fault = [path =
@@ -133,7 +125,7 @@ Result<void> Daemon::start() {
     return r.error();
   }
   if (!config_.metrics_listen_address.empty()) {
-    metrics_listener_ = std::make_unique<server::MetricsListener>(metrics_);
+    metrics_listener_ = std::make_unique<server::MetricsListener>(metrics);
     if (auto r = metrics_listener_->start(config_.metrics_listen_address); !r) {
       server_->stop();
       scheduler_->stop();
@@ -142,8 +134,9 @@ Result<void> Daemon::start() {
   }
 
   loop_thread_ = std::thread([this] { loop(); });
-  logger("daemon")->info("gpud serving {} components on {} ({})", registry_.supported().size(),
-                         config_.listen_address, config_.no_tls ? "http" : "https");
+  logger("daemon")->info("gpud serving {} components on {} ({})",
+                         runtime_->registry.supported().size(), config_.listen_address,
+                         config_.no_tls ? "http" : "https");
   return {};
 }
 
@@ -152,8 +145,8 @@ kmsg::BusIdentity Daemon::identify_bus(std::string_view raw_bus) {
   kmsg::BusIdentity id;
   // Runs on the kernel-log thread (and the Xid watcher's): never an NVML call, never a wait on a
   // collection, which a hung driver can hold for the whole deadline exactly when an Xid 79 arrives.
-  if (nvidia_) {
-    if (auto snap = nvidia_->last_good_snapshot())
+  if (runtime_) {
+    if (auto snap = runtime_->nvidia->last_good_snapshot())
       for (const auto& g : snap->gpus)
         if (g.pci_bus_id.ok() && normalize_pci_bus_id(g.pci_bus_id.value) == bus) {
           id.known = true;
@@ -178,13 +171,6 @@ kmsg::BusIdentity Daemon::identify_bus(std::string_view raw_bus) {
 
 void Daemon::start_kernel_log() {
   std::lock_guard lock(kernel_log_mu_);
-  dispatcher_ = std::make_unique<kmsg::KernelLogDispatcher>(
-      components::kernel_log_rules(registry_), *events_, metrics_,
-      [this](std::string_view component) {
-        if (scheduler_) scheduler_->trigger(component);
-      },
-      [this](std::string_view component) { return registry_.find(component) != nullptr; },
-      [this](std::string_view bus) { return identify_bus(bus); });
   kmsg::KmsgFollower::Options opts;
   opts.path = config_.kmsg_path;
   // /proc/stat's btime is stable across restarts (the monotonic estimate jitters), so a record
@@ -194,7 +180,7 @@ void Daemon::start_kernel_log() {
   else
     opts.parse.boot_time = kmsg::estimate_boot_time();
   follower_ = std::make_unique<kmsg::KmsgFollower>(
-      opts, [this](const kmsg::KmsgRecord& r) { dispatcher_->feed(r); });
+      opts, [this](const kmsg::KmsgRecord& r) { runtime_->dispatcher->feed(r); });
   if (auto r = follower_->start(); !r) {
     logger("kmsg")->warn("kernel log not followed ({}); kernel-log components see no new events",
                          r.error().message);
@@ -217,17 +203,18 @@ components::KernelLogCounters Daemon::kernel_log_counters() {
   c.overruns = follower_->overruns();
   c.read_errors = follower_->errors();
   c.record_errors = follower_->record_errors();
-  if (dispatcher_) c.parse_errors = dispatcher_->parse_errors();
+  c.parse_errors = runtime_->dispatcher->parse_errors();
   return c;
 }
 
 void Daemon::maybe_start_xid_watcher() {
-  if (xid_watcher_ || !nvidia_ || !dispatcher_) return;
-  nvml::Nvml* nvml = nvidia_->ready_nvml();
+  if (xid_watcher_ || !runtime_) return;
+  nvml::Nvml* nvml = runtime_->nvidia->ready_nvml();
   if (nvml == nullptr) return;
   auto w = nvml::XidWatcher::start(*nvml, [this](const nvml::XidEvent& e) {
-    dispatcher_->dispatch(components::nvml_xid_match(static_cast<int>(e.xid), e.pci_bus_id, e.uuid),
-                          e.time == TimePoint{} ? Clock::now() : e.time);
+    runtime_->dispatcher->dispatch(
+        components::nvml_xid_match(static_cast<int>(e.xid), e.pci_bus_id, e.uuid),
+        e.time == TimePoint{} ? Clock::now() : e.time);
   });
   if (!w) {
     logger("nvml")->warn("Xid event watcher not started: {}", w.error().message);
@@ -245,11 +232,12 @@ nlohmann::json Daemon::machine_info() {
 void Daemon::housekeeping(TimePoint now) {
   int64_t now_ms = to_unix_ms(now);
   // A node whose driver was missing at start gets its NVIDIA components once the library loads.
-  if (nvidia_->status() == nvml::NvmlStatus::kNotFound) {
-    nvidia_->maybe_reload();
-    if (nvidia_->status() != nvml::NvmlStatus::kNotFound) {
+  nvml::NvidiaSource& nvidia = *runtime_->nvidia;
+  if (nvidia.status() == nvml::NvmlStatus::kNotFound) {
+    nvidia.maybe_reload();
+    if (nvidia.status() != nvml::NvmlStatus::kNotFound) {
       auto info = host::collect_machine_info(host::HostFs(config_.host_root));
-      nvidia_->fill_machine_info(info);
+      nvidia.fill_machine_info(info);
       {
         std::lock_guard lock(mu_);
         machine_info_ = std::move(info);
@@ -257,8 +245,10 @@ void Daemon::housekeeping(TimePoint now) {
       maybe_start_xid_watcher();
     }
   }
-  metrics_.set("", "gpud_sqlite_db_size_bytes", static_cast<double>(db_->size_bytes().value_or(0)));
-  if (auto r = history_->insert(metrics_.snapshot(now_ms)); !r)
+  MetricRegistry& metrics = runtime_->metrics;
+  metrics.set("", "gpud_sqlite_db_size_bytes",
+              static_cast<double>(runtime_->db->size_bytes().value_or(0)));
+  if (auto r = history_->insert(metrics.snapshot(now_ms)); !r)
     logger("daemon")->warn("metric history insert failed: {}", r.error().message);
   if (auto r = history_->purge(saturating_sub(now, config_.metrics_retention)); !r)
     logger("daemon")->warn("metric history purge failed: {}", r.error().message);
@@ -268,7 +258,7 @@ void Daemon::housekeeping(TimePoint now) {
       std::max<std::chrono::seconds>(std::chrono::seconds(60), config_.events_retention / 5);
   if (now - last_retention_ >= period) {
     last_retention_ = now;
-    auto r = events_->enforce_retention(config_.events_retention, now);
+    auto r = runtime_->events->enforce_retention(config_.events_retention, now);
     if (!r)
       logger("daemon")->warn("event retention failed: {}", r.error().message);
     else if (*r > 0)
@@ -289,7 +279,7 @@ void Daemon::loop() {
     auto wake = std::min(next, std::chrono::steady_clock::now() + kStoreRetryInterval);
     if (cv_.wait_until(lock, wake, [this] { return stopping_; })) break;
     lock.unlock();
-    events_->retry();
+    runtime_->events->retry();
     if (std::chrono::steady_clock::now() >= next) {
       next = std::chrono::steady_clock::now() + config_.metrics_sample_interval;
       housekeeping(Clock::now());
@@ -311,11 +301,11 @@ void Daemon::stop() {
   if (xid_watcher_) xid_watcher_->stop();
   if (follower_) follower_->stop();
   if (scheduler_) scheduler_->stop();
-  if (events_) {
+  if (runtime_) {
     // A last try: what still waits for the store is lost with this process.
-    if (size_t left = events_->retry(); left > 0)
+    if (size_t left = runtime_->events->retry(); left > 0)
       logger("store")->error("{} events could not be stored and are lost: {}", left,
-                             db_->health().last_error);
+                             runtime_->db->health().last_error);
   }
   if (lock_fd_ >= 0) {
     ::close(lock_fd_);

@@ -9,18 +9,16 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "app/runtime.h"
 #include "components/self/gpud.h"
 #include "core/config.h"
 #include "core/registry.h"
 #include "core/scheduler.h"
 #include "kmsg/dispatcher.h"
 #include "kmsg/reader.h"
-#include "nvml/source.h"
 #include "nvml/xid_watcher.h"
 #include "server/metrics_listener.h"
 #include "server/server.h"
-#include "store/database.h"
-#include "store/event_store.h"
 #include "store/metadata.h"
 #include "store/metric_store.h"
 
@@ -50,20 +48,16 @@ class Daemon {
 
   Config config_;
   int lock_fd_ = -1;
-  std::unique_ptr<store::Database> db_;
-  std::unique_ptr<store::EventStore> events_;
+  // The store, metric registry, NVIDIA source, components and kernel-log dispatcher, as `gpud scan`
+  // builds them too.
+  std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<store::MetricStore> history_;
-  MetricRegistry metrics_;
-  std::unique_ptr<nvml::NvidiaSource> nvidia_;
-  Registry registry_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<server::Server> server_;
   std::unique_ptr<server::MetricsListener> metrics_listener_;
-  components::GpudProbes gpud_probes_;
-  // Guards follower_, dispatcher_ and kernel_log_error_ against the gpud component's check, which
-  // the scheduler may run while start_kernel_log() sets them.
+  // Guards follower_ and kernel_log_error_ against the gpud component's check, which the scheduler
+  // may run while start_kernel_log() sets them.
   std::mutex kernel_log_mu_;
-  std::unique_ptr<kmsg::KernelLogDispatcher> dispatcher_;
   std::unique_ptr<kmsg::KmsgFollower> follower_;
   std::string kernel_log_error_;
   std::unique_ptr<nvml::XidWatcher> xid_watcher_;

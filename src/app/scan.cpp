@@ -7,17 +7,14 @@
 #include "app/config_file.h"
 #include "app/options.h"
 #include "app/report.h"
+#include "app/runtime.h"
 #include "app/verbs.h"
-#include "components/registry.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "host/machine_info.h"
 #include "host/os_info.h"
-#include "host/pci.h"
 #include "kmsg/dispatcher.h"
 #include "kmsg/reader.h"
-#include "nvml/source.h"
-#include "store/event_store.h"
 
 namespace gpud::app {
 
@@ -25,11 +22,8 @@ namespace {
 
 // Feeds the saved logs (or, without any, the /dev/kmsg ring when readable) through the components'
 // kernel-log rules into the scan's in-memory store.
-Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs, const Registry& registry,
-                             EventLog& events, MetricRegistry& metrics) {
-  kmsg::KernelLogDispatcher dispatcher(
-      components::kernel_log_rules(registry), events, metrics, {},
-      [&](std::string_view component) { return registry.find(component) != nullptr; });
+Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs,
+                             kmsg::KernelLogDispatcher& dispatcher) {
   if (config.kernel_logs.empty()) {
     kmsg::ParseOptions parse;
     parse.boot_time = host::read_boot_time(fs);
@@ -89,37 +83,24 @@ void add_scan(CLI::App& app, int* exit_code) {
       *exit_code = kExitUsage;
       return;
     }
-    auto db = store::Database::open_in_memory();
-    if (!db) {
-      std::cerr << "✘ " << db.error().message << "\n";
+    auto runtime = build_runtime(flags->config, RuntimeMode::kScan);
+    if (!runtime) {
+      std::cerr << "✘ " << runtime.error().message << "\n";
       *exit_code = kExitUsage;
       return;
     }
-    store::EventStore events(**db);
-    MetricRegistry metrics;
+    Runtime& rt = **runtime;
     host::HostFs fs(flags->config.host_root);
-    nvml::NvidiaSource nvidia(flags->config.nvml_lib, flags->config.nvml_call_timeout);
-    nvidia.open();
-    components::ComponentContext ctx{&flags->config, &events, &metrics, true};
-    ctx.nvidia_pci_present = host::nvidia_gpu_present(fs);
-    ctx.nvidia = &nvidia;
-    ctx.kernel_log_scan = !flags->config.kernel_logs.empty();
-    Registry registry;
-    if (auto r = components::register_all(registry, ctx); !r) {
-      std::cerr << "✘ " << r.error().message << "\n";
-      *exit_code = kExitUsage;
-      return;
-    }
-    if (auto r = scan_kernel_log(flags->config, fs, registry, events, metrics); !r) {
+    if (auto r = scan_kernel_log(flags->config, fs, *rt.dispatcher); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
       return;
     }
     nlohmann::json info = host::collect_machine_info(fs);
-    nvidia.fill_machine_info(info);
+    rt.nvidia->fill_machine_info(info);
 
     std::vector<ScanEntry> entries;
-    for (Component* c : registry.supported()) {
+    for (Component* c : rt.registry.supported()) {
       ScanEntry e;
       e.component = std::string(c->name());
       e.result = c->check();

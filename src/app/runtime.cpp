@@ -1,0 +1,46 @@
+#include "app/runtime.h"
+
+#include "components/registry.h"
+#include "host/host_fs.h"
+#include "host/pci.h"
+
+namespace gpud::app {
+
+Result<std::unique_ptr<Runtime>> build_runtime(const Config& config, RuntimeMode mode,
+                                               DaemonHooks hooks) {
+  const bool scan = mode == RuntimeMode::kScan;
+  auto rt = std::make_unique<Runtime>();
+  auto db = scan || config.db_in_memory
+                ? store::Database::open_in_memory()
+                : store::Database::open(config.data_dir + "/" + store::kStateFileName);
+  if (!db) return db.error();
+  rt->db = std::move(*db);
+  if (!scan) rt->db->set_metrics(&rt->metrics);
+  rt->events = std::make_unique<store::EventStore>(*rt->db);
+
+  rt->nvidia = std::make_unique<nvml::NvidiaSource>(config.nvml_lib, config.nvml_call_timeout);
+  rt->nvidia->open();
+
+  components::ComponentContext ctx{&config, rt->events.get(), &rt->metrics, scan};
+  ctx.nvidia_pci_present = host::nvidia_gpu_present(host::HostFs(config.host_root));
+  ctx.nvidia = rt->nvidia.get();
+  ctx.kernel_log_scan = scan && !config.kernel_logs.empty();
+  if (!scan) {
+    rt->gpud_probes.db = rt->db.get();
+    rt->gpud_probes.events = rt->events.get();
+    rt->gpud_probes.kernel_log = std::move(hooks.kernel_log_counters);
+    ctx.gpud = &rt->gpud_probes;
+  }
+  if (auto r = components::register_all(rt->registry, ctx); !r) return r.error();
+
+  rt->dispatcher = std::make_unique<kmsg::KernelLogDispatcher>(
+      components::kernel_log_rules(rt->registry), *rt->events, rt->metrics,
+      std::move(hooks.on_kernel_log_event),
+      [registry = &rt->registry](std::string_view component) {
+        return registry->find(component) != nullptr;
+      },
+      std::move(hooks.identify_bus));
+  return rt;
+}
+
+}  // namespace gpud::app

@@ -1,0 +1,57 @@
+// Runtime: what `gpud run` and `gpud scan` both wire, built in one place so that the two cannot
+// drift: the state database and its event store, the metric registry, the NVIDIA source, the
+// components with their context, and the kernel-log dispatcher.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "components/self/gpud.h"
+#include "core/config.h"
+#include "core/metrics.h"
+#include "core/registry.h"
+#include "kmsg/dispatcher.h"
+#include "nvml/source.h"
+#include "store/database.h"
+#include "store/event_store.h"
+
+namespace gpud::app {
+
+enum class RuntimeMode {
+  // `gpud run`: the database in the data dir (or in memory with --db-in-memory), counting its
+  // operations in the metric registry; the gpud component watches it.
+  kDaemon,
+  // `gpud scan`: the database in memory; components in scan mode, and every kernel-log component
+  // takes part when saved logs are scanned.
+  kScan,
+};
+
+// What only the daemon hands the runtime; `gpud scan` leaves them empty.
+struct DaemonHooks {
+  kmsg::KernelLogDispatcher::OnEvent on_kernel_log_event;  // a component got a kernel-log event
+  kmsg::KernelLogDispatcher::IdentifyBus identify_bus;     // names the GPU of a kernel-log bus id
+  std::function<components::KernelLogCounters()> kernel_log_counters;  // for the gpud component
+};
+
+// Members are declared so that each is destroyed before what it points at. Not movable: the
+// components and the dispatcher point at its members.
+struct Runtime {
+  Runtime() = default;
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  MetricRegistry metrics;
+  std::unique_ptr<store::Database> db;
+  std::unique_ptr<store::EventStore> events;
+  std::unique_ptr<nvml::NvidiaSource> nvidia;  // opened
+  components::GpudProbes gpud_probes;          // what the gpud component reads (daemon only)
+  Registry registry;                           // the components config.components enables
+  std::unique_ptr<kmsg::KernelLogDispatcher> dispatcher;  // stores into events, for registry
+};
+
+// Opens the database, loads NVML and registers the components. The daemon takes the data dir's
+// lock first; `config` must outlive the runtime (every component points at it).
+Result<std::unique_ptr<Runtime>> build_runtime(const Config& config, RuntimeMode mode,
+                                               DaemonHooks hooks = {});
+
+}  // namespace gpud::app

@@ -1,0 +1,73 @@
+#include "app/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "components/nvidia/xid.h"
+#include "kmsg/writer.h"
+
+namespace gpud::app {
+namespace {
+
+// No NVML library, no NVIDIA device in sysfs, and a data dir that does not exist: whatever
+// opens a file there fails.
+Config test_config() {
+  Config c;
+  c.data_dir = "/nonexistent/gpud-runtime-test";
+  c.host_root = "/nonexistent/gpud-runtime-test";
+  c.nvml_lib = "/nonexistent/gpud-runtime-test/libnvidia-ml.so.1";
+  return c;
+}
+
+TEST(BuildRuntime, ScanKeepsItsStoreInMemoryAndHasNoSelfWatch) {
+  Config config = test_config();
+  auto rt = build_runtime(config, RuntimeMode::kScan);
+  ASSERT_TRUE(rt) << rt.error().message;
+  EXPECT_TRUE((*rt)->db->path().empty());
+  const Component* gpud = (*rt)->registry.find("gpud");
+  ASSERT_NE(gpud, nullptr);
+  EXPECT_FALSE(gpud->supported());
+}
+
+TEST(BuildRuntime, DaemonOpensTheStateFileOfTheDataDir) {
+  Config config = test_config();
+  auto rt = build_runtime(config, RuntimeMode::kDaemon);
+  ASSERT_FALSE(rt);
+  EXPECT_NE(rt.error().message.find(config.data_dir), std::string::npos) << rt.error().message;
+}
+
+TEST(BuildRuntime, DaemonHandsTheGpudComponentItsProbesAndTheDispatcherItsHooks) {
+  Config config = test_config();
+  config.db_in_memory = true;
+  std::vector<std::string> triggered;
+  std::vector<std::string> identified;
+  DaemonHooks hooks;
+  hooks.on_kernel_log_event = [&](std::string_view c) { triggered.emplace_back(c); };
+  hooks.identify_bus = [&](std::string_view bus) {
+    identified.emplace_back(bus);
+    return kmsg::BusIdentity{};
+  };
+  hooks.kernel_log_counters = [] { return components::KernelLogCounters{}; };
+  auto rt = build_runtime(config, RuntimeMode::kDaemon, std::move(hooks));
+  ASSERT_TRUE(rt) << rt.error().message;
+  const Component* gpud = (*rt)->registry.find("gpud");
+  ASSERT_NE(gpud, nullptr);
+  EXPECT_TRUE(gpud->supported());
+
+  EXPECT_EQ((*rt)->dispatcher->feed_message(kmsg::xid_line(79, "0000:3b:00.0"), Clock::now()), 1);
+  EXPECT_EQ(triggered, std::vector<std::string>{std::string(components::kXidComponent)});
+  EXPECT_FALSE(identified.empty());
+}
+
+TEST(BuildRuntime, DispatcherKeepsOnlyEventsOfRegisteredComponents) {
+  Config config = test_config();
+  config.components = {"cpu"};
+  auto rt = build_runtime(config, RuntimeMode::kScan);
+  ASSERT_TRUE(rt) << rt.error().message;
+  EXPECT_EQ((*rt)->dispatcher->feed_message(kmsg::xid_line(79, "0000:3b:00.0"), Clock::now()), 0);
+}
+
+}  // namespace
+}  // namespace gpud::app
