@@ -19,7 +19,7 @@ struct GpudProbes;
 struct ComponentContext : gpud::ComponentContext {
   // An NVIDIA GPU is on the PCI bus (read once at start from sysfs), whether or not NVML loads.
   bool nvidia_pci_present = false;
-  // `gpud scan --kernel-log FILE`: every component with a kernel-log matcher takes part, GPU or
+  // `gpud scan --kernel-log FILE`: every component with kernel-log rules takes part, GPU or
   // not.
   bool kernel_log_scan = false;
   // The shared NVML instance and snapshot cache; null where NVIDIA components are not built (unit
