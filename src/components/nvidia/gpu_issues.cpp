@@ -1,7 +1,5 @@
 #include "components/nvidia/gpu_issues.h"
 
-#include <algorithm>
-
 #include "components/nvidia/nvidia_component.h"
 #include "core/strings.h"
 
@@ -42,31 +40,6 @@ CheckResult GpuIssues::result(std::string_view component, std::string healthy_re
   r.states[0].error = error();
   r.detail = std::move(detail);
   return r;
-}
-
-nlohmann::json gpu_identity_json(const nvml::GpuSnapshot& gpu) {
-  return {{"uuid", gpu.uuid.ok() ? gpu.uuid.value : ""},
-          {"bus_id", gpu.pci_bus_id.ok() ? gpu.pci_bus_id.value : ""},
-          {"index", gpu.index}};
-}
-
-std::string format_table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) {
-      if (width.size() <= i) width.push_back(0);
-      width[i] = std::max(width[i], row[i].size());
-    }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
 }
 
 }  // namespace gpud::components

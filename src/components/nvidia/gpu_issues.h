@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "components/nvidia/verdict.h"
 #include "core/health.h"
 #include "nvml/device.h"
 
@@ -59,26 +60,5 @@ inline CheckResult data_result(std::string_view component, Health health, std::s
   r.detail = std::move(detail);
   return r;
 }
-
-// uuid, bus_id and index of a GPU, the start of every per-GPU JSON object.
-nlohmann::json gpu_identity_json(const nvml::GpuSnapshot& gpu);
-// A field as JSON: its value when ok, null otherwise.
-template <typename T>
-nlohmann::json field_json(const nvml::Field<T>& f) {
-  return f.ok() ? nlohmann::json(f.value) : nlohmann::json(nullptr);
-}
-// A field for the detail table: its value, "n/a" when not supported, "error" when errored.
-template <typename T>
-std::string field_text(const nvml::Field<T>& f) {
-  if (f.ok()) {
-    if constexpr (std::is_same_v<T, std::string>)
-      return f.value;
-    else
-      return std::to_string(f.value);
-  }
-  return f.supported() ? "error" : "n/a";
-}
-// Renders rows as an aligned table (first row: header), for CheckResult::detail.
-std::string format_table(const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace gpud::components
