@@ -18,6 +18,15 @@ std::vector<std::string> split_nul(std::string_view block) {
   return out;
 }
 
+constexpr GpuMetric kMetrics[] = {
+    {"accelerator_nvidia_processes_running_total", "Compute processes running on the GPU",
+     MetricKind::kGauge,
+     [](const nvml::GpuSnapshot& g) -> std::optional<double> {
+       if (!g.processes.ok()) return std::nullopt;
+       return static_cast<double>(g.processes.value.size());
+     }},
+};
+
 }  // namespace
 
 std::vector<std::string> bad_env_vars_in_environ(std::string_view environ_block) {
@@ -110,7 +119,7 @@ CheckResult evaluate_processes(const nvml::NvmlSnapshot& snapshot,
 }
 
 ProcessesComponent::ProcessesComponent(const ComponentContext& ctx)
-    : NvidiaComponent(ctx), fs_(ctx.config->host_root) {}
+    : NvidiaComponent(ctx, kMetrics), fs_(ctx.config->host_root) {}
 
 CheckResult ProcessesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   consecutive_errors_ = processes_have_error(snapshot) ? consecutive_errors_ + 1 : 0;
@@ -120,12 +129,6 @@ CheckResult ProcessesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
     for (const auto& p : g.processes.value)
       if (procs.count(p.pid) == 0) procs[p.pid] = read_proc_info(fs_, p.pid);
   }
-  ctx().metrics->describe("accelerator_nvidia_processes_running_total",
-                          "Compute processes running on the GPU");
-  for (const auto& g : snapshot.gpus)
-    if (g.processes.ok())
-      ctx().metrics->set(kProcessesName, "accelerator_nvidia_processes_running_total",
-                         static_cast<double>(g.processes.value.size()), gpu_labels(g));
   return evaluate_processes(snapshot, procs, consecutive_errors_);
 }
 
