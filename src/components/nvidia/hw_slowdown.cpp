@@ -96,9 +96,9 @@ NvidiaVerdict evaluate_hw_slowdown(const nvml::NvmlSnapshot& snapshot,
                     freq, minutes.size(), kHwSlowdownFrequencyThreshold, kHwSlowdownWindow.count()),
         RepairAction::kHardwareInspection);
   }
-  // An Unhealthy reason ends with the GPUs slowed down now (a part of the reason, no finding).
+  // An Unhealthy reason ends with the GPUs slowed down now.
   if (v.health() == Health::kUnhealthy && !current.empty())
-    v.add(Health::kHealthy, "now: " + join(current, ", "));
+    v.reason_suffix = "; now: " + join(current, ", ");
   v.healthy_reason =
       current.empty() ? "all " + std::to_string(snapshot.gpus.size()) +
                             " GPU(s) were checked, no hw slowdown found"

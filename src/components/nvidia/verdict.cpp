@@ -84,16 +84,19 @@ CheckResult render_verdict(std::string_view component, const NvidiaVerdict& v, T
     std::vector<std::vector<std::string>> rows = {{"GPU"}};
     rows[0].insert(rows[0].end(), v.columns.begin(), v.columns.end());
     for (const auto& g : v.gpus) {
-      gpus.push_back(g.data);
+      if (g.in_data) gpus.push_back(g.data);
+      if (!g.in_table) continue;
       auto& row = rows.emplace_back(std::vector<std::string>{std::to_string(g.index)});
       row.insert(row.end(), g.cells.begin(), g.cells.end());
     }
     data["gpus"] = std::move(gpus);
-    detail += format_table(rows);
+    detail += rows.size() == 1 && !v.empty_table.empty() ? v.empty_table : format_table(rows);
   }
-  CheckResult r =
-      single_state(component, v.health(), reasons.empty() ? v.healthy_reason : join(reasons, "; "),
-                   std::move(actions), {{"data", data.dump()}}, now);
+  detail += v.detail_postscript;
+  CheckResult r = single_state(
+      component, v.health(),
+      reasons.empty() ? v.healthy_reason : v.reason_prefix + join(reasons, "; ") + v.reason_suffix,
+      std::move(actions), {{"data", data.dump()}}, now);
   r.states[0].error = join(errors, "; ");
   r.detail = std::move(detail);
   return r;

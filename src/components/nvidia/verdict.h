@@ -15,7 +15,8 @@
 
 namespace gpud::components {
 
-// One thing a rule found.
+// One thing a rule found. A Healthy finding is a note: a part of the reason that changes no
+// health.
 struct Finding {
   std::optional<unsigned int> gpu;  // the GPU's index; nullopt when not about one GPU
   Health health = Health::kHealthy;
@@ -69,17 +70,23 @@ struct GpuRow {
   unsigned int index;
   nlohmann::json data;
   std::vector<std::string> cells;
+  bool in_data = true;   // false: the row is in the table only
+  bool in_table = true;  // false: the row is in extra_info's "gpus" only
 };
 
 struct NvidiaVerdict {
   std::vector<Finding> findings;
   std::string healthy_reason;      // the reason when nothing was found
+  std::string reason_prefix;       // before the findings' reasons, when there are findings
+  std::string reason_suffix;       // after them
   std::string action_description;  // the suggested action's description
   // extra_info.data; with a table, render_verdict adds "gpus": each row's data.
   nlohmann::json data = nlohmann::json::object();
   std::vector<std::string> columns;  // the table's columns after "GPU"; none: no per-GPU table
   std::vector<GpuRow> gpus;
-  std::string detail_preface;  // the detail's text before the table
+  std::string detail_preface;     // the detail's text before the table
+  std::string detail_postscript;  // and after it
+  std::string empty_table;        // instead of a table without rows ("": its header alone)
 
   // A finding about one GPU; its reason is written by the caller (it usually names the GPU).
   void add(const nvml::GpuSnapshot& gpu, Health health, std::string reason,
@@ -106,7 +113,8 @@ struct NvidiaVerdict {
   std::vector<Finding> findings_for(unsigned int gpu) const;
 };
 
-// The one state of `component`: the findings' reasons joined with "; " (or the healthy reason),
+// The one state of `component`: the findings' reasons joined with "; " between the prefix and
+// the suffix (or the healthy reason),
 // the strongest action with the verdict's description, the NVML errors as its error,
 // extra_info {"data": data} and the table as the detail.
 CheckResult render_verdict(std::string_view component, const NvidiaVerdict& verdict,

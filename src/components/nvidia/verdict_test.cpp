@@ -65,5 +65,37 @@ TEST(Verdict, WithoutColumnsTheDetailIsThePrefaceAndDataHasNoGpus) {
   EXPECT_EQ(r.detail, "feature: not supported\n");
 }
 
+TEST(Verdict, PrefixSuffixPostscriptAndRowsShownOneWay) {
+  auto s = h100x(2);
+  NvidiaVerdict v;
+  v.reason_prefix = "found: ";
+  v.reason_suffix = " (twice)";
+  v.add(s.gpus[1], Health::kDegraded, "b");
+  v.add(Health::kHealthy, "a note");
+  v.columns = {"X"};
+  v.detail_postscript = "end\n";
+  GpuRow& data_only = v.gpus.emplace_back(s.gpus[0]);
+  data_only.in_table = false;
+  GpuRow& table_only = v.gpus.emplace_back(1, nlohmann::json{});
+  table_only.cells = {"x"};
+  table_only.in_data = false;
+  auto r = render_verdict("c", v);
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_EQ(r.states[0].reason, "found: b; a note (twice)");
+  EXPECT_EQ(r.states[0].extra_info.at("data"),
+            R"({"gpus":[{"bus_id":"0000:10:00.0","index":0,"uuid":"GPU-00000000"}]})");
+  EXPECT_EQ(r.detail, "GPU  X\n1    x\nend\n");
+}
+
+TEST(Verdict, ATableWithoutRowsCanSaySo) {
+  NvidiaVerdict v;
+  v.columns = {"PID"};
+  EXPECT_EQ(render_verdict("c", v).detail, "GPU  PID\n");
+  v.empty_table = "nothing running\n";
+  auto r = render_verdict("c", v);
+  EXPECT_EQ(r.detail, "nothing running\n");
+  EXPECT_EQ(r.states[0].extra_info.at("data"), R"({"gpus":[]})");
+}
+
 }  // namespace
 }  // namespace gpud::components
