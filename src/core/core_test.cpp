@@ -189,6 +189,22 @@ TEST(Metrics, SeriesKeysDecodeBackToLabels) {
   EXPECT_EQ(reg.series_count(), 2u);
 }
 
+// Replacing a component's series of one name drops those not given again and leaves another
+// component's series of that name.
+TEST(Metrics, ReplaceSeriesDropsTheSeriesNotGivenAgain) {
+  MetricRegistry reg;
+  reg.set("accelerator-nvidia-power", "power_mw", 7, {{"gpu", "0"}});
+  reg.set("accelerator-nvidia-power", "power_mw", 8, {{"gpu", "1"}});
+  reg.set("other", "power_mw", 9, {{"gpu", "0"}});
+  reg.replace_series("accelerator-nvidia-power", "power_mw", {{{{"gpu", "1"}}, 10}});
+  auto snap = reg.snapshot(1);
+  ASSERT_EQ(snap.size(), 2u);
+  EXPECT_EQ(snap[0].component, "accelerator-nvidia-power");
+  EXPECT_EQ(snap[0].labels.at("gpu"), "1");
+  EXPECT_EQ(snap[0].value, 10);
+  EXPECT_EQ(snap[1].component, "other");
+}
+
 class CountingComponent : public Component {
  public:
   CountingComponent(const ComponentContext& ctx, std::string name, std::chrono::seconds interval)

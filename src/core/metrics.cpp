@@ -110,6 +110,14 @@ void MetricRegistry::clear_series(std::string_view component, std::string_view n
                 [&](const auto& kv) { return key_component(kv.first) == component; });
 }
 
+void MetricRegistry::replace_series(std::string_view component, std::string_view name,
+                                    const std::vector<std::pair<Labels, double>>& series) {
+  std::lock_guard lock(mu_);
+  auto& f = family(name, MetricKind::kGauge);
+  std::erase_if(f.series, [&](const auto& kv) { return key_component(kv.first) == component; });
+  for (const auto& [labels, value] : series) f.series[series_key(component, labels)] = value;
+}
+
 std::vector<MetricSample> MetricRegistry::snapshot(int64_t now_ms) const {
   std::lock_guard lock(mu_);
   std::vector<MetricSample> out;

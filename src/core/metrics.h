@@ -32,6 +32,10 @@ class MetricRegistry {
   // check).
   void clear_component(std::string_view component);
   void clear_series(std::string_view component, std::string_view name);
+  // Replaces every series of one component's gauge `name` by `series` at once: a series missing
+  // from it is gone, and a scrape never sees the family half written.
+  void replace_series(std::string_view component, std::string_view name,
+                      const std::vector<std::pair<Labels, double>>& series);
 
   // Component series only (those with gpud_component), stamped with now_ms: what the history
   // stores.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "components/nvidia/gpu_issues.h"
 #include "nvml/source.h"
 
 extern char** environ;  // NOLINT: POSIX
@@ -103,23 +102,23 @@ std::vector<BadEnvFinding> collect_bad_envs(const host::HostFs& fs, char** own_e
   return out;
 }
 
-CheckResult evaluate_bad_envs(const std::vector<BadEnvFinding>& findings) {
+NvidiaVerdict evaluate_bad_envs(const std::vector<BadEnvFinding>& findings) {
+  NvidiaVerdict v;
+  v.healthy_reason = "no bad CUDA environment variables set";
+  v.reason_prefix = "bad CUDA environment variables set: ";
+  v.action_description = "unset the variables machine-wide";
   nlohmann::json list = nlohmann::json::array();
+  // Machine-wide, not per GPU: the table is the detail's text.
   std::vector<std::vector<std::string>> rows = {{"VARIABLE", "VALUE", "WHERE"}};
-  std::string reason;
   for (const auto& f : findings) {
     list.push_back({{"variable", f.variable}, {"value", f.value}, {"where", f.where}});
     rows.push_back({f.variable, f.value, f.where});
-    reason += (reason.empty() ? "" : "; ") + f.variable + " set in " + f.where;
+    v.add(Health::kDegraded, f.variable + " set in " + f.where, RepairAction::kCheckUserAppAndGpu);
   }
-  nlohmann::json data = {{"bad_env_vars", list}};
-  if (findings.empty())
-    return data_result(kBadEnvsName, Health::kHealthy, "no bad CUDA environment variables set",
-                       data, "no bad CUDA environment variables set machine-wide\n");
-  return data_result(
-      kBadEnvsName, Health::kDegraded, "bad CUDA environment variables set: " + reason, data,
-      format_table(rows),
-      SuggestedActions{"unset the variables machine-wide", {RepairAction::kCheckUserAppAndGpu}});
+  v.data = {{"bad_env_vars", list}};
+  v.detail_preface = findings.empty() ? "no bad CUDA environment variables set machine-wide\n"
+                                      : format_table(rows);
+  return v;
 }
 
 BadEnvsComponent::BadEnvsComponent(const ComponentContext& ctx)
@@ -134,6 +133,8 @@ bool BadEnvsComponent::supported() const {
   return ctx().nvidia != nullptr && ctx().nvidia->status() != nvml::NvmlStatus::kNotFound;
 }
 
-CheckResult BadEnvsComponent::check() { return evaluate_bad_envs(collect_bad_envs(fs_, environ)); }
+CheckResult BadEnvsComponent::check() {
+  return render_verdict(name(), evaluate_bad_envs(collect_bad_envs(fs_, environ)));
+}
 
 }  // namespace gpud::components

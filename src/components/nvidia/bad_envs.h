@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "components/component.h"
+#include "components/nvidia/verdict.h"
 #include "host/host_fs.h"
 
 namespace gpud::components {
@@ -56,7 +57,7 @@ std::vector<BadEnvFinding> bad_envs_in_list(const std::vector<std::string>& entr
 std::vector<BadEnvFinding> collect_bad_envs(const host::HostFs& fs, char** own_environ);
 
 // The rule: any finding ⇒ Degraded naming variable and place.
-CheckResult evaluate_bad_envs(const std::vector<BadEnvFinding>& findings);
+NvidiaVerdict evaluate_bad_envs(const std::vector<BadEnvFinding>& findings);
 
 class BadEnvsComponent : public Component {
  public:

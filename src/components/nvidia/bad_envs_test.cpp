@@ -30,10 +30,12 @@ TEST(BadEnvs, EnvironmentFileAndSystemdDefaults) {
 }
 
 TEST(BadEnvs, FindingIsDegradedNamingVariableAndPlace) {
-  auto r = evaluate_bad_envs({{"CUDA_PROFILE", "1", "gpud environment"}});
-  EXPECT_EQ(r.health(), Health::kDegraded);
-  EXPECT_EQ(r.states[0].reason,
-            "bad CUDA environment variables set: CUDA_PROFILE set in gpud environment");
+  auto v = evaluate_bad_envs({{"CUDA_PROFILE", "1", "gpud environment"}});
+  EXPECT_EQ(v.health(), Health::kDegraded);
+  EXPECT_EQ(v.action(), RepairAction::kCheckUserAppAndGpu);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.data["bad_env_vars"][0]["variable"], "CUDA_PROFILE");
+  EXPECT_EQ(v.data["bad_env_vars"][0]["where"], "gpud environment");
   EXPECT_EQ(evaluate_bad_envs({}).health(), Health::kHealthy);
 }
 

@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "components/nvidia/test_result.h"
 #include "components/nvidia/test_snapshot.h"
 
 namespace gpud::components {
@@ -12,10 +11,21 @@ namespace {
 using namespace testing;
 
 TEST(ClockSpeed, ReportsClocks) {
-  auto r = evaluate_clock_speed(h100x(1));
-  EXPECT_EQ(r.health(), Health::kHealthy);
-  EXPECT_EQ(data_of(r)["gpus"][0]["memory_mhz"], 2619);
-  EXPECT_EQ(data_of(r)["gpus"][0]["sm_mhz"], 345);
+  auto v = evaluate_clock_speed(h100x(1));
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.gpus[0].data["memory_mhz"], 2619);
+  EXPECT_EQ(v.gpus[0].data["sm_mhz"], 345);
+  EXPECT_EQ(v.gpus[0].cells, (std::vector<std::string>{"345", "2619", "345"}));
+}
+
+TEST(ClockSpeed, NvmlErrorIsUnhealthy) {
+  auto s = h100x(1);
+  s.gpus[0].clock_sm_mhz = errored<uint32_t>();
+  auto v = evaluate_clock_speed(s);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_TRUE(v.findings[0].nvml_error);
+  EXPECT_EQ(v.gpus[0].data["sm_mhz"], nullptr);
 }
 
 }  // namespace

@@ -4,11 +4,12 @@
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 
 namespace gpud::components {
 
 // The rule over one snapshot (pure; unit tests call it).
-CheckResult evaluate_ecc(const nvml::NvmlSnapshot& snapshot);
+NvidiaVerdict evaluate_ecc(const nvml::NvmlSnapshot& snapshot);
 
 class EccComponent : public NvidiaComponent {
  public:

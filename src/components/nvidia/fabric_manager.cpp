@@ -11,8 +11,6 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "components/nvidia/gpu_issues.h"
-
 namespace gpud::components {
 namespace {
 
@@ -112,112 +110,117 @@ bool fabric_manager_service_expected(const catalog::ProductCaps& caps,
   return probe.binary_found;
 }
 
-CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
-                                    const FabricManagerProbe& probe) {
+NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
+                                      const FabricManagerProbe& probe) {
   const std::string product = product_of(snapshot);
   const catalog::ProductCaps caps = caps_of(snapshot);
-  nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {
-      {"GPU", "UUID", "STATE", "STATUS", "SUMMARY", "HEALTH"}};
-  std::string issues;
+  NvidiaVerdict v;
   bool state_supported = caps.fabric_state;
   // A single GPU, or GPUs with no sign of a fabric, are on none: NVML answers "Not Supported" there
   // (a lone H200 on driver 580 does), which is not a fault.
   bool state_checked = state_supported && nvlink_fabric_present(snapshot, probe);
   if (state_checked) {
+    v.columns = {"UUID", "STATE", "STATUS", "SUMMARY", "HEALTH"};
     for (const auto& g : snapshot.gpus) {
       const auto& f = g.fabric;
+      // Only GPUs whose fabric state was read are in extra_info's "gpus".
+      GpuRow& row = v.gpus.emplace_back(
+          g.index, nlohmann::json{{"gpu_uuid", g.uuid.value}, {"bus_id", g.pci_bus_id.value}});
+      row.in_data = f.ok();
       if (!f.supported()) {
-        rows.push_back({std::to_string(g.index), g.uuid.value, "not supported", "-", "-", "-"});
+        row.cells = {g.uuid.value, "not supported", "-", "-", "-"};
         continue;
       }
       std::vector<std::string> gi;
       if (f.status == nvml::FieldStatus::kError) {
         gi.push_back(f.error);
-        rows.push_back({std::to_string(g.index), g.uuid.value, "error", "-", "-", "-"});
+        row.cells = {g.uuid.value, "error", "-", "-", "-"};
       } else {
-        const auto& v = f.value;
-        if (v.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED)
-          gi.push_back("state=" + std::string(state_name(v.state)));
-        else if (v.status != nvml::NVML_SUCCESS)
-          gi.push_back("status=" + std::to_string(v.status));
-        if (v.health_summary == nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY ||
-            v.health_summary == nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY)
-          gi.push_back("summary=" + std::string(summary_name(v.health_summary)));
-        if (v.health_degraded_bandwidth()) gi.push_back("degraded bandwidth");
-        if (v.health_route_recovery_in_progress()) gi.push_back("route recovery in progress");
-        if (v.health_route_unhealthy()) gi.push_back("route unhealthy");
-        if (v.health_access_timeout_recovery()) gi.push_back("access timeout recovery in progress");
-        if (auto c = v.health_incorrect_configuration(); !c.empty()) gi.push_back(c);
-        gpus.push_back({{"gpu_uuid", g.uuid.value},
-                        {"bus_id", g.pci_bus_id.value},
-                        {"clique_id", v.clique_id},
-                        {"cluster_uuid", v.cluster_uuid},
-                        {"state", state_name(v.state)},
-                        {"status", v.status},
-                        {"summary", summary_name(v.health_summary)},
-                        {"health",
-                         {{"bandwidth", v.health_degraded_bandwidth() ? "Degraded" : "Full"},
-                          {"route_recovery_in_progress", v.health_route_recovery_in_progress()},
-                          {"route_unhealthy", v.health_route_unhealthy()},
-                          {"access_timeout_recovery", v.health_access_timeout_recovery()},
-                          {"incorrect_configuration", v.health_incorrect_configuration()}}}});
+        const auto& fi = f.value;
+        if (fi.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED)
+          gi.push_back("state=" + std::string(state_name(fi.state)));
+        else if (fi.status != nvml::NVML_SUCCESS)
+          gi.push_back("status=" + std::to_string(fi.status));
+        if (fi.health_summary == nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY ||
+            fi.health_summary == nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY)
+          gi.push_back("summary=" + std::string(summary_name(fi.health_summary)));
+        if (fi.health_degraded_bandwidth()) gi.push_back("degraded bandwidth");
+        if (fi.health_route_recovery_in_progress()) gi.push_back("route recovery in progress");
+        if (fi.health_route_unhealthy()) gi.push_back("route unhealthy");
+        if (fi.health_access_timeout_recovery())
+          gi.push_back("access timeout recovery in progress");
+        if (auto c = fi.health_incorrect_configuration(); !c.empty()) gi.push_back(c);
+        row.data["clique_id"] = fi.clique_id;
+        row.data["cluster_uuid"] = fi.cluster_uuid;
+        row.data["state"] = state_name(fi.state);
+        row.data["status"] = fi.status;
+        row.data["summary"] = summary_name(fi.health_summary);
+        row.data["health"] = {
+            {"bandwidth", fi.health_degraded_bandwidth() ? "Degraded" : "Full"},
+            {"route_recovery_in_progress", fi.health_route_recovery_in_progress()},
+            {"route_unhealthy", fi.health_route_unhealthy()},
+            {"access_timeout_recovery", fi.health_access_timeout_recovery()},
+            {"incorrect_configuration", fi.health_incorrect_configuration()}};
         std::string h;
-        for (size_t i = (v.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED ? 1 : 0); i < gi.size();
+        for (size_t i = (fi.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED ? 1 : 0); i < gi.size();
              ++i)
           h += (h.empty() ? "" : ", ") + gi[i];
-        rows.push_back({std::to_string(g.index), g.uuid.value, std::string(state_name(v.state)),
-                        std::to_string(v.status), std::string(summary_name(v.health_summary)),
-                        gi.empty() ? "ok" : (h.empty() ? "-" : h)});
+        row.cells = {g.uuid.value, std::string(state_name(fi.state)), std::to_string(fi.status),
+                     std::string(summary_name(fi.health_summary)),
+                     gi.empty() ? "ok" : (h.empty() ? "-" : h)};
       }
       if (!gi.empty()) {
         std::string s;
         for (const auto& x : gi) s += (s.empty() ? "" : ", ") + x;
-        issues += (issues.empty() ? "" : "; ") + std::string("GPU ") + g.uuid.value + ": " + s;
+        // The first GPU's issue names the product for all of them.
+        v.add(g, Health::kUnhealthy,
+              (v.findings.empty() ? product + " with unhealthy fabric state: " : "") + "GPU " +
+                  g.uuid.value + ": " + s);
       }
     }
+  } else {
+    v.data["gpus"] = nlohmann::json::array();
   }
   bool service_expected = fabric_manager_service_expected(caps, probe);
-  nlohmann::json data = {{"product", product},
-                         {"fabric_state_supported", state_supported},
-                         {"fabric_state_checked", state_checked},
-                         {"fabric_manager_supported", caps.fabric_manager},
-                         {"gpus", gpus},
-                         {"service_checked", service_expected}};
-  if (probe.nvswitches) data["nvswitches"] = *probe.nvswitches;
+  v.data["product"] = product;
+  v.data["fabric_state_supported"] = state_supported;
+  v.data["fabric_state_checked"] = state_checked;
+  v.data["fabric_manager_supported"] = caps.fabric_manager;
+  v.data["service_checked"] = service_expected;
+  if (probe.nvswitches) v.data["nvswitches"] = *probe.nvswitches;
   if (service_expected) {
-    data["fabric_manager_found"] = probe.binary_found;
-    data["fabric_manager_active"] = probe.port_open;
+    v.data["fabric_manager_found"] = probe.binary_found;
+    v.data["fabric_manager_active"] = probe.port_open;
   }
-  std::string detail = state_checked ? format_table(rows) : "";
-  std::string reason;
-  Health h = Health::kHealthy;
-  if (!issues.empty()) {
-    h = Health::kUnhealthy;
-    reason = product + " with unhealthy fabric state: " + issues;
+  // The state's part of the reason, when it has no issue, is a note.
+  if (v.findings.empty()) {
+    if (state_supported && !state_checked)
+      v.add(Health::kHealthy, snapshot.gpus.size() < 2
+                                  ? "single GPU, fabric state not checked"
+                                  : "no NVSwitch or active NVLink, fabric state not checked");
+    else if (state_checked)
+      v.add(Health::kHealthy, "fabric state healthy on all GPUs");
   }
+  // The service's part ends every reason.
+  Health svc_health = Health::kHealthy;
   std::string svc;
   if (!caps.fabric_manager) {
     svc = "does not support fabric manager";
   } else if (!service_expected) {
     svc = "NVSwitch not detected, skipping fabric manager check";
   } else if (!probe.binary_found) {
-    h = Health::kUnhealthy;
+    svc_health = Health::kUnhealthy;
     svc = "fabric manager supported but nv-fabricmanager executable not found";
   } else if (!probe.port_open) {
-    h = Health::kUnhealthy;
+    svc_health = Health::kUnhealthy;
     svc = "fabric manager found but not active (localhost:" + std::to_string(kFabricManagerPort) +
           " not answering)";
   } else {
     svc = "fabric manager found and active";
   }
-  if (reason.empty() && state_checked) reason = "fabric state healthy on all GPUs";
-  if (state_supported && !state_checked)
-    reason = snapshot.gpus.size() < 2 ? "single GPU, fabric state not checked"
-                                      : "no NVSwitch or active NVLink, fabric state not checked";
-  reason += (reason.empty() ? "" : "; ") + svc;
-  detail += "fabric manager: " + svc + "\n";
-  return data_result(kFabricManagerName, h, reason, data, detail);
+  v.add(svc_health, svc);
+  v.detail_postscript = "fabric manager: " + svc + "\n";
+  return v;
 }
 
 FabricManagerComponent::FabricManagerComponent(const ComponentContext& ctx)
@@ -233,7 +236,7 @@ CheckResult FabricManagerComponent::evaluate(const nvml::NvmlSnapshot& snapshot)
     if (fabric_manager_service_expected(caps, probe) && probe.binary_found)
       probe.port_open = tcp_port_answers(kFabricManagerPort, std::chrono::seconds(1));
   }
-  return evaluate_fabric_manager(snapshot, probe);
+  return render_verdict(name(), evaluate_fabric_manager(snapshot, probe));
 }
 
 }  // namespace gpud::components

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 #include "host/host_fs.h"
 
 namespace gpud::components {
@@ -37,8 +38,8 @@ bool nvlink_fabric_present(const nvml::NvmlSnapshot& snapshot, const FabricManag
 // The rule (fabric state only where nvlink_fabric_present): fabric state not Completed, status not
 // Success, health summary Unhealthy/Limited capacity or a health-mask issue ⇒ Unhealthy; service
 // needed but binary missing or port closed ⇒ Unhealthy.
-CheckResult evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
-                                    const FabricManagerProbe& probe);
+NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
+                                      const FabricManagerProbe& probe);
 // Whether the service check applies: product needs FM and NVSwitches are present (or, when they
 // cannot be detected, nv-fabricmanager is installed).
 bool fabric_manager_service_expected(const catalog::ProductCaps& caps,

@@ -27,9 +27,12 @@ TEST(FabricManager, FabricStateIssuesAreUnhealthy) {
   for (auto& g : s.gpus) g.nvlinks = ok(nvlinks(18));
   s.gpus[0].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED));
   s.gpus[1].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_IN_PROGRESS));
-  auto r = evaluate_fabric_manager(s, {});
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_NE(r.states[0].reason.find("GPU GPU-1: state=In Progress"), std::string::npos);
+  auto v = evaluate_fabric_manager(s, {});
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  ASSERT_EQ(v.findings_for(1).size(), 1U);
+  EXPECT_TRUE(v.findings_for(0).empty());
+  EXPECT_EQ(v.gpus[1].data["state"], "In Progress");
+  EXPECT_EQ(v.gpus[1].cells[1], "In Progress");
   s.gpus[1].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED, 0,
                                nvml::NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY));
   EXPECT_EQ(evaluate_fabric_manager(s, {}).health(), Health::kUnhealthy);
@@ -63,10 +66,11 @@ TEST(FabricManager, HealthMaskFieldsDecode) {
   auto s = identity_only_snapshot(2);
   s.gpus[0].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED, 4u << 8));
   s.gpus[1].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED));
-  auto r = evaluate_fabric_manager(s, FabricManagerProbe{8, true, true});
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_NE(r.states[0].reason.find("incorrect configuration: no partition"), std::string::npos)
-      << r.states[0].reason;
+  auto v = evaluate_fabric_manager(s, FabricManagerProbe{8, true, true});
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.gpus[0].data["health"]["incorrect_configuration"],
+            "incorrect configuration: no partition");
+  EXPECT_EQ(v.findings_for(0).size(), 1U);
 }
 
 // What a lone H200 (passed through to a VM) answered on a real driver (580.159.04): fabric info
@@ -74,31 +78,34 @@ TEST(FabricManager, HealthMaskFieldsDecode) {
 TEST(FabricManager, NoFabricMeansFabricStateIsNotChecked) {
   auto s = identity_only_snapshot(1, "NVIDIA H200");
   s.gpus[0].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_NOT_SUPPORTED, 0, 0));
-  auto r = evaluate_fabric_manager(s, FabricManagerProbe{0, false, false});
-  EXPECT_EQ(r.health(), Health::kHealthy) << r.states[0].reason;
-  EXPECT_EQ(r.states[0].reason,
-            "single GPU, fabric state not checked; NVSwitch not detected, skipping fabric manager "
-            "check");
+  auto v = evaluate_fabric_manager(s, FabricManagerProbe{0, false, false});
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  ASSERT_EQ(v.findings.size(), 2U);  // two notes: the state's and the service's
+  EXPECT_EQ(v.findings[0].reason, "single GPU, fabric state not checked");
+  EXPECT_EQ(v.findings[1].reason, "NVSwitch not detected, skipping fabric manager check");
+  EXPECT_EQ(v.data["fabric_state_checked"], false);
+  EXPECT_TRUE(v.columns.empty());
   // Two GPUs, no NVSwitch, no active NVLink (PCIe-only board): not checked either.
   s = identity_only_snapshot(2, "NVIDIA H200");
   for (auto& g : s.gpus) {
     g.fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_NOT_SUPPORTED, 0, 0));
     g.nvlinks = ok(nvlinks(4, {0, 1, 2, 3}));
   }
-  r = evaluate_fabric_manager(s, FabricManagerProbe{0, false, false});
-  EXPECT_EQ(r.health(), Health::kHealthy) << r.states[0].reason;
-  EXPECT_NE(r.states[0].reason.find("no NVSwitch or active NVLink"), std::string::npos);
+  v = evaluate_fabric_manager(s, FabricManagerProbe{0, false, false});
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.findings[0].reason, "no NVSwitch or active NVLink, fabric state not checked");
   // The same GPUs behind NVSwitches: Not Supported is now a fault, as in GPUd.
-  r = evaluate_fabric_manager(s, FabricManagerProbe{4, true, true});
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_NE(r.states[0].reason.find("state=Not Supported"), std::string::npos);
+  v = evaluate_fabric_manager(s, FabricManagerProbe{4, true, true});
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.findings_for(0).size(), 1U);
+  EXPECT_EQ(v.gpus[0].data["state"], "Not Supported");
   // A fabric that has not come up: no NVSwitch seen, every link down, but the GPUs report a
   // fabric state of their own (Not Started). Checked, and Unhealthy.
   for (auto& g : s.gpus) g.fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_NOT_STARTED, 0, 0));
   EXPECT_TRUE(nvlink_fabric_present(s, FabricManagerProbe{0, false, false}));
-  r = evaluate_fabric_manager(s, FabricManagerProbe{0, false, false});
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_NE(r.states[0].reason.find("state=Not Started"), std::string::npos) << r.states[0].reason;
+  v = evaluate_fabric_manager(s, FabricManagerProbe{0, false, false});
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.gpus[1].data["state"], "Not Started");
   for (auto& g : s.gpus) g.fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_NOT_SUPPORTED, 0, 0));
   // An active NVLink without a visible NVSwitch (GB200 trays) also counts as a fabric.
   s.gpus[1].nvlinks = ok(nvlinks(4));
@@ -113,12 +120,14 @@ TEST(FabricManager, ServiceCheckOnlyWithNvSwitches) {
   FabricManagerProbe none{0, false, false};
   EXPECT_EQ(evaluate_fabric_manager(s, none).health(), Health::kHealthy);
   FabricManagerProbe missing{4, false, false};
-  auto r = evaluate_fabric_manager(s, missing);
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_NE(r.states[0].reason.find("nv-fabricmanager executable not found"), std::string::npos);
+  auto v = evaluate_fabric_manager(s, missing);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.data["fabric_manager_found"], false);
+  EXPECT_EQ(v.findings.back().health, Health::kUnhealthy);  // the service's part
   FabricManagerProbe closed{4, true, false};
-  EXPECT_NE(evaluate_fabric_manager(s, closed).states[0].reason.find("not active"),
-            std::string::npos);
+  v = evaluate_fabric_manager(s, closed);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.data["fabric_manager_active"], false);
   FabricManagerProbe up{4, true, true};
   EXPECT_EQ(evaluate_fabric_manager(s, up).health(), Health::kHealthy);
   // Undetectable NVSwitches: an installed nv-fabricmanager makes the check apply.

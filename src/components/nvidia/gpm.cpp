@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "components/nvidia/gpu_issues.h"
-
 namespace gpud::components {
 
 std::vector<unsigned int> gpm_capable_gpus(const nvml::NvmlSnapshot& snapshot) {
@@ -17,22 +15,22 @@ std::string gpm_metric_name(std::string_view metric) {
   return "accelerator_nvidia_gpm_gpu_" + std::string(metric) + "_percent";
 }
 
-CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
-                         const Result<std::vector<nvml::GpmGpuResult>>* sampled) {
+NvidiaVerdict evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
+                           const Result<std::vector<nvml::GpmGpuResult>>* sampled) {
   std::map<unsigned int, const nvml::GpmGpuResult*> by_gpu;
   if (sampled != nullptr && sampled->ok())
     for (const auto& r : **sampled) by_gpu[r.index] = &r;
-  nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {
-      {"GPU", "UUID", "GPM", "SM OCC %", "TENSOR %", "FP32 %", "FP16 %"}};
-  std::string errors, sampling_errors;
+  NvidiaVerdict v;
+  v.columns = {"UUID", "GPM", "SM OCC %", "TENSOR %", "FP32 %", "FP16 %"};
+  std::string sampling_errors;
   size_t supported = 0, with_values = 0;
   for (const auto& g : snapshot.gpus) {
     const auto& f = g.gpm_supported;
     bool yes = f.ok() && f.value;
-    nlohmann::json j = {{"uuid", g.uuid.value}, {"bus_id", g.pci_bus_id.value}, {"supported", yes}};
-    std::vector<std::string> row = {
-        std::to_string(g.index),
+    GpuRow& row = v.gpus.emplace_back(
+        g.index,
+        nlohmann::json{{"uuid", g.uuid.value}, {"bus_id", g.pci_bus_id.value}, {"supported", yes}});
+    row.cells = {
         g.uuid.value,
         yes ? "supported" : (f.status == nvml::FieldStatus::kError ? "error" : "not supported"),
         "-",
@@ -41,51 +39,48 @@ CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
         "-"};
     if (yes) ++supported;
     if (f.status == nvml::FieldStatus::kError)
-      errors += (errors.empty() ? "" : "; ") + gpu_label(g) + ": " + f.error;
+      v.add(g, Health::kUnhealthy, gpu_label(g) + ": " + f.error);
     if (auto it = by_gpu.find(g.index); yes && it != by_gpu.end()) {
       const auto& r = *it->second;
       if (!r.values.empty()) {
         ++with_values;
         nlohmann::json m = nlohmann::json::object();
-        for (const auto& [k, v] : r.values) m[k + "_percent"] = v;
-        j["metrics"] = m;
-        j["window_seconds"] = static_cast<double>(r.window.count()) / 1000.0;
+        for (const auto& [k, value] : r.values) m[k + "_percent"] = value;
+        row.data["metrics"] = m;
+        row.data["window_seconds"] = static_cast<double>(r.window.count()) / 1000.0;
         auto cell = [&](const char* k) {
-          auto v = r.values.find(k);
-          return v == r.values.end() ? std::string("-") : fmt::format("{:.1f}", v->second);
+          auto value = r.values.find(k);
+          return value == r.values.end() ? std::string("-") : fmt::format("{:.1f}", value->second);
         };
-        row[3] = cell("sm_occupancy");
-        row[4] = cell("any_tensor_util");
-        row[5] = cell("fp32_util");
-        row[6] = cell("fp16_util");
+        row.cells[2] = cell("sm_occupancy");
+        row.cells[3] = cell("any_tensor_util");
+        row.cells[4] = cell("fp32_util");
+        row.cells[5] = cell("fp16_util");
       } else {
-        j["sampling"] = r.status;
+        row.data["sampling"] = r.status;
       }
       if (r.error)
         sampling_errors += (sampling_errors.empty() ? "" : "; ") + gpu_label(g) + ": " + r.status;
     }
-    gpus.push_back(std::move(j));
-    rows.push_back(std::move(row));
   }
   bool sampled_ok = sampled != nullptr && sampled->ok();
-  nlohmann::json data = {{"gpus", gpus}, {"metrics_sampled", with_values > 0}};
+  v.data = {{"metrics_sampled", with_values > 0}};
   if (sampled != nullptr && !sampled->ok() && supported > 0) {
-    data["sampling_error"] = sampled->error().message;
+    v.data["sampling_error"] = sampled->error().message;
     sampling_errors = sampled->error().message;
   }
-  std::string detail = format_table(rows);
-  if (!errors.empty()) return data_result(kGpmName, Health::kUnhealthy, errors, data, detail);
-  if (supported == 0)
-    return data_result(kGpmName, Health::kHealthy, "GPM not supported (not applicable)", data,
-                       detail);
-  std::string reason = "GPM supported on " + std::to_string(supported) + "/" +
-                       std::to_string(snapshot.gpus.size()) + " GPU(s)";
+  if (supported == 0) {
+    v.healthy_reason = "GPM not supported (not applicable)";
+    return v;
+  }
+  v.healthy_reason = "GPM supported on " + std::to_string(supported) + "/" +
+                     std::to_string(snapshot.gpus.size()) + " GPU(s)";
   if (with_values > 0)
-    reason += ", metrics sampled on " + std::to_string(with_values);
+    v.healthy_reason += ", metrics sampled on " + std::to_string(with_values);
   else if (sampled_ok && sampling_errors.empty())
-    reason += ", first sample taken (metrics from the next check on)";
-  if (!sampling_errors.empty()) reason += "; GPM sampling failed: " + sampling_errors;
-  return data_result(kGpmName, Health::kHealthy, reason, data, detail);
+    v.healthy_reason += ", first sample taken (metrics from the next check on)";
+  if (!sampling_errors.empty()) v.healthy_reason += "; GPM sampling failed: " + sampling_errors;
+  return v;
 }
 
 GpmComponent::GpmComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
@@ -98,7 +93,7 @@ GpmComponent::GpmComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
 
 CheckResult GpmComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   std::vector<unsigned int> capable = gpm_capable_gpus(snapshot);
-  if (capable.empty()) return evaluate_gpm(snapshot);
+  if (capable.empty()) return render_verdict(name(), evaluate_gpm(snapshot));
   auto sampled = source().gpm_sample(capable);
   if (MetricRegistry* m = ctx().metrics; m != nullptr && sampled.ok()) {
     for (const auto& r : *sampled) {
@@ -107,7 +102,7 @@ CheckResult GpmComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
       for (const auto& [k, v] : r.values) m->set(kGpmName, gpm_metric_name(k), v, l);
     }
   }
-  return evaluate_gpm(snapshot, &sampled);
+  return render_verdict(name(), evaluate_gpm(snapshot, &sampled));
 }
 
 }  // namespace gpud::components

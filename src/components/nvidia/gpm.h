@@ -4,6 +4,7 @@
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 
 namespace gpud::components {
 
@@ -13,8 +14,8 @@ inline constexpr std::string_view kGpmName = "accelerator-nvidia-gpm";
 // support only). Healthy, with per-GPU support and values; an NVML error from the support query
 // is Unhealthy. Sampling errors are reported in the reason and extra_info but stay Healthy: GPM is
 // a metrics source (another profiler holding the counters, for instance, is not a GPU fault).
-CheckResult evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
-                         const Result<std::vector<nvml::GpmGpuResult>>* sampled = nullptr);
+NvidiaVerdict evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
+                           const Result<std::vector<nvml::GpmGpuResult>>* sampled = nullptr);
 // The GPU indices whose GPM support query answered yes.
 std::vector<unsigned int> gpm_capable_gpus(const nvml::NvmlSnapshot& snapshot);
 // "accelerator_nvidia_gpm_gpu_sm_occupancy_percent" for "sm_occupancy".

@@ -15,35 +15,40 @@ TEST(Gpm, SupportBaselineAndSampledValues) {
   s.gpus[0].gpm_supported = ok(true);
   s.gpus[1].gpm_supported = ok(false);
   EXPECT_EQ(gpm_capable_gpus(s), std::vector<unsigned int>{0});
-  auto r = evaluate_gpm(s);
-  EXPECT_EQ(r.health(), Health::kHealthy);
-  EXPECT_EQ(r.states[0].reason, "GPM supported on 1/2 GPU(s)");
+  auto v = evaluate_gpm(s);
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.healthy_reason, "GPM supported on 1/2 GPU(s)");
+  EXPECT_EQ(v.gpus[0].data["supported"], true);
+  EXPECT_EQ(v.gpus[1].cells[1], "not supported");
 
   Result<std::vector<nvml::GpmGpuResult>> baseline(
       std::vector<nvml::GpmGpuResult>{{0, "baseline sample taken", false, {}, {}}});
-  EXPECT_NE(evaluate_gpm(s, &baseline).states[0].reason.find("first sample taken"),
-            std::string::npos);
+  v = evaluate_gpm(s, &baseline);
+  EXPECT_EQ(v.gpus[0].data["sampling"], "baseline sample taken");
+  EXPECT_EQ(v.data["metrics_sampled"], false);
 
   nvml::GpmGpuResult g0{
       0, "", false, {{"sm_occupancy", 41.5}, {"fp32_util", 3}}, std::chrono::milliseconds(60000)};
   Result<std::vector<nvml::GpmGpuResult>> values(std::vector<nvml::GpmGpuResult>{g0});
-  r = evaluate_gpm(s, &values);
-  EXPECT_EQ(r.health(), Health::kHealthy);
-  EXPECT_EQ(r.states[0].reason, "GPM supported on 1/2 GPU(s), metrics sampled on 1");
-  EXPECT_NE(r.detail.find("41.5"), std::string::npos) << r.detail;
-  const std::string& data = r.states[0].extra_info.at("data");
-  EXPECT_NE(data.find("\"sm_occupancy_percent\":41.5"), std::string::npos) << data;
+  v = evaluate_gpm(s, &values);
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.data["metrics_sampled"], true);
+  EXPECT_EQ(v.gpus[0].data["metrics"]["sm_occupancy_percent"], 41.5);
+  EXPECT_EQ(v.gpus[0].data["window_seconds"], 60);
+  EXPECT_EQ(v.gpus[0].cells[2], "41.5");
   EXPECT_EQ(gpm_metric_name("sm_occupancy"), "accelerator_nvidia_gpm_gpu_sm_occupancy_percent");
 
   Result<std::vector<nvml::GpmGpuResult>> failed(
       std::vector<nvml::GpmGpuResult>{{0, "nvmlGpmSampleGet: In use", true, {}, {}}});
-  r = evaluate_gpm(s, &failed);
-  EXPECT_EQ(r.health(), Health::kHealthy);
-  EXPECT_NE(r.states[0].reason.find("GPM sampling failed: GPU 0"), std::string::npos)
-      << r.states[0].reason;
+  v = evaluate_gpm(s, &failed);
+  EXPECT_EQ(v.health(), Health::kHealthy);  // a metrics source's failure is no GPU fault
+  EXPECT_TRUE(v.findings.empty());
 
   s.gpus[0].gpm_supported = errored<bool>();
-  EXPECT_EQ(evaluate_gpm(s).health(), Health::kUnhealthy);
+  v = evaluate_gpm(s);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].gpu, 0U);
 }
 
 }  // namespace

@@ -16,39 +16,28 @@ constexpr const char* kPci = "accelerator_nvidia_gpu_counts_pci";
 constexpr const char* kExpected = "accelerator_nvidia_gpu_counts_expected";
 }  // namespace
 
-CheckResult evaluate_gpu_counts(const GpuCountInput& in, TimePoint now) {
-  std::map<std::string, std::string> extra = {
-      {"data", nlohmann::json({{"count_nvml", in.nvml_count},
-                               {"count_sysfs", in.sysfs_count},
-                               {"expected", in.expected}})
-                   .dump()}};
-  std::string detail =
+NvidiaVerdict evaluate_gpu_counts(const GpuCountInput& in) {
+  NvidiaVerdict v;
+  v.data = {
+      {"count_nvml", in.nvml_count}, {"count_sysfs", in.sysfs_count}, {"expected", in.expected}};
+  v.detail_preface =
       fmt::format("NVML GPUs: {}\nPCI (sysfs) NVIDIA GPUs: {}\nexpected: {}\n", in.nvml_count,
                   in.sysfs_count, in.expected > 0 ? std::to_string(in.expected) : "not set");
-  CheckResult r;
   if (in.expected <= 0) {
-    r = single_state(kName, Health::kHealthy, "GPU count thresholds not set, skipping",
-                     std::nullopt, extra, now);
+    v.healthy_reason = "GPU count thresholds not set, skipping";
   } else if (in.nvml_count == static_cast<size_t>(in.expected)) {
-    r = single_state(kName, Health::kHealthy,
-                     fmt::format("nvidia gpu count matches the expected {}", in.expected),
-                     std::nullopt, extra, now);
+    v.healthy_reason = fmt::format("nvidia gpu count matches the expected {}", in.expected);
   } else {
-    std::optional<SuggestedActions> actions;
-    if (auto a = evaluate_suggested_actions(in.reboots, in.mismatches)) {
-      actions = SuggestedActions{*a == RepairAction::kHardwareInspection
-                                     ? "GPU count still wrong after repeated reboots: inspect "
-                                       "the GPUs and their seating"
-                                     : "reboot the system to re-enumerate the GPUs",
-                                 {*a}};
-    }
-    r = single_state(kName, Health::kUnhealthy,
-                     fmt::format("nvidia gpu count mismatch (found {}, expected {})", in.nvml_count,
-                                 in.expected),
-                     actions, extra, now);
+    v.add(Health::kUnhealthy,
+          fmt::format("nvidia gpu count mismatch (found {}, expected {})", in.nvml_count,
+                      in.expected),
+          evaluate_suggested_actions(in.reboots, in.mismatches));
+    v.action_description = v.action() == RepairAction::kHardwareInspection
+                               ? "GPU count still wrong after repeated reboots: inspect "
+                                 "the GPUs and their seating"
+                               : "reboot the system to re-enumerate the GPUs";
   }
-  r.detail = std::move(detail);
-  return r;
+  return v;
 }
 
 GpuCountsComponent::GpuCountsComponent(const ComponentContext& ctx)
@@ -87,7 +76,7 @@ CheckResult GpuCountsComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
     }
     if (in.mismatches.empty()) in.mismatches.push_back(now);
   }
-  return evaluate_gpu_counts(in, now);
+  return render_verdict(name(), evaluate_gpu_counts(in), now);
 }
 
 }  // namespace gpud::components

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 #include "host/host_fs.h"
 
 namespace gpud::components {
@@ -22,7 +23,7 @@ struct GpuCountInput {
 };
 
 // The rule (pure).
-CheckResult evaluate_gpu_counts(const GpuCountInput& in, TimePoint now = Clock::now());
+NvidiaVerdict evaluate_gpu_counts(const GpuCountInput& in);
 
 class GpuCountsComponent : public NvidiaComponent {
  public:

@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "components/nvidia/test_result.h"
 #include "components/nvidia/test_snapshot.h"
 
 namespace gpud::components {
@@ -15,9 +14,10 @@ using namespace std::chrono_literals;
 TEST(GpuCounts, NotCheckedWithoutExpectedCount) {
   GpuCountInput in;
   in.nvml_count = 7;
-  auto r = evaluate_gpu_counts(in);
-  EXPECT_EQ(r.health(), Health::kHealthy);
-  EXPECT_TRUE(contains(r.summary(), "not set"));
+  auto v = evaluate_gpu_counts(in);
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.healthy_reason, "GPU count thresholds not set, skipping");
+  EXPECT_EQ(v.data["count_nvml"], 7);
 }
 
 TEST(GpuCounts, MatchingCountIsHealthy) {
@@ -27,16 +27,17 @@ TEST(GpuCounts, MatchingCountIsHealthy) {
 
 TEST(GpuCounts, MissingGpuNeedsRebootFirst) {
   GpuCountInput in{7, 8, 8, {}, {Clock::now()}};
-  auto r = evaluate_gpu_counts(in);
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_TRUE(contains(r.summary(), "found 7, expected 8")) << r.summary();
-  EXPECT_EQ(action_of(r), RepairAction::kRebootSystem);
+  auto v = evaluate_gpu_counts(in);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.action(), RepairAction::kRebootSystem);
+  EXPECT_EQ(v.data["count_nvml"], 7);
+  EXPECT_EQ(v.data["expected"], 8);
 }
 
 TEST(GpuCounts, MismatchAfterTwoRebootsNeedsInspection) {
   TimePoint t0 = Clock::now() - 10h;
   GpuCountInput in{7, 8, 8, {t0, t0 + 2h}, {t0 - 1h, t0 + 1h, t0 + 3h}};
-  EXPECT_EQ(action_of(evaluate_gpu_counts(in)), RepairAction::kHardwareInspection);
+  EXPECT_EQ(evaluate_gpu_counts(in).action(), RepairAction::kHardwareInspection);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 
 namespace gpud::components {
 
@@ -9,7 +10,7 @@ inline constexpr std::string_view kGspFirmwareModeName = "accelerator-nvidia-gsp
 
 // Healthy with the mode and version of each GPU; NOT_SUPPORTED is not applicable; other NVML
 // errors are Unhealthy.
-CheckResult evaluate_gsp_firmware_mode(const nvml::NvmlSnapshot& snapshot);
+NvidiaVerdict evaluate_gsp_firmware_mode(const nvml::NvmlSnapshot& snapshot);
 
 class GspFirmwareModeComponent : public NvidiaComponent {
  public:
@@ -18,7 +19,7 @@ class GspFirmwareModeComponent : public NvidiaComponent {
 
  protected:
   CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override {
-    return evaluate_gsp_firmware_mode(snapshot);
+    return render_verdict(name(), evaluate_gsp_firmware_mode(snapshot));
   }
 };
 

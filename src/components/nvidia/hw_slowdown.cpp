@@ -4,16 +4,31 @@
 
 #include <set>
 
-#include "components/nvidia/gpu_issues.h"
 #include "core/strings.h"
 
 namespace gpud::components {
 
 namespace {
 constexpr const char* kName = "accelerator-nvidia-hw-slowdown";
-constexpr const char* kSlowdown = "accelerator_nvidia_clock_hw_slowdown";
-constexpr const char* kThermal = "accelerator_nvidia_clock_hw_slowdown_thermal";
-constexpr const char* kPowerBrake = "accelerator_nvidia_clock_hw_slowdown_power_brake";
+
+// 1 when the GPU's clock event reasons have the bit, 0 when not; nullopt when unread.
+template <uint64_t kBit>
+std::optional<double> has_reason(const nvml::GpuSnapshot& g) {
+  if (!g.clocks_event_reasons.ok()) return std::nullopt;
+  return (g.clocks_event_reasons.value & kBit) != 0 ? 1 : 0;
+}
+
+constexpr GpuMetric kMetrics[] = {
+    {"accelerator_nvidia_clock_hw_slowdown",
+     "1 when the GPU reports HW slowdown (clock event reason 0x8)", MetricKind::kGauge,
+     has_reason<nvml::nvmlClocksThrottleReasonHwSlowdown>},
+    {"accelerator_nvidia_clock_hw_slowdown_thermal",
+     "1 when the GPU reports HW thermal slowdown (0x40)", MetricKind::kGauge,
+     has_reason<nvml::nvmlClocksThrottleReasonHwThermalSlowdown>},
+    {"accelerator_nvidia_clock_hw_slowdown_power_brake",
+     "1 when the GPU reports HW power brake slowdown (0x80)", MetricKind::kGauge,
+     has_reason<nvml::nvmlClocksThrottleReasonHwPowerBrakeSlowdown>},
+};
 
 }  // namespace
 
@@ -40,27 +55,27 @@ std::vector<Event> hw_slowdown_events(const nvml::NvmlSnapshot& snapshot, TimePo
   return out;
 }
 
-CheckResult evaluate_hw_slowdown(const nvml::NvmlSnapshot& snapshot,
-                                 const std::vector<Event>& window_events, TimePoint now) {
-  GpuIssues issues;
-  nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {{"GPU", "REASONS (hex)", "HW SLOWDOWN"}};
+NvidiaVerdict evaluate_hw_slowdown(const nvml::NvmlSnapshot& snapshot,
+                                   const std::vector<Event>& window_events, TimePoint now) {
+  NvidiaVerdict v;
+  v.action_description =
+      "frequent hardware slowdown (thermal, power brake or external signal): "
+      "inspect the GPU, its cooling and power delivery";
+  v.columns = {"REASONS (hex)", "HW SLOWDOWN"};
   std::vector<std::string> current;
   for (const auto& g : snapshot.gpus) {
-    nlohmann::json j = gpu_identity_json(g);
-    j["supported"] = g.clocks_event_reasons.supported();
-    if (issues.usable(g, g.clocks_event_reasons, "clock event reasons")) {
+    GpuRow& row = v.gpus.emplace_back(g);
+    row.data["supported"] = g.clocks_event_reasons.supported();
+    if (v.usable(g, g.clocks_event_reasons, "clock event reasons")) {
       auto reasons = nvml::hw_slowdown_reasons(g.clocks_event_reasons.value);
-      j["clock_event_reasons"] = g.clocks_event_reasons.value;
-      j["hw_slowdown_reasons"] = reasons;
+      row.data["clock_event_reasons"] = g.clocks_event_reasons.value;
+      row.data["hw_slowdown_reasons"] = reasons;
       if (!reasons.empty()) current.push_back(gpu_label(g) + ": " + join(reasons, ", "));
-      rows.push_back({std::to_string(g.index), fmt::format("0x{:x}", g.clocks_event_reasons.value),
-                      reasons.empty() ? "-" : join(reasons, ", ")});
+      row.cells = {fmt::format("0x{:x}", g.clocks_event_reasons.value),
+                   reasons.empty() ? "-" : join(reasons, ", ")};
     } else {
-      std::string t = g.clocks_event_reasons.supported() ? "error" : "n/a";
-      rows.push_back({std::to_string(g.index), t, t});
+      row.cells.assign(v.columns.size(), unread_text(g.clocks_event_reasons));
     }
-    gpus.push_back(std::move(j));
   }
   std::set<int64_t> minutes;
   size_t count = 0;
@@ -74,62 +89,40 @@ CheckResult evaluate_hw_slowdown(const nvml::NvmlSnapshot& snapshot,
   const double windows = static_cast<double>(kHwSlowdownWindow.count());
   const double freq = static_cast<double>(minutes.size()) / windows;
   if (freq >= kHwSlowdownFrequencyThreshold) {
-    issues.add(
+    v.add(
         Health::kUnhealthy,
         fmt::format("hw slowdown events frequency per minute {:.2f} (total events per "
                     "minute count {}) exceeded threshold {:.2f} for the last {}m",
                     freq, minutes.size(), kHwSlowdownFrequencyThreshold, kHwSlowdownWindow.count()),
         RepairAction::kHardwareInspection);
   }
-  std::string healthy =
+  // An Unhealthy reason ends with the GPUs slowed down now.
+  if (v.health() == Health::kUnhealthy && !current.empty())
+    v.reason_suffix = "; now: " + join(current, ", ");
+  v.healthy_reason =
       current.empty() ? "all " + std::to_string(snapshot.gpus.size()) +
                             " GPU(s) were checked, no hw slowdown found"
                       : fmt::format("hw slowdown in {} of the last {} minutes (below {:.0f}%): {}",
                                     minutes.size(), kHwSlowdownWindow.count(),
                                     kHwSlowdownFrequencyThreshold * 100, join(current, ", "));
-  nlohmann::json data = {{"gpus", gpus},
-                         {"window_minutes_with_events", minutes.size()},
-                         {"window_events", count},
-                         {"frequency", freq}};
-  auto r = issues.result(kName, healthy, data, format_table(rows), now);
-  if (auto& a = r.states[0].suggested_actions)
-    a->description =
-        "frequent hardware slowdown (thermal, power brake or external signal): "
-        "inspect the GPU, its cooling and power delivery";
-  if (issues.health() == Health::kUnhealthy && !current.empty())
-    r.states[0].reason += "; now: " + join(current, ", ");
-  return r;
+  v.data = {{"window_minutes_with_events", minutes.size()},
+            {"window_events", count},
+            {"frequency", freq}};
+  return v;
 }
 
-HwSlowdownComponent::HwSlowdownComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
-  if (ctx.metrics == nullptr) return;
-  ctx.metrics->describe(kSlowdown, "1 when the GPU reports HW slowdown (clock event reason 0x8)");
-  ctx.metrics->describe(kThermal, "1 when the GPU reports HW thermal slowdown (0x40)");
-  ctx.metrics->describe(kPowerBrake, "1 when the GPU reports HW power brake slowdown (0x80)");
-}
+HwSlowdownComponent::HwSlowdownComponent(const ComponentContext& ctx)
+    : NvidiaComponent(ctx, kMetrics) {}
 
 CheckResult HwSlowdownComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   const TimePoint now = Clock::now();
-  if (MetricRegistry* m = ctx().metrics) {
-    for (const auto& g : snapshot.gpus) {
-      if (!g.clocks_event_reasons.ok()) continue;
-      Labels l = gpu_labels(g);
-      uint64_t r = g.clocks_event_reasons.value;
-      m->set(kName, kSlowdown, (r & nvml::nvmlClocksThrottleReasonHwSlowdown) ? 1 : 0, l);
-      m->set(kName, kThermal, (r & nvml::nvmlClocksThrottleReasonHwThermalSlowdown) ? 1 : 0, l);
-      m->set(kName, kPowerBrake, (r & nvml::nvmlClocksThrottleReasonHwPowerBrakeSlowdown) ? 1 : 0,
-             l);
-    }
-  }
   std::vector<Event> fresh = hw_slowdown_events(snapshot, now);
   for (const auto& e : fresh) record(e);
-  if (ctx().scan_mode) return evaluate_hw_slowdown(snapshot, fresh, now);
+  if (ctx().scan_mode)
+    return render_verdict(name(), evaluate_hw_slowdown(snapshot, fresh, now), now);
   auto window = events(now - kHwSlowdownWindow, now);
-  if (!window) {
-    // The store failed: judge the current sample rather than nothing.
-    return evaluate_hw_slowdown(snapshot, fresh, now);
-  }
-  return evaluate_hw_slowdown(snapshot, *window, now);
+  // When the store failed, the current sample is judged rather than nothing.
+  return render_verdict(name(), evaluate_hw_slowdown(snapshot, window ? *window : fresh, now), now);
 }
 
 }  // namespace gpud::components

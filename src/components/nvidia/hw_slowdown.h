@@ -4,6 +4,7 @@
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 
 namespace gpud::components {
 
@@ -18,8 +19,8 @@ std::vector<Event> hw_slowdown_events(const nvml::NvmlSnapshot& snapshot, TimePo
 // The rule (pure): `window_events` are this component's events of the last 10 minutes (in scan
 // mode: only those of the current sample). Distinct minutes with a hw_slowdown event / 10 >= 0.6
 // ⇒ Unhealthy + HARDWARE_INSPECTION; else Healthy with the current reasons listed.
-CheckResult evaluate_hw_slowdown(const nvml::NvmlSnapshot& snapshot,
-                                 const std::vector<Event>& window_events, TimePoint now);
+NvidiaVerdict evaluate_hw_slowdown(const nvml::NvmlSnapshot& snapshot,
+                                   const std::vector<Event>& window_events, TimePoint now);
 
 class HwSlowdownComponent : public NvidiaComponent {
  public:

@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "components/nvidia/test_result.h"
 #include "components/nvidia/test_snapshot.h"
 
 namespace gpud::components {
@@ -24,9 +23,13 @@ TEST(HwSlowdown, RecordsOneEventPerGpuWithHwReason) {
   EXPECT_EQ(ev[0].message, "GPU-00000001: HW Slowdown");
   EXPECT_EQ(ev[1].message, "GPU-00000006: HW Thermal Slowdown, HW Power Brake Slowdown");
   EXPECT_EQ(ev[0].time, std::chrono::time_point_cast<std::chrono::minutes>(now));
-  auto r = evaluate_hw_slowdown(s, ev, now);
-  EXPECT_EQ(r.health(), Health::kHealthy);  // one minute in ten
-  EXPECT_TRUE(contains(r.summary(), "GPU 6")) << r.summary();
+  auto v = evaluate_hw_slowdown(s, ev, now);
+  EXPECT_EQ(v.health(), Health::kHealthy);  // one minute in ten
+  EXPECT_EQ(v.data["window_minutes_with_events"], 1);
+  EXPECT_EQ(v.data["window_events"], 2);
+  EXPECT_EQ(v.gpus[6].data["hw_slowdown_reasons"],
+            (std::vector<std::string>{"HW Thermal Slowdown", "HW Power Brake Slowdown"}));
+  EXPECT_EQ(v.gpus[6].cells[0], "0xc0");
 }
 
 std::vector<Event> slowdown_minutes(TimePoint now, int minutes) {
@@ -45,10 +48,13 @@ TEST(HwSlowdown, SixOfTenMinutesNeedsInspection) {
   TimePoint now = Clock::now();
   auto s = h100x(2);
   s.gpus[0].clocks_event_reasons = ok<uint64_t>(0x8);
-  auto r = evaluate_hw_slowdown(s, slowdown_minutes(now, 6), now);
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_EQ(action_of(r), RepairAction::kHardwareInspection);
-  EXPECT_TRUE(contains(r.summary(), "0.60")) << r.summary();
+  auto v = evaluate_hw_slowdown(s, slowdown_minutes(now, 6), now);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.action(), RepairAction::kHardwareInspection);
+  EXPECT_EQ(v.data["frequency"], 0.6);
+  ASSERT_EQ(v.findings.size(), 1U);  // the frequency, about no single GPU
+  EXPECT_FALSE(v.findings[0].gpu);
+  EXPECT_EQ(v.reason_suffix, "; now: GPU 0 (0000:10:00.0): HW Slowdown");
 }
 
 TEST(HwSlowdown, FiveOfTenMinutesIsHealthy) {

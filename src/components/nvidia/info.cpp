@@ -1,6 +1,5 @@
 #include "components/nvidia/info.h"
 
-#include "components/nvidia/gpu_issues.h"
 #include "nvml/source.h"
 
 namespace gpud::components {
@@ -25,43 +24,38 @@ std::string brand_name(int brand) {
 
 }  // namespace
 
-CheckResult evaluate_info(const nvml::NvmlSnapshot& snapshot) {
+NvidiaVerdict evaluate_info(const nvml::NvmlSnapshot& snapshot) {
   std::string product = product_of(snapshot);
   std::string brand, architecture;
-  nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {
-      {"GPU", "UUID", "BUS ID", "SERIAL", "MINOR", "BOARD ID"}};
+  NvidiaVerdict v;  // always Healthy when NVML works
+  v.columns = {"UUID", "BUS ID", "SERIAL", "MINOR", "BOARD ID"};
   for (const auto& g : snapshot.gpus) {
     if (brand.empty() && g.brand.ok()) brand = brand_name(g.brand.value);
     if (architecture.empty()) architecture = g.architecture;
-    nlohmann::json j = gpu_identity_json(g);
-    j["name"] = field_json(g.name);
-    j["serial"] = field_json(g.serial);
-    j["minor_number"] = field_json(g.minor_number);
-    j["board_id"] = field_json(g.board_id);
-    gpus.push_back(std::move(j));
-    rows.push_back({std::to_string(g.index), field_text(g.uuid), field_text(g.pci_bus_id),
-                    field_text(g.serial), field_text(g.minor_number), field_text(g.board_id)});
+    GpuRow& row = v.gpus.emplace_back(g);
+    row.cells = {field_text(g.uuid), field_text(g.pci_bus_id)};
+    row.field("serial", g.serial)
+        .field("minor_number", g.minor_number)
+        .field("board_id", g.board_id);
+    row.data["name"] = field_json(g.name);
   }
-  nlohmann::json data = {{"product", product},
-                         {"product_sanitized", nvml::sanitize_product_name(product)},
-                         {"brand", brand},
-                         {"architecture", architecture},
-                         {"driver_version", snapshot.driver.driver_version},
-                         {"cuda_version", snapshot.driver.cuda_version()},
-                         {"gpu_count", snapshot.gpus.size()},
-                         {"gpus", gpus}};
-  std::string reason = snapshot.gpus.empty()
-                           ? "NVIDIA NVML is loaded but GPU is not detected"
-                           : std::to_string(snapshot.gpus.size()) + " x " + product + " (driver " +
-                                 snapshot.driver.driver_version + ", CUDA " +
-                                 snapshot.driver.cuda_version() + ")";
-  std::string detail =
+  v.data = {{"product", product},
+            {"product_sanitized", nvml::sanitize_product_name(product)},
+            {"brand", brand},
+            {"architecture", architecture},
+            {"driver_version", snapshot.driver.driver_version},
+            {"cuda_version", snapshot.driver.cuda_version()},
+            {"gpu_count", snapshot.gpus.size()}};
+  v.healthy_reason = snapshot.gpus.empty()
+                         ? "NVIDIA NVML is loaded but GPU is not detected"
+                         : std::to_string(snapshot.gpus.size()) + " x " + product + " (driver " +
+                               snapshot.driver.driver_version + ", CUDA " +
+                               snapshot.driver.cuda_version() + ")";
+  v.detail_preface =
       "product: " + product + "\nbrand: " + brand + "\narchitecture: " + architecture +
       "\ndriver: " + snapshot.driver.driver_version + "\ncuda: " + snapshot.driver.cuda_version() +
-      "\ngpus: " + std::to_string(snapshot.gpus.size()) + "\n" + format_table(rows);
-  GpuIssues none;  // always Healthy when NVML works
-  return none.result(kName, std::move(reason), data, std::move(detail));
+      "\ngpus: " + std::to_string(snapshot.gpus.size()) + "\n";
+  return v;
 }
 
 InfoComponent::InfoComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
@@ -86,7 +80,7 @@ CheckResult InfoComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
       ctx().metrics->set(kName, kGpuInfoMetric, 1, l);
     }
   }
-  return evaluate_info(snapshot);
+  return render_verdict(name(), evaluate_info(snapshot));
 }
 
 }  // namespace gpud::components

@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "components/nvidia/test_result.h"
 #include "components/nvidia/test_snapshot.h"
 
 namespace gpud::components {
@@ -12,24 +11,27 @@ namespace {
 using namespace testing;
 
 TEST(NvidiaInfo, ReportsProductDriverAndEveryGpu) {
-  auto r = evaluate_info(h100x(8));
-  EXPECT_EQ(r.health(), Health::kHealthy);
-  auto d = data_of(r);
+  auto v = evaluate_info(h100x(8));
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  const auto& d = v.data;
   EXPECT_EQ(d["product"], "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(d["brand"], "Tesla");
   EXPECT_EQ(d["architecture"], "hopper");
   EXPECT_EQ(d["driver_version"], "550.54.15");
   EXPECT_EQ(d["cuda_version"], "12.4");
   EXPECT_EQ(d["gpu_count"], 8);
-  EXPECT_EQ(d["gpus"][3]["uuid"], "GPU-00000003");
-  EXPECT_EQ(d["gpus"][3]["minor_number"], 3);
-  EXPECT_TRUE(contains(r.detail, "GPU-00000007"));
+  EXPECT_EQ(v.gpus[3].data["uuid"], "GPU-00000003");
+  EXPECT_EQ(v.gpus[3].data["minor_number"], 3);
+  EXPECT_EQ(v.gpus[7].cells[0], "GPU-00000007");
 }
 
 TEST(NvidiaInfo, ErroredFieldStaysHealthy) {
   auto s = h100x(1);
   s.gpus[0].serial = errored<std::string>();
-  EXPECT_EQ(evaluate_info(s).health(), Health::kHealthy);
+  auto v = evaluate_info(s);
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.gpus[0].data["serial"], nullptr);
+  EXPECT_EQ(v.gpus[0].cells[2], "error");
 }
 
 }  // namespace

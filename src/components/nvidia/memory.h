@@ -3,11 +3,12 @@
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 
 namespace gpud::components {
 
 // The rule over one snapshot (pure; unit tests call it).
-CheckResult evaluate_gpu_memory(const nvml::NvmlSnapshot& snapshot);
+NvidiaVerdict evaluate_gpu_memory(const nvml::NvmlSnapshot& snapshot);
 
 class GpuMemoryComponent : public NvidiaComponent {
  public:

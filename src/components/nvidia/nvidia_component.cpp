@@ -2,6 +2,12 @@
 
 namespace gpud::components {
 
+NvidiaComponent::NvidiaComponent(const ComponentContext& ctx, std::span<const GpuMetric> metrics)
+    : Component(ctx), metrics_(metrics) {
+  if (ctx.metrics == nullptr) return;
+  for (const auto& m : metrics_) ctx.metrics->describe(m.name, m.help, m.kind);
+}
+
 std::vector<std::string> NvidiaComponent::tags() const {
   return {"accelerator", "gpu", "nvidia", std::string(name())};
 }
@@ -17,8 +23,23 @@ CheckResult NvidiaComponent::check() {
       status == nvml::NvmlStatus::kReady
           ? source().snapshot()
           : Result<std::shared_ptr<const nvml::NvmlSnapshot>>(make_error(source().message()));
+  if (ctx().metrics != nullptr && !metrics_.empty()) {
+    const nvml::NvmlSnapshot* published = snap && publishes_metrics(**snap) ? snap->get() : nullptr;
+    publish_gpu_metrics(*ctx().metrics, name(), metrics_, published);
+  }
   if (auto early = nvidia_preamble(name(), status, source().message(), snap)) return *early;
   return evaluate(**snap);
+}
+
+void publish_gpu_metrics(MetricRegistry& registry, std::string_view component,
+                         std::span<const GpuMetric> metrics, const nvml::NvmlSnapshot* snapshot) {
+  for (const auto& m : metrics) {
+    std::vector<std::pair<Labels, double>> series;
+    if (snapshot != nullptr)
+      for (const auto& g : snapshot->gpus)
+        if (auto v = m.read(g)) series.emplace_back(gpu_labels(g), *v);
+    registry.replace_series(component, m.name, series);
+  }
 }
 
 std::optional<CheckResult> nvidia_preamble(

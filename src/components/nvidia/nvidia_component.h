@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <optional>
+#include <span>
 
 #include "catalog/nvidia_products.h"
 #include "components/component.h"
@@ -13,9 +14,37 @@
 
 namespace gpud::components {
 
+// A per-GPU metric as data. The component lists its metrics in a static table; the base describes
+// them once and, at every check, publishes read(gpu) for each GPU with gpu_labels(gpu). A GPU whose
+// value could not be read (nullopt) has no series, never its last good value, and a check that got
+// no snapshot leaves none at all.
+struct GpuMetric {
+  std::string_view name;
+  std::string_view help;
+  MetricKind kind;
+  std::optional<double> (*read)(const nvml::GpuSnapshot& gpu);
+};
+
+// A field as a metric value: its value when ok, nullopt otherwise.
+template <typename T>
+std::optional<double> metric_value(const nvml::Field<T>& f) {
+  return f.ok() ? std::optional<double>(static_cast<double>(f.value)) : std::nullopt;
+}
+// GpuMetric::read for one member of a GPU's struct field (kField, e.g. &GpuSnapshot::ecc_total),
+// or for the field itself (kMember nullptr); a bool reads as 1 or 0.
+template <auto kField, auto kMember = nullptr>
+std::optional<double> read_metric(const nvml::GpuSnapshot& gpu) {
+  const auto& f = gpu.*kField;
+  if (!f.ok()) return std::nullopt;
+  if constexpr (std::is_null_pointer_v<decltype(kMember)>)
+    return static_cast<double>(f.value);
+  else
+    return static_cast<double>(f.value.*kMember);
+}
+
 class NvidiaComponent : public Component {
  public:
-  using Component::Component;
+  explicit NvidiaComponent(const ComponentContext& ctx, std::span<const GpuMetric> metrics = {});
   std::vector<std::string> tags() const override;
   bool supported() const override;
   std::chrono::seconds interval() const override { return config().nvidia_check_interval; }
@@ -25,6 +54,9 @@ class NvidiaComponent : public Component {
   // The component's rule over a snapshot in which no GPU is lost or needs a reset.
   virtual CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) = 0;
   nvml::NvidiaSource& source() const { return *ctx().nvidia; }
+  // Whether the GPU metrics are published for this snapshot (e.g. not on a product without the
+  // feature); without them the component has no series.
+  virtual bool publishes_metrics(const nvml::NvmlSnapshot&) const { return true; }
 
   // For components that apply to some products only: supported until a snapshot shows that
   // `applies(snapshot)` is false. `gpud scan` asks before its one check, so the snapshot is probed
@@ -46,6 +78,7 @@ class NvidiaComponent : public Component {
 
  private:
   enum Support : int { kUnknown, kYes, kNo };
+  std::span<const GpuMetric> metrics_;
   mutable std::atomic<int> support_{kUnknown};
 };
 
@@ -60,6 +93,11 @@ std::optional<CheckResult> nvidia_preamble(
 std::string product_of(const nvml::NvmlSnapshot& snapshot);
 // What that product can do (row remapping, fabric manager, fabric state...): the one catalog.
 catalog::ProductCaps caps_of(const nvml::NvmlSnapshot& snapshot);
+
+// Publishes `metrics` of `component` for each GPU of `snapshot` (none when null): each replaces
+// the component's series of its name, so a value that could not be read is not served.
+void publish_gpu_metrics(MetricRegistry& registry, std::string_view component,
+                         std::span<const GpuMetric> metrics, const nvml::NvmlSnapshot* snapshot);
 
 // A GPU's short label for reasons: "GPU 0 (0000:3b:00.0)".
 std::string gpu_label(const nvml::GpuSnapshot& gpu);

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "components/nvidia/fabric_manager.h"
-#include "components/nvidia/gpu_issues.h"
+#include "core/strings.h"
 #include "host/os_info.h"
 
 namespace gpud::components {
@@ -43,13 +43,38 @@ std::string join_links(const std::vector<unsigned int>& links) {
   return s;
 }
 
+// An error counter summed over the links, for GPUs that support NVLink.
+template <uint64_t GpuLinks::*kCount>
+std::optional<double> link_errors(const nvml::GpuSnapshot& g) {
+  GpuLinks s = summarize(g);
+  if (!s.supported) return std::nullopt;
+  return static_cast<double>(s.*kCount);
+}
+
+constexpr GpuMetric kMetrics[] = {
+    {"accelerator_nvidia_nvlink_supported", "1 when the GPU supports NVLink", MetricKind::kGauge,
+     [](const nvml::GpuSnapshot& g) -> std::optional<double> {
+       return summarize(g).supported ? 1 : 0;
+     }},
+    {"accelerator_nvidia_nvlink_feature_enabled", "1 when all of the GPU's links are active",
+     MetricKind::kGauge,
+     [](const nvml::GpuSnapshot& g) -> std::optional<double> {
+       return summarize(g).all_active ? 1 : 0;
+     }},
+    {"accelerator_nvidia_nvlink_replay_errors", "NVLink replay errors (sum over links)",
+     MetricKind::kCounter, link_errors<&GpuLinks::replay>},
+    {"accelerator_nvidia_nvlink_recovery_errors", "NVLink recovery errors (sum over links)",
+     MetricKind::kCounter, link_errors<&GpuLinks::recovery>},
+    {"accelerator_nvidia_nvlink_crc_errors", "NVLink CRC flit errors (sum over links)",
+     MetricKind::kCounter, link_errors<&GpuLinks::crc>},
+};
+
 }  // namespace
 
-CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpus_all_links,
-                            const std::vector<Event>& post_rx_detect_failures) {
-  nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {
-      {"GPU", "UUID", "LINKS", "INACTIVE", "REPLAY", "RECOVERY", "CRC", "P2P OK"}};
+NvidiaVerdict evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpus_all_links,
+                              const std::vector<Event>& post_rx_detect_failures) {
+  NvidiaVerdict v;
+  v.columns = {"UUID", "LINKS", "INACTIVE", "REPLAY", "RECOVERY", "CRC", "P2P OK"};
   // NVLink P2P over every GPU pair.
   std::map<unsigned int, int> p2p_ok_peers;
   size_t pairs_probed = 0, pairs_ok = 0;
@@ -71,7 +96,8 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
                ? std::to_string(p2p_ok_peers[gpu]) + "/" + std::to_string(snapshot.gpus.size() - 1)
                : std::string("-");
   };
-  std::string errors, inactive_reason;
+  // Which findings stand depends on all GPUs (the cascade below): collected first.
+  std::vector<Finding> errors, inactive;
   int supported = 0, active = 0;
   for (const auto& g : snapshot.gpus) {
     GpuLinks s = summarize(g);
@@ -86,44 +112,57 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
         links.push_back(jl);
       }
     }
-    gpus.push_back({{"uuid", g.uuid.value},
-                    {"bus_id", g.pci_bus_id.value},
-                    {"supported", s.supported},
-                    {"all_feature_enabled", s.all_active},
-                    {"links", links}});
-    if (p2p_probed) gpus.back()["p2p_ok_peers"] = p2p_ok_peers[g.index];
+    GpuRow& row = v.gpus.emplace_back(g.index, nlohmann::json{{"uuid", g.uuid.value},
+                                                              {"bus_id", g.pci_bus_id.value},
+                                                              {"supported", s.supported},
+                                                              {"all_feature_enabled", s.all_active},
+                                                              {"links", links}});
+    if (p2p_probed) row.data["p2p_ok_peers"] = p2p_ok_peers[g.index];
     if (g.nvlinks.status == nvml::FieldStatus::kError)
-      errors += (errors.empty() ? "" : "; ") + gpu_label(g) + ": " + g.nvlinks.error;
+      errors.push_back({g.index, Health::kUnhealthy, gpu_label(g) + ": " + g.nvlinks.error,
+                        std::nullopt, /*nvml_error=*/false});
     if (!s.supported) {
-      rows.push_back({std::to_string(g.index), g.uuid.value,
-                      g.nvlinks.status == nvml::FieldStatus::kError ? "error" : "not supported",
-                      "-", "-", "-", "-", p2p_cell(g.index)});
+      row.cells = {g.uuid.value,
+                   g.nvlinks.status == nvml::FieldStatus::kError ? "error" : "not supported",
+                   "-",
+                   "-",
+                   "-",
+                   "-",
+                   p2p_cell(g.index)};
       continue;
     }
     ++supported;
     if (s.all_active) ++active;
     if (!s.inactive.empty())
-      inactive_reason += (inactive_reason.empty() ? "" : "; ") + gpu_label(g) + ": link(s) " +
-                         join_links(s.inactive) + " inactive";
-    rows.push_back({std::to_string(g.index), g.uuid.value, std::to_string(g.nvlinks.value.size()),
-                    s.inactive.empty() ? "-" : join_links(s.inactive), std::to_string(s.replay),
-                    std::to_string(s.recovery), std::to_string(s.crc), p2p_cell(g.index)});
+      inactive.push_back({g.index, Health::kDegraded,
+                          gpu_label(g) + ": link(s) " + join_links(s.inactive) + " inactive",
+                          std::nullopt, /*nvml_error=*/false});
+    row.cells = {g.uuid.value,
+                 std::to_string(g.nvlinks.value.size()),
+                 s.inactive.empty() ? "-" : join_links(s.inactive),
+                 std::to_string(s.replay),
+                 std::to_string(s.recovery),
+                 std::to_string(s.crc),
+                 p2p_cell(g.index)};
   }
-  nlohmann::json data = {{"gpus", gpus},
-                         {"gpus_with_all_links_feature_enabled", active},
-                         {"expected_gpus_with_all_links_feature_enabled", expected_gpus_all_links}};
+  v.data = {{"gpus_with_all_links_feature_enabled", active},
+            {"expected_gpus_with_all_links_feature_enabled", expected_gpus_all_links}};
   if (p2p_probed)
-    data["p2p"] = {{"pairs", snapshot.nvlink_p2p.size()},
-                   {"pairs_probed", pairs_probed},
-                   {"pairs_ok", pairs_ok}};
-  std::string detail = format_table(rows);
+    v.data["p2p"] = {{"pairs", snapshot.nvlink_p2p.size()},
+                     {"pairs_probed", pairs_probed},
+                     {"pairs_ok", pairs_ok}};
 
-  if (!post_rx_detect_failures.empty())
-    return data_result(kNvlinkName, Health::kUnhealthy,
-                       "NVIDIA driver failed to update an NVLink post-RX-detection link mask (" +
-                           post_rx_detect_failures.front().message + ")",
-                       data, detail, SuggestedActions{"", {RepairAction::kRebootSystem}});
-  if (!errors.empty()) return data_result(kNvlinkName, Health::kUnhealthy, errors, data, detail);
+  if (!post_rx_detect_failures.empty()) {
+    v.add(Health::kUnhealthy,
+          "NVIDIA driver failed to update an NVLink post-RX-detection link mask (" +
+              post_rx_detect_failures.front().message + ")",
+          RepairAction::kRebootSystem);
+    return v;
+  }
+  if (!errors.empty()) {
+    v.findings = std::move(errors);
+    return v;
+  }
   // A multi-GPU system of a product built around NVLink (it has a fabric manager or fabric state)
   // where every pair was probed and none reports NVLink P2P.
   const catalog::ProductCaps caps = caps_of(snapshot);
@@ -131,61 +170,46 @@ CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpu
       snapshot.gpus.size() > 1 && (caps.fabric_manager || caps.fabric_state);
   if (nvlink_expected && p2p_probed && pairs_probed == snapshot.nvlink_p2p.size() &&
       pairs_ok == 0) {
-    std::optional<SuggestedActions> actions;
-    if (active < supported || unexpected_p2p_status)
-      actions = SuggestedActions{"", {RepairAction::kRebootSystem}};
-    return data_result(kNvlinkName, Health::kUnhealthy,
-                       "no GPU pairs report NVLink P2P connectivity on " +
-                           std::to_string(snapshot.gpus.size()) + "-GPU NVLink-capable system",
-                       data, detail, actions);
+    std::optional<RepairAction> action;
+    if (active < supported || unexpected_p2p_status) action = RepairAction::kRebootSystem;
+    v.add(Health::kUnhealthy,
+          "no GPU pairs report NVLink P2P connectivity on " + std::to_string(snapshot.gpus.size()) +
+              "-GPU NVLink-capable system",
+          action);
+    return v;
   }
   if (expected_gpus_all_links > 0) {
-    if (active >= expected_gpus_all_links)
-      return data_result(kNvlinkName, Health::kHealthy,
-                         "nvlink threshold met: " + std::to_string(active) +
-                             " GPU(s) with all links active (require >=" +
-                             std::to_string(expected_gpus_all_links) + ")",
-                         data, detail);
+    if (active >= expected_gpus_all_links) {
+      v.healthy_reason =
+          "nvlink threshold met: " + std::to_string(active) +
+          " GPU(s) with all links active (require >=" + std::to_string(expected_gpus_all_links) +
+          ")";
+      return v;
+    }
     std::string reason =
         "nvlink threshold violated: require >=" + std::to_string(expected_gpus_all_links) +
         " GPUs with all links active; got " + std::to_string(active);
-    if (!inactive_reason.empty()) reason += " (" + inactive_reason + ")";
-    return data_result(kNvlinkName, Health::kUnhealthy, reason, data, detail);
+    if (!inactive.empty()) {
+      std::vector<std::string> parts;
+      for (const auto& f : inactive) parts.push_back(f.reason);
+      reason += " (" + join(parts, "; ") + ")";
+    }
+    v.add(Health::kUnhealthy, reason);
+    return v;
   }
-  if (supported == 0)
-    return data_result(kNvlinkName, Health::kHealthy, "NVLink not supported (not applicable)", data,
-                       detail);
-  if (!inactive_reason.empty())
-    return data_result(kNvlinkName, Health::kDegraded, inactive_reason, data, detail);
-  return data_result(
-      kNvlinkName, Health::kHealthy,
-      "all NVLink links active on " + std::to_string(active) + " GPU(s) (nvlink threshold not set)",
-      data, detail);
+  if (supported == 0) {
+    v.healthy_reason = "NVLink not supported (not applicable)";
+    return v;
+  }
+  v.findings = std::move(inactive);
+  v.healthy_reason =
+      "all NVLink links active on " + std::to_string(active) + " GPU(s) (nvlink threshold not set)";
+  return v;
 }
 
+NvlinkComponent::NvlinkComponent(const ComponentContext& ctx) : NvidiaComponent(ctx, kMetrics) {}
+
 CheckResult NvlinkComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
-  auto* m = ctx().metrics;
-  m->describe("accelerator_nvidia_nvlink_supported", "1 when the GPU supports NVLink");
-  m->describe("accelerator_nvidia_nvlink_feature_enabled",
-              "1 when all of the GPU's links are active");
-  m->describe("accelerator_nvidia_nvlink_replay_errors", "NVLink replay errors (sum over links)",
-              MetricKind::kCounter);
-  m->describe("accelerator_nvidia_nvlink_recovery_errors",
-              "NVLink recovery errors (sum over links)", MetricKind::kCounter);
-  m->describe("accelerator_nvidia_nvlink_crc_errors", "NVLink CRC flit errors (sum over links)",
-              MetricKind::kCounter);
-  for (const auto& g : snapshot.gpus) {
-    GpuLinks s = summarize(g);
-    Labels l = gpu_labels(g);
-    m->set(kNvlinkName, "accelerator_nvidia_nvlink_supported", s.supported ? 1 : 0, l);
-    m->set(kNvlinkName, "accelerator_nvidia_nvlink_feature_enabled", s.all_active ? 1 : 0, l);
-    if (!s.supported) continue;
-    m->set(kNvlinkName, "accelerator_nvidia_nvlink_replay_errors", static_cast<double>(s.replay),
-           l);
-    m->set(kNvlinkName, "accelerator_nvidia_nvlink_recovery_errors",
-           static_cast<double>(s.recovery), l);
-    m->set(kNvlinkName, "accelerator_nvidia_nvlink_crc_errors", static_cast<double>(s.crc), l);
-  }
   // Post-RX-detect failures count since the current boot: only a reboot clears them.
   std::vector<Event> failures;
   host::HostFs fs(config().host_root);
@@ -194,7 +218,8 @@ CheckResult NvlinkComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
     for (auto& e : *evs)
       if (e.name == kNvlinkPostRxDetectEvent) failures.push_back(std::move(e));
   }
-  return evaluate_nvlink(snapshot, config().nvlink_expected_gpus_all_links, failures);
+  return render_verdict(
+      name(), evaluate_nvlink(snapshot, config().nvlink_expected_gpus_all_links, failures));
 }
 
 kmsg::ComponentRules nvlink_kernel_log_rules() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 #include "kmsg/rules.h"
 
 namespace gpud::components {
@@ -20,12 +21,12 @@ inline constexpr std::string_view kNvlinkPostRxDetectEvent = "nvlink_post_rx_det
 // inactive link or a pair's status is unknown); with an expectation N > 0, fewer than N GPUs with
 // all links active ⇒ Unhealthy; without one, a GPU supporting NVLink with an inactive link ⇒
 // Degraded. NOT_SUPPORTED on a GPU means no NVLink (not applicable).
-CheckResult evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpus_all_links,
-                            const std::vector<Event>& post_rx_detect_failures);
+NvidiaVerdict evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_gpus_all_links,
+                              const std::vector<Event>& post_rx_detect_failures);
 
 class NvlinkComponent : public NvidiaComponent {
  public:
-  explicit NvlinkComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {}
+  explicit NvlinkComponent(const ComponentContext& ctx);
   std::string_view name() const override { return kNvlinkName; }
 
  protected:

@@ -15,27 +15,32 @@ TEST(Nvlink, InactiveLinkWithoutExpectationIsDegraded) {
   auto s = identity_only_snapshot(2);
   s.gpus[0].nvlinks = ok(nvlinks(18, {3, 7}));
   s.gpus[1].nvlinks = ok(nvlinks(18));
-  auto r = evaluate_nvlink(s, 0, {});
-  EXPECT_EQ(r.health(), Health::kDegraded);
-  EXPECT_EQ(r.states[0].reason, "GPU 0 (0000:00:00.0): link(s) 3, 7 inactive");
+  auto v = evaluate_nvlink(s, 0, {});
+  EXPECT_EQ(v.health(), Health::kDegraded);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].gpu, 0U);
+  EXPECT_EQ(v.gpus[0].cells[2], "3, 7");
+  EXPECT_EQ(v.gpus[0].data["all_feature_enabled"], false);
+  EXPECT_EQ(v.data["gpus_with_all_links_feature_enabled"], 1);
 }
 
 TEST(Nvlink, ExpectationViolatedIsUnhealthy) {
   auto s = identity_only_snapshot(2);
   s.gpus[0].nvlinks = ok(nvlinks(18, {3}));
   s.gpus[1].nvlinks = ok(nvlinks(18));
-  auto r = evaluate_nvlink(s, 2, {});
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_EQ(r.states[0].reason.rfind(
-                "nvlink threshold violated: require >=2 GPUs with all links active; got 1", 0),
-            0U);
+  auto v = evaluate_nvlink(s, 2, {});
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_FALSE(v.findings[0].gpu);  // about the system
+  EXPECT_EQ(v.data["expected_gpus_with_all_links_feature_enabled"], 2);
   EXPECT_EQ(evaluate_nvlink(s, 1, {}).health(), Health::kHealthy);
 }
 
 TEST(Nvlink, NotSupportedIsNotApplicable) {
-  auto r = evaluate_nvlink(identity_only_snapshot(1), 0, {});
-  EXPECT_EQ(r.health(), Health::kHealthy);
-  EXPECT_EQ(r.states[0].reason, "NVLink not supported (not applicable)");
+  auto v = evaluate_nvlink(identity_only_snapshot(1), 0, {});
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.healthy_reason, "NVLink not supported (not applicable)");
+  EXPECT_EQ(v.gpus[0].data["supported"], false);
 }
 
 std::vector<nvml::P2PPair> pairs(int gpus, int status) {
@@ -55,25 +60,23 @@ TEST(Nvlink, NoP2PPairOnAnNvlinkSystemIsUnhealthy) {
   auto s = identity_only_snapshot(4);
   for (auto& g : s.gpus) g.nvlinks = ok(nvlinks(18));
   s.nvlink_p2p = pairs(4, nvml::NVML_P2P_STATUS_OK);
-  auto r = evaluate_nvlink(s, 0, {});
-  EXPECT_EQ(r.health(), Health::kHealthy);
-  EXPECT_NE(r.detail.find("3/3"), std::string::npos) << r.detail;
-  EXPECT_NE(r.states[0].extra_info.at("data").find("\"pairs_ok\":6"), std::string::npos);
+  auto v = evaluate_nvlink(s, 0, {});
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.gpus[0].cells.back(), "3/3");
+  EXPECT_EQ(v.gpus[0].data["p2p_ok_peers"], 3);
+  EXPECT_EQ(v.data["p2p"]["pairs_ok"], 6);
 
   s.nvlink_p2p = pairs(4, nvml::NVML_P2P_STATUS_NOT_SUPPORTED);
-  r = evaluate_nvlink(s, 0, {});
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_EQ(r.states[0].reason,
-            "no GPU pairs report NVLink P2P connectivity on 4-GPU NVLink-capable system");
-  EXPECT_FALSE(r.states[0].suggested_actions);  // an expected refusal, links all active
+  v = evaluate_nvlink(s, 0, {});
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.data["p2p"]["pairs_ok"], 0);
+  EXPECT_FALSE(v.action());  // an expected refusal, links all active
   // An unknown status, or an inactive link, asks for a reboot.
   s.nvlink_p2p = pairs(4, nvml::NVML_P2P_STATUS_UNKNOWN);
-  r = evaluate_nvlink(s, 0, {});
-  ASSERT_TRUE(r.states[0].suggested_actions);
-  EXPECT_EQ(r.states[0].suggested_actions->repair_actions[0], RepairAction::kRebootSystem);
+  EXPECT_EQ(evaluate_nvlink(s, 0, {}).action(), RepairAction::kRebootSystem);
   s.nvlink_p2p = pairs(4, nvml::NVML_P2P_STATUS_NOT_SUPPORTED);
   s.gpus[2].nvlinks = ok(nvlinks(18, {5}));
-  EXPECT_TRUE(evaluate_nvlink(s, 0, {}).states[0].suggested_actions);
+  EXPECT_EQ(evaluate_nvlink(s, 0, {}).action(), RepairAction::kRebootSystem);
 
   // One good pair is enough; a pair not probed (error) leaves the rule out.
   s.gpus[2].nvlinks = ok(nvlinks(18));
@@ -95,10 +98,9 @@ TEST(Nvlink, PostRxDetectFailureNeedsReboot) {
   Event e;
   e.name = std::string(kNvlinkPostRxDetectEvent);
   e.message = "boot ID: x";
-  auto r = evaluate_nvlink(s, 0, {e});
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  ASSERT_TRUE(r.states[0].suggested_actions);
-  EXPECT_EQ(r.states[0].suggested_actions->repair_actions[0], RepairAction::kRebootSystem);
+  auto v = evaluate_nvlink(s, 0, {e});
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.action(), RepairAction::kRebootSystem);
 }
 
 TEST(NvlinkKernelLogRule, PostRxDetectFailures) {

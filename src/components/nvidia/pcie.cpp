@@ -2,9 +2,18 @@
 
 #include <cmath>
 
-#include "components/nvidia/gpu_issues.h"
-
 namespace gpud::components {
+
+namespace {
+constexpr GpuMetric kMetrics[] = {
+    {"accelerator_nvidia_pcie_link_gen", "Current PCIe link generation", MetricKind::kGauge,
+     [](const nvml::GpuSnapshot& g) { return metric_value(g.pcie.gen_current); }},
+    {"accelerator_nvidia_pcie_link_width", "Current PCIe link width (lanes)", MetricKind::kGauge,
+     [](const nvml::GpuSnapshot& g) { return metric_value(g.pcie.width_current); }},
+    {"accelerator_nvidia_pcie_replay_errors", "PCIe replay counter", MetricKind::kCounter,
+     [](const nvml::GpuSnapshot& g) { return metric_value(g.pcie.replay_counter); }},
+};
+}  // namespace
 
 uint64_t pcie_replay_budget(uint32_t gen, uint32_t lanes, std::chrono::seconds elapsed) {
   static constexpr double kRate[] = {0.15, 0.30, 0.48, 0.96, 1.92, 3.84};
@@ -13,38 +22,43 @@ uint64_t pcie_replay_budget(uint32_t gen, uint32_t lanes, std::chrono::seconds e
   return static_cast<uint64_t>(std::ceil(kRate[i] * lanes * minutes));
 }
 
-CheckResult evaluate_pcie(const nvml::NvmlSnapshot& snapshot,
-                          const std::map<std::string, PcieReplaySample>& previous) {
-  nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {
-      {"GPU", "UUID", "GEN", "MAX GEN", "WIDTH", "MAX WIDTH", "REPLAYS"}};
-  std::string issues;
+NvidiaVerdict evaluate_pcie(const nvml::NvmlSnapshot& snapshot,
+                            const std::map<std::string, PcieReplaySample>& previous) {
+  NvidiaVerdict v;
+  v.action_description = "check the GPU's PCIe slot, riser and cabling";
+  v.columns = {"UUID", "GEN", "MAX GEN", "WIDTH", "MAX WIDTH", "REPLAYS"};
   size_t supported = 0;
-  auto add = [&issues](const std::string& s) { issues += (issues.empty() ? "" : "; ") + s; };
-  auto str = [](const nvml::Field<uint32_t>& f) {
-    return f.ok() ? std::to_string(f.value) : std::string(f.supported() ? "error" : "n/a");
+  // Every PCIe finding, an NVML error too, is Degraded and asks for an inspection.
+  auto add = [&v](const nvml::GpuSnapshot& g, std::string reason) {
+    v.add(g, Health::kDegraded, std::move(reason), RepairAction::kHardwareInspection);
   };
   for (const auto& g : snapshot.gpus) {
     const auto& p = g.pcie;
-    nlohmann::json j = {{"uuid", g.uuid.value}, {"bus_id", g.pci_bus_id.value}};
+    GpuRow& row = v.gpus.emplace_back(
+        g.index, nlohmann::json{{"uuid", g.uuid.value}, {"bus_id", g.pci_bus_id.value}});
+    nlohmann::json& j = row.data;
     if (p.gen_current.ok()) j["link_gen_current"] = p.gen_current.value;
     if (p.gen_max.ok()) j["link_gen_max"] = p.gen_max.value;
     if (p.width_current.ok()) j["link_width_current"] = p.width_current.value;
     if (p.width_max.ok()) j["link_width_max"] = p.width_max.value;
     if (p.replay_counter.ok()) j["replay_counter"] = p.replay_counter.value;
-    rows.push_back({std::to_string(g.index), g.uuid.value, str(p.gen_current), str(p.gen_max),
-                    str(p.width_current), str(p.width_max), str(p.replay_counter)});
+    row.cells = {g.uuid.value,
+                 field_text(p.gen_current),
+                 field_text(p.gen_max),
+                 field_text(p.width_current),
+                 field_text(p.width_max),
+                 field_text(p.replay_counter)};
     if (p.gen_current.supported() || p.width_current.supported()) ++supported;
 
     if (p.width_current.ok() && p.width_max.ok() && p.width_current.value < p.width_max.value)
-      add(gpu_label(g) + ": PCIe link width x" + std::to_string(p.width_current.value) +
-          " below max x" + std::to_string(p.width_max.value));
+      add(g, gpu_label(g) + ": PCIe link width x" + std::to_string(p.width_current.value) +
+                 " below max x" + std::to_string(p.width_max.value));
     if (p.gen_current.ok() && p.gen_max.ok() && p.gen_current.value < p.gen_max.value) {
       bool busy = g.utilization.ok() && g.utilization.value.gpu_percent > 0;
       j["link_gen_below_max_at_idle"] = !busy;
       if (busy)
-        add(gpu_label(g) + ": PCIe link gen " + std::to_string(p.gen_current.value) +
-            " below max gen " + std::to_string(p.gen_max.value) + " while busy");
+        add(g, gpu_label(g) + ": PCIe link gen " + std::to_string(p.gen_current.value) +
+                   " below max gen " + std::to_string(p.gen_max.value) + " while busy");
     }
     if (p.replay_counter.ok() && p.gen_current.ok() && p.width_current.ok()) {
       auto it = previous.find(g.uuid.value);
@@ -58,56 +72,37 @@ CheckResult evaluate_pcie(const nvml::NvmlSnapshot& snapshot,
         j["replay_delta"] = delta;
         j["replay_budget"] = budget;
         if (delta > budget)
-          add(gpu_label(g) + ": PCIe replay counter grew by " + std::to_string(delta) + " in " +
-              std::to_string(elapsed.count()) + "s, above the budget of " + std::to_string(budget) +
-              " (gen " + std::to_string(p.gen_current.value) + " x" +
-              std::to_string(p.width_current.value) + ")");
+          add(g, gpu_label(g) + ": PCIe replay counter grew by " + std::to_string(delta) + " in " +
+                     std::to_string(elapsed.count()) + "s, above the budget of " +
+                     std::to_string(budget) + " (gen " + std::to_string(p.gen_current.value) +
+                     " x" + std::to_string(p.width_current.value) + ")");
       }
     }
     for (const auto* f :
          {&p.gen_current, &p.gen_max, &p.width_current, &p.width_max, &p.replay_counter}) {
       if (f->status == nvml::FieldStatus::kError) {
-        add(gpu_label(g) + ": " + f->error);
+        add(g, gpu_label(g) + ": " + f->error);
         break;
       }
     }
-    gpus.push_back(j);
   }
-  nlohmann::json data = {{"gpus", gpus}};
-  std::string detail = format_table(rows);
-  if (!issues.empty())
-    return data_result(kPcieName, Health::kDegraded, issues, data, detail,
-                       SuggestedActions{"check the GPU's PCIe slot, riser and cabling",
-                                        {RepairAction::kHardwareInspection}});
-  return data_result(kPcieName, Health::kHealthy,
-                     supported == 0 ? "PCIe link information not supported (not applicable)"
+  v.healthy_reason = supported == 0 ? "PCIe link information not supported (not applicable)"
                                     : "PCIe links at max generation and width on " +
-                                          std::to_string(supported) + " GPU(s)",
-                     data, detail);
+                                          std::to_string(supported) + " GPU(s)";
+  return v;
 }
 
+PcieComponent::PcieComponent(const ComponentContext& ctx) : NvidiaComponent(ctx, kMetrics) {}
+
 CheckResult PcieComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
-  auto* m = ctx().metrics;
-  m->describe("accelerator_nvidia_pcie_link_gen", "Current PCIe link generation");
-  m->describe("accelerator_nvidia_pcie_link_width", "Current PCIe link width (lanes)");
-  m->describe("accelerator_nvidia_pcie_replay_errors", "PCIe replay counter", MetricKind::kCounter);
-  for (const auto& g : snapshot.gpus) {
-    Labels l = gpu_labels(g);
-    if (g.pcie.gen_current.ok())
-      m->set(kPcieName, "accelerator_nvidia_pcie_link_gen", g.pcie.gen_current.value, l);
-    if (g.pcie.width_current.ok())
-      m->set(kPcieName, "accelerator_nvidia_pcie_link_width", g.pcie.width_current.value, l);
-    if (g.pcie.replay_counter.ok())
-      m->set(kPcieName, "accelerator_nvidia_pcie_replay_errors", g.pcie.replay_counter.value, l);
-  }
-  auto r = evaluate_pcie(snapshot, previous_);
+  auto v = evaluate_pcie(snapshot, previous_);
   // The shared snapshot is cached for a few seconds: only a newer one moves the window.
   for (const auto& g : snapshot.gpus) {
     if (!g.pcie.replay_counter.ok()) continue;
     auto& prev = previous_[g.uuid.value];
     if (snapshot.time > prev.time) prev = {g.pcie.replay_counter.value, snapshot.time};
   }
-  return r;
+  return render_verdict(name(), v);
 }
 
 }  // namespace gpud::components

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 
 namespace gpud::components {
 
@@ -24,12 +25,12 @@ struct PcieReplaySample {
 // The rule: current width below max ⇒ Degraded; current generation below max while the GPU is busy
 // (utilisation > 0; idle GPUs lower the link speed to save power) ⇒ Degraded; replay counter growth
 // since `previous` (keyed by uuid) above the budget ⇒ Degraded. NOT_SUPPORTED ⇒ not applicable.
-CheckResult evaluate_pcie(const nvml::NvmlSnapshot& snapshot,
-                          const std::map<std::string, PcieReplaySample>& previous);
+NvidiaVerdict evaluate_pcie(const nvml::NvmlSnapshot& snapshot,
+                            const std::map<std::string, PcieReplaySample>& previous);
 
 class PcieComponent : public NvidiaComponent {
  public:
-  explicit PcieComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {}
+  explicit PcieComponent(const ComponentContext& ctx);
   std::string_view name() const override { return kPcieName; }
 
  protected:

@@ -31,15 +31,21 @@ nvml::PcieLink link(uint32_t gen, uint32_t max_gen, uint32_t width, uint32_t max
 TEST(Pcie, NarrowLinkIsDegraded) {
   auto s = identity_only_snapshot(1);
   s.gpus[0].pcie = link(5, 5, 8, 16, 0);
-  auto r = evaluate_pcie(s, {});
-  EXPECT_EQ(r.health(), Health::kDegraded);
-  EXPECT_EQ(r.states[0].reason, "GPU 0 (0000:00:00.0): PCIe link width x8 below max x16");
+  auto v = evaluate_pcie(s, {});
+  EXPECT_EQ(v.health(), Health::kDegraded);
+  EXPECT_EQ(v.action(), RepairAction::kHardwareInspection);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].gpu, 0U);
+  EXPECT_EQ(v.gpus[0].data["link_width_current"], 8);
+  EXPECT_EQ(v.gpus[0].data["link_width_max"], 16);
 }
 
 TEST(Pcie, LowGenOnlyMattersWhenBusy) {
   auto s = identity_only_snapshot(1);
   s.gpus[0].pcie = link(1, 5, 16, 16, 0);
-  EXPECT_EQ(evaluate_pcie(s, {}).health(), Health::kHealthy);
+  auto idle = evaluate_pcie(s, {});
+  EXPECT_EQ(idle.health(), Health::kHealthy);
+  EXPECT_EQ(idle.gpus[0].data["link_gen_below_max_at_idle"], true);
   s.gpus[0].utilization = ok(nvml::Utilization{50, 10});
   EXPECT_EQ(evaluate_pcie(s, {}).health(), Health::kDegraded);
 }
@@ -49,9 +55,10 @@ TEST(Pcie, ReplayGrowthAboveBudgetIsDegraded) {
   s.gpus[0].pcie = link(5, 5, 16, 16, 100);
   std::map<std::string, PcieReplaySample> prev = {
       {"GPU-0", {50, s.time - std::chrono::seconds(60)}}};
-  auto r = evaluate_pcie(s, prev);
-  EXPECT_EQ(r.health(), Health::kDegraded);
-  EXPECT_NE(r.states[0].reason.find("grew by 50"), std::string::npos);
+  auto v = evaluate_pcie(s, prev);
+  EXPECT_EQ(v.health(), Health::kDegraded);
+  EXPECT_EQ(v.gpus[0].data["replay_delta"], 50);
+  EXPECT_EQ(v.gpus[0].data["replay_budget"], 31);
   prev["GPU-0"].counter = 80;  // 20 <= 31
   EXPECT_EQ(evaluate_pcie(s, prev).health(), Health::kHealthy);
 }

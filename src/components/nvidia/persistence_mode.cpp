@@ -1,56 +1,47 @@
 #include "components/nvidia/persistence_mode.h"
 
-#include "components/nvidia/gpu_issues.h"
-
 namespace gpud::components {
 
-PersistenceModeVerdict evaluate_persistence_mode(const nvml::NvmlSnapshot& snapshot) {
-  PersistenceModeVerdict v;
-  nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {{"GPU", "UUID", "PERSISTENCE MODE"}};
-  std::string errors;
+std::vector<const nvml::GpuSnapshot*> persistence_mode_disabled(
+    const nvml::NvmlSnapshot& snapshot) {
+  std::vector<const nvml::GpuSnapshot*> out;
+  for (const auto& g : snapshot.gpus)
+    if (g.persistence_mode.ok() && !g.persistence_mode.value) out.push_back(&g);
+  return out;
+}
+
+NvidiaVerdict evaluate_persistence_mode(const nvml::NvmlSnapshot& snapshot) {
+  NvidiaVerdict v;
+  v.columns = {"UUID", "PERSISTENCE MODE"};
+  std::vector<Finding> errors;
   size_t supported = 0;
   for (const auto& g : snapshot.gpus) {
     const auto& pm = g.persistence_mode;
-    std::string state = pm.ok() ? (pm.value ? "enabled" : "disabled")
-                                : (pm.supported() ? "error: " + pm.error : "not supported");
-    gpus.push_back({{"uuid", g.uuid.value},
-                    {"bus_id", g.pci_bus_id.value},
-                    {"name", g.name.value},
-                    {"persistence_mode_supported", pm.supported()},
-                    {"persistence_mode_enabled", pm.ok() && pm.value}});
-    rows.push_back({std::to_string(g.index), g.uuid.value, state});
+    GpuRow& row = v.gpus.emplace_back(g.index, nlohmann::json{{"uuid", g.uuid.value},
+                                                              {"bus_id", g.pci_bus_id.value},
+                                                              {"name", g.name.value}});
+    row.data["persistence_mode_supported"] = pm.supported();
+    row.data["persistence_mode_enabled"] = pm.ok() && pm.value;
+    row.cells = {g.uuid.value, pm.ok() ? (pm.value ? "enabled" : "disabled")
+                                       : (pm.supported() ? "error: " + pm.error : "not supported")};
     if (pm.supported()) ++supported;
-    if (pm.status == nvml::FieldStatus::kError) {
-      errors += (errors.empty() ? "" : "; ") + gpu_label(g) + ": " + pm.error;
-    } else if (pm.ok() && !pm.value) {
-      v.disabled.push_back(&g);
-    }
+    if (pm.status == nvml::FieldStatus::kError)
+      errors.push_back({g.index, Health::kUnhealthy, gpu_label(g) + ": " + pm.error, std::nullopt,
+                        /*nvml_error=*/false});
   }
-  nlohmann::json data = {{"gpus", gpus}};
-  std::string detail = format_table(rows);
-  std::string reason;
-  Health h = Health::kHealthy;
-  if (!v.disabled.empty()) {
-    h = Health::kUnhealthy;
-    if (v.disabled.size() == snapshot.gpus.size()) {
-      reason = "all " + std::to_string(v.disabled.size()) + " GPU(s) disabled persistence mode";
-    } else {
-      for (const auto* g : v.disabled)
-        reason += (reason.empty() ? "" : "; ") + g->uuid.value +
-                  " persistence mode supported but not enabled";
-    }
+  auto disabled = persistence_mode_disabled(snapshot);
+  if (!disabled.empty() && disabled.size() == snapshot.gpus.size()) {
+    v.add(Health::kUnhealthy,
+          "all " + std::to_string(disabled.size()) + " GPU(s) disabled persistence mode");
+  } else {
+    for (const auto* g : disabled)
+      v.add(*g, Health::kUnhealthy, g->uuid.value + " persistence mode supported but not enabled");
   }
-  if (!errors.empty()) {
-    h = Health::kUnhealthy;
-    reason += (reason.empty() ? "" : "; ") + errors;
-  }
-  if (reason.empty()) {
-    reason = supported == 0
-                 ? "persistence mode not supported (not applicable)"
-                 : "persistence mode enabled on " + std::to_string(supported) + " GPU(s)";
-  }
-  v.result = data_result(kPersistenceModeName, h, reason, data, detail);
+  // Errors come after the disabled GPUs in the reason.
+  v.findings.insert(v.findings.end(), errors.begin(), errors.end());
+  v.healthy_reason = supported == 0
+                         ? "persistence mode not supported (not applicable)"
+                         : "persistence mode enabled on " + std::to_string(supported) + " GPU(s)";
   return v;
 }
 
@@ -59,9 +50,8 @@ std::chrono::seconds PersistenceModeComponent::interval() const {
 }
 
 CheckResult PersistenceModeComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
-  auto v = evaluate_persistence_mode(snapshot);
   std::set<std::string> now;
-  for (const auto* g : v.disabled) {
+  for (const auto* g : persistence_mode_disabled(snapshot)) {
     now.insert(g->uuid.value);
     if (reported_.count(g->uuid.value) != 0) continue;
     Event e;
@@ -74,7 +64,7 @@ CheckResult PersistenceModeComponent::evaluate(const nvml::NvmlSnapshot& snapsho
     record(std::move(e));
   }
   reported_ = std::move(now);  // a GPU re-enabled and disabled again is reported again
-  return std::move(v.result);
+  return render_verdict(name(), evaluate_persistence_mode(snapshot));
 }
 
 }  // namespace gpud::components

@@ -6,18 +6,17 @@
 #include <string>
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 
 namespace gpud::components {
 
 inline constexpr std::string_view kPersistenceModeName = "accelerator-nvidia-persistence-mode";
 
-struct PersistenceModeVerdict {
-  CheckResult result;
-  std::vector<const nvml::GpuSnapshot*> disabled;  // GPUs supporting PM with it off
-};
+// The GPUs that support persistence mode and have it off.
+std::vector<const nvml::GpuSnapshot*> persistence_mode_disabled(const nvml::NvmlSnapshot& snapshot);
 
 // The rule: PM supported but disabled on any GPU ⇒ Unhealthy; not supported ⇒ not applicable.
-PersistenceModeVerdict evaluate_persistence_mode(const nvml::NvmlSnapshot& snapshot);
+NvidiaVerdict evaluate_persistence_mode(const nvml::NvmlSnapshot& snapshot);
 
 class PersistenceModeComponent : public NvidiaComponent {
  public:

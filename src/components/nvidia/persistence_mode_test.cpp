@@ -15,24 +15,28 @@ TEST(PersistenceMode, DisabledOnSomeGpusIsUnhealthy) {
   s.gpus[0].persistence_mode = ok(true);
   s.gpus[1].persistence_mode = ok(false);
   auto v = evaluate_persistence_mode(s);
-  EXPECT_EQ(v.result.health(), Health::kUnhealthy);
-  EXPECT_EQ(v.result.states[0].reason, "GPU-1 persistence mode supported but not enabled");
-  ASSERT_EQ(v.disabled.size(), 1U);
-  EXPECT_FALSE(v.result.states[0].suggested_actions.has_value());
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].gpu, 1U);
+  EXPECT_FALSE(v.action());
+  EXPECT_EQ(persistence_mode_disabled(s).size(), 1U);
+  EXPECT_EQ(v.gpus[1].data["persistence_mode_enabled"], false);
 }
 
-TEST(PersistenceMode, AllDisabledSaysAll) {
+TEST(PersistenceMode, AllDisabledIsOneFinding) {
   auto s = identity_only_snapshot(8);
   for (auto& g : s.gpus) g.persistence_mode = ok(false);
-  EXPECT_EQ(evaluate_persistence_mode(s).result.states[0].reason,
-            "all 8 GPU(s) disabled persistence mode");
+  auto v = evaluate_persistence_mode(s);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_FALSE(v.findings[0].gpu);
+  EXPECT_EQ(v.findings[0].reason, "all 8 GPU(s) disabled persistence mode");
 }
 
 TEST(PersistenceMode, NotSupportedIsNotApplicable) {
   auto v = evaluate_persistence_mode(identity_only_snapshot(1));
-  EXPECT_EQ(v.result.health(), Health::kHealthy);
-  EXPECT_NE(v.result.states[0].reason.find("not applicable"), std::string::npos);
-  EXPECT_TRUE(v.result.states[0].extra_info.count("data"));
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.healthy_reason, "persistence mode not supported (not applicable)");
+  EXPECT_EQ(v.gpus[0].data["persistence_mode_supported"], false);
 }
 
 }  // namespace

@@ -2,16 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "components/nvidia/gpu_issues.h"
-
 namespace gpud::components {
 
 namespace {
-
-constexpr const char* kName = "accelerator-nvidia-power";
-constexpr const char* kUsage = "accelerator_nvidia_power_current_usage_milli_watts";
-constexpr const char* kEnforced = "accelerator_nvidia_power_enforced_limit_milli_watts";
-constexpr const char* kUsedPercent = "accelerator_nvidia_power_used_percent";
 
 // usage / (enforced limit, or the management limit when that is 0 or unknown) in percent.
 std::optional<double> used_percent(const nvml::GpuSnapshot& g) {
@@ -22,58 +15,51 @@ std::optional<double> used_percent(const nvml::GpuSnapshot& g) {
   return 100.0 * g.power_usage_mw.value / limit;
 }
 
+std::string watts(const nvml::Field<uint32_t>& f) {
+  if (f.ok()) return fmt::format("{:.1f}", f.value / 1000.0);
+  return f.supported() ? "error" : "n/a";
+}
+
+constexpr GpuMetric kMetrics[] = {
+    {"accelerator_nvidia_power_current_usage_milli_watts", "Current GPU power usage in milliwatts",
+     MetricKind::kGauge, read_metric<&nvml::GpuSnapshot::power_usage_mw>},
+    {"accelerator_nvidia_power_enforced_limit_milli_watts",
+     "Enforced GPU power limit in milliwatts", MetricKind::kGauge,
+     read_metric<&nvml::GpuSnapshot::power_enforced_limit_mw>},
+    {"accelerator_nvidia_power_used_percent", "GPU power usage in percent of the enforced limit",
+     MetricKind::kGauge, used_percent},
+};
+
 }  // namespace
 
-CheckResult evaluate_power(const nvml::NvmlSnapshot& snapshot) {
-  GpuIssues issues;
-  nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {
-      {"GPU", "USAGE (W)", "ENFORCED LIMIT (W)", "MGMT LIMIT (W)", "USED %"}};
-  auto watts = [](const nvml::Field<uint32_t>& f) {
-    if (f.ok()) return fmt::format("{:.1f}", f.value / 1000.0);
-    return std::string(f.supported() ? "error" : "n/a");
-  };
+NvidiaVerdict evaluate_power(const nvml::NvmlSnapshot& snapshot) {
+  NvidiaVerdict v;
+  v.healthy_reason =
+      "all " + std::to_string(snapshot.gpus.size()) + " GPU(s) were checked, no power issue found";
+  v.columns = {"USAGE (W)", "ENFORCED LIMIT (W)", "MGMT LIMIT (W)", "USED %"};
   for (const auto& g : snapshot.gpus) {
-    issues.usable(g, g.power_usage_mw, "power usage");
-    issues.usable(g, g.power_enforced_limit_mw, "enforced power limit");
-    issues.usable(g, g.power_management_limit_mw, "power management limit");
+    v.usable(g, g.power_usage_mw, "power usage");
+    v.usable(g, g.power_enforced_limit_mw, "enforced power limit");
+    v.usable(g, g.power_management_limit_mw, "power management limit");
     auto pct = used_percent(g);
-    nlohmann::json j = gpu_identity_json(g);
-    j["usage_milli_watts"] = field_json(g.power_usage_mw);
-    j["enforced_limit_milli_watts"] = field_json(g.power_enforced_limit_mw);
-    j["management_limit_milli_watts"] = field_json(g.power_management_limit_mw);
-    j["used_percent"] = pct ? nlohmann::json(fmt::format("{:.2f}", *pct)) : nlohmann::json(nullptr);
-    j["get_power_usage_supported"] = g.power_usage_mw.supported();
-    j["get_power_limit_supported"] = g.power_enforced_limit_mw.supported();
-    gpus.push_back(std::move(j));
-    rows.push_back({std::to_string(g.index), watts(g.power_usage_mw),
-                    watts(g.power_enforced_limit_mw), watts(g.power_management_limit_mw),
-                    pct ? fmt::format("{:.2f}", *pct) : "n/a"});
+    GpuRow& row = v.gpus.emplace_back(g);
+    row.data["usage_milli_watts"] = field_json(g.power_usage_mw);
+    row.data["enforced_limit_milli_watts"] = field_json(g.power_enforced_limit_mw);
+    row.data["management_limit_milli_watts"] = field_json(g.power_management_limit_mw);
+    row.data["used_percent"] =
+        pct ? nlohmann::json(fmt::format("{:.2f}", *pct)) : nlohmann::json(nullptr);
+    row.data["get_power_usage_supported"] = g.power_usage_mw.supported();
+    row.data["get_power_limit_supported"] = g.power_enforced_limit_mw.supported();
+    row.cells = {watts(g.power_usage_mw), watts(g.power_enforced_limit_mw),
+                 watts(g.power_management_limit_mw), pct ? fmt::format("{:.2f}", *pct) : "n/a"};
   }
-  return issues.result(
-      kName,
-      "all " + std::to_string(snapshot.gpus.size()) + " GPU(s) were checked, no power issue found",
-      {{"gpus", gpus}}, format_table(rows));
+  return v;
 }
 
-PowerComponent::PowerComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
-  if (ctx.metrics == nullptr) return;
-  ctx.metrics->describe(kUsage, "Current GPU power usage in milliwatts");
-  ctx.metrics->describe(kEnforced, "Enforced GPU power limit in milliwatts");
-  ctx.metrics->describe(kUsedPercent, "GPU power usage in percent of the enforced limit");
-}
+PowerComponent::PowerComponent(const ComponentContext& ctx) : NvidiaComponent(ctx, kMetrics) {}
 
 CheckResult PowerComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
-  if (MetricRegistry* m = ctx().metrics) {
-    for (const auto& g : snapshot.gpus) {
-      Labels l = gpu_labels(g);
-      if (g.power_usage_mw.ok()) m->set(kName, kUsage, g.power_usage_mw.value, l);
-      if (g.power_enforced_limit_mw.ok())
-        m->set(kName, kEnforced, g.power_enforced_limit_mw.value, l);
-      if (auto pct = used_percent(g)) m->set(kName, kUsedPercent, *pct, l);
-    }
-  }
-  return evaluate_power(snapshot);
+  return render_verdict(name(), evaluate_power(snapshot));
 }
 
 }  // namespace gpud::components

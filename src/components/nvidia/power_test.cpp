@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "components/nvidia/test_result.h"
 #include "components/nvidia/test_snapshot.h"
 
 namespace gpud::components {
@@ -12,24 +11,31 @@ namespace {
 using namespace testing;
 
 TEST(Power, ReportsUsedPercentOfEnforcedLimit) {
-  auto r = evaluate_power(h100x(1));
-  EXPECT_EQ(r.health(), Health::kHealthy);
-  EXPECT_EQ(data_of(r)["gpus"][0]["used_percent"], "10.14");
+  auto v = evaluate_power(h100x(1));
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.gpus[0].data["used_percent"], "10.14");
+  EXPECT_EQ(v.gpus[0].data["usage_milli_watts"], 71000);
+  EXPECT_EQ(v.gpus[0].cells[0], "71.0");  // watts in the table
 }
 
 TEST(Power, FallsBackToManagementLimit) {
   auto s = h100x(1);
   s.gpus[0].power_enforced_limit_mw = not_supported<uint32_t>();
   s.gpus[0].power_management_limit_mw = ok<uint32_t>(142000);
-  EXPECT_EQ(data_of(evaluate_power(s))["gpus"][0]["used_percent"], "50.00");
+  auto v = evaluate_power(s);
+  EXPECT_EQ(v.gpus[0].data["used_percent"], "50.00");
+  EXPECT_EQ(v.gpus[0].data["enforced_limit_milli_watts"], nullptr);
 }
 
 TEST(Power, NvmlErrorIsUnhealthy) {
   auto s = h100x(2);
   s.gpus[1].power_usage_mw = errored<uint32_t>("Timeout");
-  auto r = evaluate_power(s);
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_TRUE(contains(r.summary(), "GPU 1")) << r.summary();
+  auto v = evaluate_power(s);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].gpu, 1U);
+  EXPECT_TRUE(v.findings[0].nvml_error);
+  EXPECT_EQ(v.gpus[1].data["used_percent"], nullptr);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "components/nvidia/processes.h"
 
 #include "components/nvidia/bad_envs.h"
-#include "components/nvidia/gpu_issues.h"
 
 namespace gpud::components {
 namespace {
@@ -17,6 +16,15 @@ std::vector<std::string> split_nul(std::string_view block) {
   }
   return out;
 }
+
+constexpr GpuMetric kMetrics[] = {
+    {"accelerator_nvidia_processes_running_total", "Compute processes running on the GPU",
+     MetricKind::kGauge,
+     [](const nvml::GpuSnapshot& g) -> std::optional<double> {
+       if (!g.processes.ok()) return std::nullopt;
+       return static_cast<double>(g.processes.value.size());
+     }},
+};
 
 }  // namespace
 
@@ -44,20 +52,24 @@ bool processes_have_error(const nvml::NvmlSnapshot& snapshot) {
   return false;
 }
 
-CheckResult evaluate_processes(const nvml::NvmlSnapshot& snapshot,
-                               const std::map<uint32_t, std::optional<ProcInfo>>& procs,
-                               int consecutive_errors) {
-  nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {
-      {"GPU", "PID", "USED MEMORY", "BAD ENV", "COMMAND"}};
-  std::string bad, errors;
+NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
+                                 const std::map<uint32_t, std::optional<ProcInfo>>& procs,
+                                 int consecutive_errors) {
+  NvidiaVerdict v;
+  // extra_info has a row per GPU (its processes inside), the table a row per process.
+  v.columns = {"PID", "USED MEMORY", "BAD ENV", "COMMAND"};
+  v.empty_table = "no GPU compute processes\n";
+  std::vector<Finding> errors, bad;
   size_t total = 0, supported = 0;
+  const Health error_health =
+      consecutive_errors >= kProcessesErrorThreshold ? Health::kUnhealthy : Health::kHealthy;
   for (const auto& g : snapshot.gpus) {
     nlohmann::json jg = {{"uuid", g.uuid.value}, {"bus_id", g.pci_bus_id.value}};
     const auto& f = g.processes;
     if (f.supported()) ++supported;
     if (f.status == nvml::FieldStatus::kError) {
-      errors += (errors.empty() ? "" : "; ") + gpu_label(g) + ": " + f.error;
+      errors.push_back({g.index, error_health, gpu_label(g) + ": " + f.error, std::nullopt,
+                        /*nvml_error=*/true});
       jg["error"] = f.error;
     }
     nlohmann::json list = nlohmann::json::array();
@@ -73,44 +85,43 @@ CheckResult evaluate_processes(const nvml::NvmlSnapshot& snapshot,
         bool mem_known = p.used_memory_bytes != nvml::NVML_VALUE_NOT_AVAILABLE_ULL;
         if (mem_known) jp["gpu_used_memory_bytes"] = p.used_memory_bytes;
         list.push_back(jp);
-        std::string cmd = info.cmdline.empty() ? "" : info.cmdline.front();
         std::string envs;
-        for (const auto& v : info.bad_env_vars) {
-          envs += (envs.empty() ? "" : ",") + v;
-          bad += (bad.empty() ? "" : "; ") + std::string("pid ") + std::to_string(p.pid) + " on " +
-                 gpu_label(g) + " has " + v + " set";
+        for (const auto& var : info.bad_env_vars) {
+          envs += (envs.empty() ? "" : ",") + var;
+          bad.push_back(
+              {g.index, Health::kDegraded,
+               "pid " + std::to_string(p.pid) + " on " + gpu_label(g) + " has " + var + " set",
+               RepairAction::kCheckUserAppAndGpu, /*nvml_error=*/false});
         }
-        rows.push_back({std::to_string(g.index), std::to_string(p.pid),
-                        mem_known ? std::to_string(p.used_memory_bytes >> 20) + " MiB" : "n/a",
-                        envs.empty() ? "-" : envs, cmd});
+        GpuRow& row = v.gpus.emplace_back(g.index, nlohmann::json());
+        row.in_data = false;
+        row.cells = {std::to_string(p.pid),
+                     mem_known ? std::to_string(p.used_memory_bytes >> 20) + " MiB" : "n/a",
+                     envs.empty() ? "-" : envs, info.cmdline.empty() ? "" : info.cmdline.front()};
       }
     }
     jg["processes"] = list;
-    gpus.push_back(jg);
+    GpuRow& row = v.gpus.emplace_back(g.index, std::move(jg));
+    row.in_table = false;
   }
-  nlohmann::json data = {{"gpus", gpus}, {"running_total", total}};
-  std::string detail = rows.size() > 1 ? format_table(rows) : "no GPU compute processes\n";
+  v.data = {{"running_total", total}};
   if (!errors.empty()) {
-    std::string reason = errors + " (detected " + std::to_string(consecutive_errors) + "/" +
-                         std::to_string(kProcessesErrorThreshold) + " consecutive checks)";
-    Health h =
-        consecutive_errors >= kProcessesErrorThreshold ? Health::kUnhealthy : Health::kHealthy;
-    auto r = data_result(kProcessesName, h, reason, data, detail);
-    r.states[0].error = errors;
-    return r;
+    // NVML errors outweigh the environment findings; Unhealthy only once they persist.
+    v.findings = std::move(errors);
+    v.reason_suffix = " (detected " + std::to_string(consecutive_errors) + "/" +
+                      std::to_string(kProcessesErrorThreshold) + " consecutive checks)";
+  } else {
+    v.findings = std::move(bad);
+    v.reason_prefix = "bad CUDA environment variables set: ";
+    v.action_description = "unset the profiling/debugging variables in the workload";
   }
-  if (!bad.empty())
-    return data_result(kProcessesName, Health::kDegraded,
-                       "bad CUDA environment variables set: " + bad, data, detail,
-                       SuggestedActions{"unset the profiling/debugging variables in the workload",
-                                        {RepairAction::kCheckUserAppAndGpu}});
-  std::string reason = supported == 0 ? "process listing not supported (not applicable)"
-                                      : std::to_string(total) + " GPU compute process(es) running";
-  return data_result(kProcessesName, Health::kHealthy, reason, data, detail);
+  v.healthy_reason = supported == 0 ? "process listing not supported (not applicable)"
+                                    : std::to_string(total) + " GPU compute process(es) running";
+  return v;
 }
 
 ProcessesComponent::ProcessesComponent(const ComponentContext& ctx)
-    : NvidiaComponent(ctx), fs_(ctx.config->host_root) {}
+    : NvidiaComponent(ctx, kMetrics), fs_(ctx.config->host_root) {}
 
 CheckResult ProcessesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   consecutive_errors_ = processes_have_error(snapshot) ? consecutive_errors_ + 1 : 0;
@@ -120,13 +131,7 @@ CheckResult ProcessesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
     for (const auto& p : g.processes.value)
       if (procs.count(p.pid) == 0) procs[p.pid] = read_proc_info(fs_, p.pid);
   }
-  ctx().metrics->describe("accelerator_nvidia_processes_running_total",
-                          "Compute processes running on the GPU");
-  for (const auto& g : snapshot.gpus)
-    if (g.processes.ok())
-      ctx().metrics->set(kProcessesName, "accelerator_nvidia_processes_running_total",
-                         static_cast<double>(g.processes.value.size()), gpu_labels(g));
-  return evaluate_processes(snapshot, procs, consecutive_errors_);
+  return render_verdict(name(), evaluate_processes(snapshot, procs, consecutive_errors_));
 }
 
 }  // namespace gpud::components

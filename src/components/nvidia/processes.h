@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 #include "host/host_fs.h"
 
 namespace gpud::components {
@@ -31,9 +32,9 @@ std::vector<std::string> bad_env_vars_in_environ(std::string_view environ_block)
 // The rule. `procs` maps pid -> what /proc said (absent or nullopt: vanished, skipped in the
 // data). `consecutive_errors` counts checks in a row (this one included) with a generic NVML
 // error.
-CheckResult evaluate_processes(const nvml::NvmlSnapshot& snapshot,
-                               const std::map<uint32_t, std::optional<ProcInfo>>& procs,
-                               int consecutive_errors);
+NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
+                                 const std::map<uint32_t, std::optional<ProcInfo>>& procs,
+                                 int consecutive_errors);
 // True when any GPU's process list answered an error other than NOT_SUPPORTED.
 bool processes_have_error(const nvml::NvmlSnapshot& snapshot);
 

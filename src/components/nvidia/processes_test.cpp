@@ -19,22 +19,27 @@ TEST(Processes, BadEnvVarIsDegradedNamingPidAndVariable) {
   s.gpus[0].processes = ok(std::vector<nvml::Process>{{42, 1 << 20}, {43, 0}});
   std::map<uint32_t, std::optional<ProcInfo>> procs;
   procs[42] = ProcInfo{{"python", "train.py"}, {"CUDA_PROFILE"}};  // 43 vanished
-  auto r = evaluate_processes(s, procs, 0);
-  EXPECT_EQ(r.health(), Health::kDegraded);
-  EXPECT_NE(r.states[0].reason.find("pid 42"), std::string::npos);
-  EXPECT_NE(r.states[0].reason.find("CUDA_PROFILE"), std::string::npos);
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
-  EXPECT_EQ(data["running_total"], 2);
-  EXPECT_EQ(data["gpus"][0]["processes"].size(), 1U);
+  auto v = evaluate_processes(s, procs, 0);
+  EXPECT_EQ(v.health(), Health::kDegraded);
+  EXPECT_EQ(v.action(), RepairAction::kCheckUserAppAndGpu);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].gpu, 0U);
+  EXPECT_EQ(v.data["running_total"], 2);
+  ASSERT_EQ(v.gpus.size(), 2U);  // the process's table row, then the GPU's data
+  EXPECT_EQ(v.gpus[0].cells, (std::vector<std::string>{"42", "1 MiB", "CUDA_PROFILE", "python"}));
+  EXPECT_EQ(v.gpus[1].data["processes"].size(), 1U);
+  EXPECT_EQ(v.gpus[1].data["processes"][0]["bad_env_vars_for_cuda"][0], "CUDA_PROFILE");
 }
 
 TEST(Processes, GenericErrorsUnhealthyAfterFiveChecks) {
   auto s = identity_only_snapshot(1);
   s.gpus[0].processes = errored<std::vector<nvml::Process>>();
   EXPECT_TRUE(processes_have_error(s));
-  auto r4 = evaluate_processes(s, {}, 4);
-  EXPECT_EQ(r4.health(), Health::kHealthy);
-  EXPECT_NE(r4.states[0].reason.find("4/5"), std::string::npos);
+  auto v4 = evaluate_processes(s, {}, 4);
+  EXPECT_EQ(v4.health(), Health::kHealthy);
+  ASSERT_EQ(v4.findings.size(), 1U);
+  EXPECT_TRUE(v4.findings[0].nvml_error);
+  EXPECT_EQ(v4.reason_suffix, " (detected 4/5 consecutive checks)");
   EXPECT_EQ(evaluate_processes(s, {}, 5).health(), Health::kUnhealthy);
 }
 

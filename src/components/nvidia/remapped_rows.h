@@ -4,11 +4,12 @@
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 
 namespace gpud::components {
 
 // The rule over one snapshot (pure; unit tests call it).
-CheckResult evaluate_remapped_rows(const nvml::NvmlSnapshot& snapshot);
+NvidiaVerdict evaluate_remapped_rows(const nvml::NvmlSnapshot& snapshot);
 
 class RemappedRowsComponent : public NvidiaComponent {
  public:
@@ -19,6 +20,7 @@ class RemappedRowsComponent : public NvidiaComponent {
   bool can_set_healthy() const override { return true; }
 
  protected:
+  bool publishes_metrics(const nvml::NvmlSnapshot& snapshot) const override;
   CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override;
 };
 

@@ -4,15 +4,10 @@
 
 #include <map>
 
-#include "components/nvidia/gpu_issues.h"
-
 namespace gpud::components {
 
 namespace {
 constexpr const char* kName = "accelerator-nvidia-retired-pages";
-constexpr const char* kSbe = "accelerator_nvidia_retired_pages_single_bit";
-constexpr const char* kDbe = "accelerator_nvidia_retired_pages_double_bit";
-constexpr const char* kPendingMetric = "accelerator_nvidia_retired_pages_pending";
 
 std::string uuid_of(const nvml::GpuSnapshot& g) {
   return g.uuid.ok() ? g.uuid.value : std::to_string(g.index);
@@ -41,6 +36,30 @@ std::map<std::string, Range> dbe_history(const std::vector<Event>& history) {
   }
   return out;
 }
+
+// Only GPUs that retire pages have these series.
+template <uint32_t nvml::RetiredPages::*kPages>
+std::optional<double> retired(const nvml::GpuSnapshot& g) {
+  if (!catalog::architecture_retires_pages(g.architecture) || !g.retired_pages.ok())
+    return std::nullopt;
+  return g.retired_pages.value.*kPages;
+}
+
+constexpr GpuMetric kMetrics[] = {
+    {"accelerator_nvidia_retired_pages_single_bit",
+     "Pages retired for multiple single-bit ECC errors", MetricKind::kGauge,
+     retired<&nvml::RetiredPages::single_bit>},
+    {"accelerator_nvidia_retired_pages_double_bit", "Pages retired for double-bit ECC errors",
+     MetricKind::kGauge, retired<&nvml::RetiredPages::double_bit>},
+    {"accelerator_nvidia_retired_pages_pending",
+     "1 when pages wait for retirement at the next reset", MetricKind::kGauge,
+     [](const nvml::GpuSnapshot& g) -> std::optional<double> {
+       if (!catalog::architecture_retires_pages(g.architecture) || !g.retired_pages_pending.ok())
+         return std::nullopt;
+       return g.retired_pages_pending.value ? 1 : 0;
+     }},
+};
+
 }  // namespace
 
 bool snapshot_retires_pages(const nvml::NvmlSnapshot& snapshot) {
@@ -71,109 +90,84 @@ std::vector<Event> retired_pages_events(const nvml::NvmlSnapshot& snapshot,
   return out;
 }
 
-CheckResult evaluate_retired_pages(const nvml::NvmlSnapshot& snapshot,
-                                   const std::vector<Event>& history, TimePoint now) {
+NvidiaVerdict evaluate_retired_pages(const nvml::NvmlSnapshot& snapshot,
+                                     const std::vector<Event>& history) {
   auto known = dbe_history(history);
-  GpuIssues issues;
-  nlohmann::json gpus = nlohmann::json::array();
-  std::vector<std::vector<std::string>> rows = {
-      {"GPU", "ARCH", "SBE PAGES", "DBE PAGES", "DBE +7d", "PENDING"}};
+  NvidiaVerdict v;
+  v.columns = {"ARCH", "SBE PAGES", "DBE PAGES", "DBE +7d", "PENDING"};
   size_t applicable = 0;
   for (const auto& g : snapshot.gpus) {
-    nlohmann::json j = gpu_identity_json(g);
-    j["architecture"] = g.architecture;
+    GpuRow& row = v.gpus.emplace_back(g);
+    row.data["architecture"] = g.architecture;
+    row.cells = {g.architecture};
     if (!catalog::architecture_retires_pages(g.architecture)) {
-      j["supported"] = false;
-      rows.push_back({std::to_string(g.index), g.architecture, "n/a", "n/a", "n/a", "n/a"});
-      gpus.push_back(std::move(j));
+      row.data["supported"] = false;
+      row.cells.resize(v.columns.size(), "n/a");
       continue;
     }
-    j["supported"] = g.retired_pages.supported();
-    std::vector<std::string> row = {std::to_string(g.index), g.architecture};
-    if (issues.usable(g, g.retired_pages, "retired pages")) {
+    row.data["supported"] = g.retired_pages.supported();
+    if (v.usable(g, g.retired_pages, "retired pages")) {
       ++applicable;
       const nvml::RetiredPages& p = g.retired_pages.value;
       uint32_t growth = 0;
       if (auto it = known.find(uuid_of(g)); it != known.end() && p.double_bit > it->second.oldest)
         growth = p.double_bit - it->second.oldest;
-      j["single_bit"] = p.single_bit;
-      j["double_bit"] = p.double_bit;
-      j["double_bit_growth_7d"] = growth;
-      row.insert(row.end(), {std::to_string(p.single_bit), std::to_string(p.double_bit),
-                             std::to_string(growth)});
+      row.data["single_bit"] = p.single_bit;
+      row.data["double_bit"] = p.double_bit;
+      row.data["double_bit_growth_7d"] = growth;
+      row.cells.insert(row.cells.end(), {std::to_string(p.single_bit), std::to_string(p.double_bit),
+                                         std::to_string(growth)});
       if (p.single_bit + p.double_bit >= kMaxRetiredPages)
-        issues.add(Health::kUnhealthy,
-                   fmt::format("{} has {} retired pages (limit {})", gpu_label(g),
-                               p.single_bit + p.double_bit, kMaxRetiredPages),
-                   RepairAction::kHardwareInspection);
+        v.add(g, Health::kUnhealthy,
+              fmt::format("{} has {} retired pages (limit {})", gpu_label(g),
+                          p.single_bit + p.double_bit, kMaxRetiredPages),
+              RepairAction::kHardwareInspection);
       else if (p.double_bit > kDbeRetiredPagesSoftLimit && growth > 1)
-        issues.add(Health::kUnhealthy,
-                   fmt::format("{} has {} pages retired for double-bit errors (limit {}), {} new "
-                               "in the last 7 days",
-                               gpu_label(g), p.double_bit, kDbeRetiredPagesSoftLimit, growth),
-                   RepairAction::kHardwareInspection);
+        v.add(g, Health::kUnhealthy,
+              fmt::format("{} has {} pages retired for double-bit errors (limit {}), {} new "
+                          "in the last 7 days",
+                          gpu_label(g), p.double_bit, kDbeRetiredPagesSoftLimit, growth),
+              RepairAction::kHardwareInspection);
     } else {
-      std::string t = g.retired_pages.supported() ? "error" : "n/a";
-      row.insert(row.end(), {t, t, t});
+      row.cells.resize(row.cells.size() + 3, unread_text(g.retired_pages));
     }
-    if (issues.usable(g, g.retired_pages_pending, "retired pages pending status")) {
-      j["pending"] = g.retired_pages_pending.value;
-      row.push_back(g.retired_pages_pending.value ? "yes" : "no");
+    if (v.usable(g, g.retired_pages_pending, "retired pages pending status")) {
+      row.data["pending"] = g.retired_pages_pending.value;
+      row.cells.push_back(g.retired_pages_pending.value ? "yes" : "no");
       if (g.retired_pages_pending.value)
-        issues.add(Health::kUnhealthy, gpu_label(g) + " has pages pending retirement (needs reset)",
-                   RepairAction::kRebootSystem);
+        v.add(g, Health::kUnhealthy, gpu_label(g) + " has pages pending retirement (needs reset)",
+              RepairAction::kRebootSystem);
     } else {
-      row.push_back(g.retired_pages_pending.supported() ? "error" : "n/a");
+      row.cells.push_back(unread_text(g.retired_pages_pending));
     }
-    rows.push_back(std::move(row));
-    gpus.push_back(std::move(j));
   }
-  std::string healthy = applicable == 0 ? "page retirement not supported (not applicable)"
-                                        : fmt::format(
-                                              "all {} GPU(s) were checked, no retired "
-                                              "pages issue found",
-                                              applicable);
-  auto r = issues.result(kName, healthy, {{"gpus", gpus}}, format_table(rows), now);
-  if (auto& a = r.states[0].suggested_actions)
-    a->description = a->repair_actions.front() == RepairAction::kHardwareInspection
-                         ? "retired pages beyond DCGM's limits: the GPU qualifies for RMA"
-                         : "pages pending retirement take effect after a GPU reset or reboot";
-  return r;
+  v.healthy_reason =
+      applicable == 0
+          ? "page retirement not supported (not applicable)"
+          : fmt::format("all {} GPU(s) were checked, no retired pages issue found", applicable);
+  v.action_description = v.action() == RepairAction::kHardwareInspection
+                             ? "retired pages beyond DCGM's limits: the GPU qualifies for RMA"
+                             : "pages pending retirement take effect after a GPU reset or reboot";
+  return v;
 }
 
-RetiredPagesComponent::RetiredPagesComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
-  if (ctx.metrics == nullptr) return;
-  ctx.metrics->describe(kSbe, "Pages retired for multiple single-bit ECC errors");
-  ctx.metrics->describe(kDbe, "Pages retired for double-bit ECC errors");
-  ctx.metrics->describe(kPendingMetric, "1 when pages wait for retirement at the next reset");
-}
+RetiredPagesComponent::RetiredPagesComponent(const ComponentContext& ctx)
+    : NvidiaComponent(ctx, kMetrics) {}
 
 bool RetiredPagesComponent::supported() const { return supported_when(snapshot_retires_pages); }
 
 CheckResult RetiredPagesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   const TimePoint now = Clock::now();
   learn_support(snapshot_retires_pages(snapshot));
-  if (MetricRegistry* m = ctx().metrics) {
-    for (const auto& g : snapshot.gpus) {
-      if (!catalog::architecture_retires_pages(g.architecture)) continue;
-      Labels l = gpu_labels(g);
-      if (g.retired_pages.ok()) {
-        m->set(kName, kSbe, g.retired_pages.value.single_bit, l);
-        m->set(kName, kDbe, g.retired_pages.value.double_bit, l);
-      }
-      if (g.retired_pages_pending.ok())
-        m->set(kName, kPendingMetric, g.retired_pages_pending.value ? 1 : 0, l);
-    }
-  }
   // Scan has no history: it judges the current counts only and records no baseline.
-  if (ctx().scan_mode) return evaluate_retired_pages(snapshot, {}, now);
+  if (ctx().scan_mode) return render_verdict(name(), evaluate_retired_pages(snapshot, {}), now);
   std::vector<Event> history;
   if (auto h = events(now - kDbeRetirementWindow, now)) history = std::move(*h);
   for (auto& e : retired_pages_events(snapshot, history, now)) {
     record(e);
     history.push_back(std::move(e));
   }
-  return evaluate_retired_pages(snapshot, history, now);
+  return render_verdict(name(), evaluate_retired_pages(snapshot, history), now);
 }
 
 }  // namespace gpud::components

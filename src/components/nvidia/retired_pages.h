@@ -3,6 +3,7 @@
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 
 namespace gpud::components {
 
@@ -20,8 +21,8 @@ std::vector<Event> retired_pages_events(const nvml::NvmlSnapshot& snapshot,
 // The rule (pure). `history`: this component's events of the last 7 days (empty in scan mode).
 // Pending retirement ⇒ Unhealthy + REBOOT_SYSTEM; SBE+DBE retired pages ≥ 63, or DBE pages > 15 and
 // more than 1 new DBE page within 7 days ⇒ Unhealthy + HARDWARE_INSPECTION.
-CheckResult evaluate_retired_pages(const nvml::NvmlSnapshot& snapshot,
-                                   const std::vector<Event>& history, TimePoint now = Clock::now());
+NvidiaVerdict evaluate_retired_pages(const nvml::NvmlSnapshot& snapshot,
+                                     const std::vector<Event>& history);
 
 class RetiredPagesComponent : public NvidiaComponent {
  public:

@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "components/nvidia/test_result.h"
 #include "components/nvidia/test_snapshot.h"
 
 namespace gpud::components {
@@ -21,16 +20,21 @@ TEST(RetiredPages, OnlyPreAmpereRetiresPages) {
 }
 
 TEST(RetiredPages, NoRetiredPagesIsHealthy) {
-  EXPECT_EQ(evaluate_retired_pages(snapshot_of({v100(0), v100(1)}), {}).health(), Health::kHealthy);
+  auto v = evaluate_retired_pages(snapshot_of({v100(0), v100(1)}), {});
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.gpus[1].data["double_bit"], 0);
+  EXPECT_EQ(v.gpus[1].cells, (std::vector<std::string>{"volta", "0", "0", "0", "no"}));
 }
 
 TEST(RetiredPages, PendingRetirementNeedsReboot) {
   auto s = snapshot_of({v100(0), v100(1)});
   s.gpus[1].retired_pages_pending = ok(true);
-  auto r = evaluate_retired_pages(s, {});
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_EQ(action_of(r), RepairAction::kRebootSystem);
-  EXPECT_TRUE(contains(r.summary(), "GPU 1")) << r.summary();
+  auto v = evaluate_retired_pages(s, {});
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.action(), RepairAction::kRebootSystem);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].gpu, 1U);
+  EXPECT_EQ(v.gpus[1].data["pending"], true);
 }
 
 TEST(RetiredPages, SixtyThreePagesNeedInspection) {
@@ -38,9 +42,9 @@ TEST(RetiredPages, SixtyThreePagesNeedInspection) {
   s.gpus[0].retired_pages = ok(nvml::RetiredPages{50, 12});
   EXPECT_EQ(evaluate_retired_pages(s, {}).health(), Health::kHealthy);
   s.gpus[0].retired_pages = ok(nvml::RetiredPages{50, 13});
-  auto r = evaluate_retired_pages(s, {});
-  EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_EQ(action_of(r), RepairAction::kHardwareInspection);
+  auto v = evaluate_retired_pages(s, {});
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.action(), RepairAction::kHardwareInspection);
 }
 
 TEST(RetiredPages, DbeAboveSoftLimitGrowingWithinAWeekNeedsInspection) {
@@ -55,11 +59,12 @@ TEST(RetiredPages, DbeAboveSoftLimitGrowingWithinAWeekNeedsInspection) {
                                       }()}),
                                       {}, now - 72h);
   ASSERT_EQ(history.size(), 1U);
-  auto r = evaluate_retired_pages(s, history, now);
-  EXPECT_EQ(r.health(), Health::kUnhealthy) << r.summary();
-  EXPECT_EQ(action_of(r), RepairAction::kHardwareInspection);
+  auto v = evaluate_retired_pages(s, history);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(v.action(), RepairAction::kHardwareInspection);
+  EXPECT_EQ(v.gpus[0].data["double_bit_growth_7d"], 2);
   // Without history (scan, or a steady count) the same count is only reported.
-  EXPECT_EQ(evaluate_retired_pages(s, {}, now).health(), Health::kHealthy);
+  EXPECT_EQ(evaluate_retired_pages(s, {}).health(), Health::kHealthy);
 }
 
 TEST(RetiredPages, EventOnlyWhenDbeCountChanges) {

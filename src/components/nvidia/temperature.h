@@ -3,12 +3,13 @@
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
+#include "components/nvidia/verdict.h"
 
 namespace gpud::components {
 
 // The rule over one snapshot (pure; unit tests call it); slowdown_margin_c is
 // --threshold-celsius-slowdown-margin (0: off).
-CheckResult evaluate_temperature(const nvml::NvmlSnapshot& snapshot, int slowdown_margin_c);
+NvidiaVerdict evaluate_temperature(const nvml::NvmlSnapshot& snapshot, int slowdown_margin_c);
 
 class TemperatureComponent : public NvidiaComponent {
  public:
