@@ -31,6 +31,7 @@ Result<void> MetricsListener::start(const std::string& address) {
   http.set_write_timeout(5, 0);
   http.set_keep_alive_timeout(5);
   http.set_payload_max_length(0);
+  http.set_tcp_nodelay(true);  // see server.cpp: no 40 ms wait for a delayed ACK
   http.set_socket_options([](int sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);

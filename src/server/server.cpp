@@ -31,6 +31,8 @@ constexpr time_t kReadTimeoutSec = 10;
 constexpr time_t kWriteTimeoutSec = 10;
 constexpr time_t kKeepAliveTimeoutSec = 5;
 constexpr size_t kMaxPayloadBytes = 1 << 20;
+// A refused request is logged at most this often (the first at once), with the count left out.
+constexpr auto kRefusalLogInterval = 10s;
 
 bool is_mutating(const std::string& method) {
   return method == "POST" || method == "PUT" || method == "DELETE" || method == "PATCH";
@@ -81,6 +83,9 @@ void configure(httplib::Server& http, const ServerDeps& deps, bool local_socket)
   http.set_write_timeout(kWriteTimeoutSec, 0);
   http.set_keep_alive_timeout(kKeepAliveTimeoutSec);
   http.set_payload_max_length(kMaxPayloadBytes);
+  // Without it a response's last segment waits for the client's delayed ACK (Nagle): ~40 ms per
+  // response. Linux hands the listening socket's setting to every connection it accepts.
+  if (!local_socket) http.set_tcp_nodelay(true);
   // httplib's default also sets SO_REUSEPORT, which would let a second daemon bind the same port
   // silently.
   http.set_socket_options([](int sock) {
@@ -90,26 +95,35 @@ void configure(httplib::Server& http, const ServerDeps& deps, bool local_socket)
 
   const ServerDeps* d = &deps;
   const auto daemon_uid = static_cast<uint32_t>(::geteuid());
-  http.set_pre_routing_handler(
-      [d, local_socket, daemon_uid](const httplib::Request& req, httplib::Response& res) {
-        // httplib picks the response encoding from this header after the handler ran; the request
-        // object is httplib's own (non-const), handed to the handlers as const.
-        if (req.has_header("Accept-Encoding")) {
-          auto& headers = const_cast<httplib::Request&>(req).headers;
-          auto it = headers.find("Accept-Encoding");
-          it->second = without_brotli(it->second);
-        }
-        if (!is_mutating(req.method)) return httplib::Server::HandlerResponse::Unhandled;
-        auto identify = [&] {
-          return local_socket ? local_socket_peer(req) : tcp_peer(req, d->config->host_root);
-        };
-        auto auth = authorize_mutation(req.get_header_value("Authorization"),
-                                       d->config->admin_token, daemon_uid, identify);
-        if (auth.allowed) return httplib::Server::HandlerResponse::Unhandled;
-        logger("server")->warn("refused {} {}: {}", req.method, req.path, auth.refusal);
-        write_error(req, res, 403, auth.refusal);
-        return httplib::Server::HandlerResponse::Handled;
-      });
+  auto refusals = std::make_shared<LogRateLimiter>(kRefusalLogInterval);
+  http.set_pre_routing_handler([d, local_socket, daemon_uid, refusals](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+    // The request object is httplib's own (non-const), handed to the handlers as const; the
+    // headers changed here are read by httplib after this handler.
+    auto& headers = const_cast<httplib::Request&>(req).headers;
+    // httplib picks the response encoding from this header after the handler ran.
+    if (auto it = headers.find("Accept-Encoding"); it != headers.end())
+      it->second = without_brotli(it->second);
+    if (!is_mutating(req.method)) return httplib::Server::HandlerResponse::Unhandled;
+    // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112
+    // section 6.3), which is how GPUd's clients and `curl -X POST` send set-healthy; httplib
+    // 0.11 would instead read a body until the client closes or the read times out.
+    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+      headers.emplace("Content-Length", "0");
+    auto identify = [&] {
+      return local_socket ? local_socket_peer(req) : tcp_peer(req, d->config->host_root);
+    };
+    auto auth = authorize_mutation(req.get_header_value("Authorization"), d->config->admin_token,
+                                   daemon_uid, identify);
+    if (auth.allowed) return httplib::Server::HandlerResponse::Unhandled;
+    if (auto left_out = refusals->admit())
+      logger("server")->warn(
+          "refused {} {}: {}{}", escape_for_log(req.method), escape_for_log(req.path),
+          escape_for_log(auth.refusal, 1024),
+          *left_out == 0 ? "" : " (" + std::to_string(*left_out) + " more refusals not logged)");
+    write_error(req, res, 403, auth.refusal);
+    return httplib::Server::HandlerResponse::Handled;
+  });
 
   if (d->metrics != nullptr)
     d->metrics->describe(kRequestErrorsTotal,

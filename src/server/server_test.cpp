@@ -8,12 +8,15 @@
 #include <openssl/rsa.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <spdlog/sinks/ostream_sink.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +26,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/log.h"
 #include "core/time_util.h"
 #include "kmsg/fault.h"
 #include "server/http_util.h"
@@ -238,6 +242,61 @@ class ServerTest : public ::testing::Test {
 TEST_F(ServerTest, HealthzAnswersOkV1) {
   json body = get_valid("/healthz", "/healthz");
   EXPECT_EQ(body, (json{{"status", "ok"}, {"version", "v1"}}));
+}
+
+// 20 requests on one keep-alive connection: with Nagle's algorithm on the server's socket each
+// response's last write waits for the client's delayed ACK, about 40 ms a request.
+void expect_fast_keep_alive_round_trips(httplib::ClientImpl& cli) {
+  cli.set_keep_alive(true);
+  ASSERT_TRUE(cli.Get("/healthz"));  // connects (and, over TLS, shakes hands) outside the timing
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    auto res = cli.Get("/healthz");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    ASSERT_EQ(res->status, 200);
+  }
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(elapsed, 200ms)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+      << " ms for 20 keep-alive round trips";
+}
+
+TEST_F(ServerTest, KeepAliveRoundTripsTakeWellUnderTheDelayedAckTime) {
+  httplib::ClientImpl cli("127.0.0.1", server_->port());
+  cli.set_read_timeout(5s);
+  expect_fast_keep_alive_round_trips(cli);
+}
+
+// A POST, PUT or PATCH with neither Content-Length nor a body, as GPUd's clients and `curl -X POST`
+// send it, is answered at once instead of waiting for a body until the read times out.
+TEST_F(ServerTest, BodilessMutatingRequestsAreAnsweredAtOnce) {
+  for (const char* method : {"POST", "PUT", "PATCH", "DELETE"}) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    timeval tv{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string req = std::string(method) +
+                      " /v1/health-states/set-healthy?components=cpu HTTP/1.1\r\nHost: "
+                      "127.0.0.1\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n";
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+    char buf[512];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    auto elapsed = std::chrono::steady_clock::now() - start;
+    ::close(fd);
+    ASSERT_GT(n, 0) << method << ": no answer";
+    std::string head(buf, static_cast<size_t>(n));
+    EXPECT_LT(elapsed, 1s) << method;
+    // POST reaches set-healthy; the others have no route there.
+    EXPECT_EQ(head.substr(0, 12),
+              std::string("HTTP/1.1 ") + (method == std::string("POST") ? "200" : "404"))
+        << method << ": " << head;
+  }
+  EXPECT_EQ(cpu_->set_healthy_calls, 1);
 }
 
 TEST_F(ServerTest, ComponentsListsEveryRegisteredNameSorted) {
@@ -608,6 +667,20 @@ TEST(ServerTls, GeneratesPersistsAndReusesTheCertificate) {
   EXPECT_EQ(res->status, 200);
 }
 
+TEST(ServerTls, KeepAliveRoundTripsTakeWellUnderTheDelayedAckTime) {
+  Config config;
+  config.listen_address = "127.0.0.1:0";  // no data dir: a certificate in memory
+  Registry registry;
+  Scheduler scheduler(registry);
+  Server s(ServerDeps{&config, &registry, &scheduler, nullptr, nullptr, nullptr, nullptr, {}});
+  auto r = s.start();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  httplib::SSLClient cli("127.0.0.1", s.port());
+  cli.enable_server_certificate_verification(false);
+  cli.set_read_timeout(5s);
+  expect_fast_keep_alive_round_trips(cli);
+}
+
 TEST(ServerTls, UsesOperatorCertificateAndRejectsBadOnes) {
   TempDir dir;
   auto a = generate_self_signed();
@@ -753,6 +826,47 @@ TEST_F(ServerAuthTest, LoopbackMutationsFollowTheOwnerOfTheClientsSocket) {
     EXPECT_EQ(reader.send("GET", "/healthz").first, 200);
   }
   EXPECT_EQ(cpu_->set_healthy_calls, 1);
+}
+
+// Lines the "server" logger writes while it lives.
+class ServerLogCapture {
+ public:
+  ServerLogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
+    sink_->set_pattern("%v");
+    logger("server")->sinks().push_back(sink_);
+  }
+  ~ServerLogCapture() {
+    auto& sinks = logger("server")->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  std::string text() {
+    sink_->flush();
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+// A refused request's path cannot forge a log line (%0A decodes to a newline), and a client that
+// repeats refused requests gets one log line, not one each.
+TEST_F(ServerAuthTest, RefusalsAreLoggedEscapedAndRateLimited) {
+  use_fake_proc();  // no socket table: every TCP peer is refused
+  ServerLogCapture log;
+  auto cli = client();
+  for (int i = 0; i < 5; ++i) {
+    auto res = cli.Post("/x%0A[error] FORGED%1b[31m");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 403);
+  }
+  std::string text = log.text();
+  EXPECT_EQ(text.find("\n[error] FORGED"), std::string::npos) << text;
+  EXPECT_NE(text.find("refused POST /x\\x0a[error] FORGED\\x1b[31m: "), std::string::npos) << text;
+  size_t refusals = 0;
+  for (size_t at = text.find("refused"); at != std::string::npos; at = text.find("refused", at + 1))
+    ++refusals;
+  EXPECT_EQ(refusals, 1u) << text;
 }
 
 TEST_F(ServerAuthTest, TheAdminTokenLetsAnyPeerMutate) {
@@ -1004,6 +1118,18 @@ TEST(HttpUtil, AThrowingRequestIsAnsweredCountedAndLoggedWithItsPathEscaped) {
   EXPECT_EQ(json::parse(res.body)["message"], "internal error: unknown exception");
   EXPECT_NE(metrics.prometheus_text().find("gpud_http_request_errors_total 2"), std::string::npos)
       << metrics.prometheus_text();
+}
+
+TEST(HttpUtil, LogRateLimiterLetsTheFirstThroughThenOnePerIntervalWithTheCount) {
+  LogRateLimiter limiter(10s);
+  auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  EXPECT_EQ(limiter.admit(t0), std::optional<uint64_t>(0));
+  EXPECT_EQ(limiter.admit(t0 + 1s), std::nullopt);
+  EXPECT_EQ(limiter.admit(t0 + 9s), std::nullopt);
+  EXPECT_EQ(limiter.admit(t0 + 10s), std::optional<uint64_t>(2));
+  EXPECT_EQ(limiter.admit(t0 + 11s), std::nullopt);
+  EXPECT_EQ(limiter.admit(t0 + 1h), std::optional<uint64_t>(1));
+  EXPECT_EQ(limiter.admit(t0 + 2h), std::optional<uint64_t>(0));
 }
 
 TEST(HttpUtil, LoopbackAddresses) {
