@@ -6,18 +6,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <thread>
 
 #include "core/log.h"
 #include "host/host_fs.h"
 #include "host/tcp_sockets.h"
+#include "server/connection_loop.h"
 #include "server/http_util.h"
 #include "server/routes.h"
-#include "server/serving_thread.h"
 #include "server/tls.h"
 
 namespace gpud::server {
@@ -25,14 +24,29 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr size_t kWorkerThreads = 4;
-constexpr size_t kLocalSocketWorkerThreads = 2;  // the local CLI only
-constexpr time_t kReadTimeoutSec = 10;
-constexpr time_t kWriteTimeoutSec = 10;
-constexpr time_t kKeepAliveTimeoutSec = 5;
 constexpr size_t kMaxPayloadBytes = 1 << 20;
 // A refused request is logged at most this often (the first at once), with the count left out.
 constexpr auto kRefusalLogInterval = 10s;
+
+// The API's TCP listener: 4 workers serve requests that have fully arrived; waiting connections
+// hold none.
+ConnectionLimits tcp_limits() {
+  ConnectionLimits l;
+  l.workers = 4;
+  l.max_body_bytes = kMaxPayloadBytes;
+  return l;
+}
+
+// The Unix socket: the local CLI only, whose peers are root and the daemon's user.
+ConnectionLimits local_socket_limits() {
+  ConnectionLimits l;
+  l.workers = 2;
+  l.max_connections = 64;
+  l.max_connections_per_peer = 0;
+  l.tcp_nodelay = false;
+  l.max_body_bytes = kMaxPayloadBytes;
+  return l;
+}
 
 bool is_mutating(const std::string& method) {
   return method == "POST" || method == "PUT" || method == "DELETE" || method == "PATCH";
@@ -74,18 +88,13 @@ Peer tcp_peer(const httplib::Request& req, const std::string& host_root) {
   return p;
 }
 
-void configure(httplib::Server& http, const ServerDeps& deps, bool local_socket) {
-  // httplib owns and deletes the queue it gets from this factory.
-  http.new_task_queue = [local_socket] {
-    return new httplib::ThreadPool(local_socket ? kLocalSocketWorkerThreads : kWorkerThreads);
-  };
-  http.set_read_timeout(kReadTimeoutSec, 0);
-  http.set_write_timeout(kWriteTimeoutSec, 0);
-  http.set_keep_alive_timeout(kKeepAliveTimeoutSec);
+void configure(httplib::Server& http, const ServerDeps& deps, const ConnectionLimits& limits,
+               bool local_socket) {
+  // Only for the Keep-Alive header httplib writes: the connection loop enforces both.
+  http.set_keep_alive_timeout(
+      std::chrono::duration_cast<std::chrono::seconds>(limits.idle_timeout).count());
+  http.set_keep_alive_max_count(limits.max_requests_per_connection);
   http.set_payload_max_length(kMaxPayloadBytes);
-  // Without it a response's last segment waits for the client's delayed ACK (Nagle): ~40 ms per
-  // response. Linux hands the listening socket's setting to every connection it accepts.
-  if (!local_socket) http.set_tcp_nodelay(true);
   // httplib's default also sets SO_REUSEPORT, which would let a second daemon bind the same port
   // silently.
   http.set_socket_options([](int sock) {
@@ -197,7 +206,9 @@ Result<void> remove_stale_socket(const std::string& path) {
 
 }  // namespace
 
-struct Server::Listener : ServingThread {};
+struct Server::Listener : ConnectionLoop {
+  using ConnectionLoop::ConnectionLoop;
+};
 
 Server::Server(ServerDeps deps) : deps_(std::move(deps)) {}
 
@@ -224,19 +235,18 @@ Result<void> Server::start() {
       return make_error("cannot serve the local socket: " + r.error().message);
   }
 
-  std::unique_ptr<httplib::Server> http;
+  auto http = std::make_unique<RequestHandler>();
+  SslCtxPtr tls;
   std::string tls_source;
-  if (deps_.config->no_tls) {
-    http = std::make_unique<httplib::Server>();
-  } else {
+  if (!deps_.config->no_tls) {
     auto material = resolve_tls_material(*deps_.config);
     if (!material) return material.error();
-    auto tls = make_tls_server(*material);
-    if (!tls) return tls.error();
-    http = std::move(*tls);
+    auto ctx = make_tls_context(*material);
+    if (!ctx) return ctx.error();
+    tls = std::move(*ctx);
     tls_source = material->source;
   }
-  configure(*http, deps_, /*local_socket=*/false);
+  configure(*http, deps_, tcp_limits(), /*local_socket=*/false);
 
   errno = 0;
   int port = addr->port == 0 ? http->bind_to_any_port(addr->host)
@@ -246,42 +256,43 @@ Result<void> Server::start() {
     return make_error("cannot listen on " + display_address(*addr, addr->port) + ": " +
                       (err != 0 ? std::strerror(err) : "address in use or not available"));
   }
-  auto tcp = std::make_unique<Listener>();
-  tcp->http = std::move(http);
+  auto tcp = std::make_unique<Listener>(std::move(http), std::move(tls), tcp_limits(),
+                                        display_address(*addr, port));
 
   std::unique_ptr<Listener> local;
   if (!socket_path.empty()) {
-    local = std::make_unique<Listener>();
-    local->http = std::make_unique<httplib::Server>();
-    local->http->set_address_family(AF_UNIX);
-    configure(*local->http, deps_, /*local_socket=*/true);
+    auto local_http = std::make_unique<RequestHandler>();
+    local_http->set_address_family(AF_UNIX);
+    configure(*local_http, deps_, local_socket_limits(), /*local_socket=*/true);
     // httplib takes the path as the host. A Unix socket has no port, but port 0 would make httplib
     // ask the socket for its (IP) port and fail.
     errno = 0;
-    bool bound = local->http->bind_to_port(socket_path, 1);
+    bool bound = local_http->bind_to_port(socket_path, 1);
     int err = errno;
+    local = std::make_unique<Listener>(std::move(local_http), nullptr, local_socket_limits(),
+                                       socket_path);
     std::string failure = bound ? "" : "cannot listen on " + socket_path + ": ";
     if (bound && ::chmod(socket_path.c_str(), 0600) != 0) {
       err = errno;
       failure = "cannot chmod 0600 " + socket_path + ": ";
-      // httplib closes a bound socket only from its accept loop.
-      local->serve();
-      local->stop();
+      local->stop();  // closes the bound socket
       ::unlink(socket_path.c_str());
     }
     if (!failure.empty()) {
-      tcp->serve();
       tcp->stop();
       return make_error(failure + (err != 0 ? std::strerror(err) : "bind failed"));
     }
   }
 
+  if (auto r = tcp->start(); !r) return make_error("cannot serve: " + r.error().message);
   tcp_ = std::move(tcp);
-  tcp_->serve();
   port_ = port;
   if (local) {
+    if (auto r = local->start(); !r) {
+      stop();
+      return make_error("cannot serve " + socket_path + ": " + r.error().message);
+    }
     local_ = std::move(local);
-    local_->serve();
   }
 
   logger("server")->info("serving {} on {}{}{}", deps_.config->no_tls ? "http" : "https",

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "testing/connection_load.h"
 #include "tests/e2e/daemon_process.h"
 
 namespace gpud::e2e {
@@ -53,6 +54,35 @@ TEST(ServerE2E, TheDocumentedSetHealthyCommandsAreAnsweredAtOnce) {
     EXPECT_EQ(body["failed"].value("cpu", ""), "component does not support set-healthy") << r.out;
   }
   d.stop();
+}
+
+// The daemon stays reachable, and stops on SIGTERM within the 5 s systemd and Kubernetes allow,
+// while 200 idle keep-alive clients, 50 whose request headers trickle in (a byte every 3 s) and 4
+// that never send a byte are connected: once, 4 such connections took the API down and a SIGTERM
+// left the daemon running 40 s later.
+TEST(ServerE2E, HealthzAnswersAndSigtermStopsTheDaemonUnderStarvationLoad) {
+  const std::string dir = make_temp_dir();
+  TempDirGuard guard{dir};
+  DaemonProcess d(dir + "/data", {"--components", "cpu"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  testing::StarvationLoad load(d.port(), true);
+  EXPECT_EQ(load.idle_ok(), 200u);
+  EXPECT_EQ(load.slow_ok(), 50u);
+  for (int i = 0; i < 3; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    testing::TestConnection c(d.port(), true);
+    ASSERT_TRUE(c.send(testing::kHealthzRequest));
+    std::string res = c.read_response(2s);
+    auto elapsed = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(res.substr(0, 15), "HTTP/1.1 200 OK") << res;
+    EXPECT_LT(elapsed, 100ms)
+        << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms";
+  }
+  auto start = std::chrono::steady_clock::now();
+  const int status = d.stop(SIGTERM, 5000);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(status, 0) << d.log();
+  EXPECT_LT(elapsed, 5s);
 }
 
 }  // namespace
