@@ -42,6 +42,7 @@ using namespace std::chrono_literals;
 // A header block longer than this without its blank line is not a request httplib would take.
 constexpr size_t kMaxHeadBytes = 2 * CPPHTTPLIB_HEADER_MAX_LENGTH;
 constexpr size_t kReadChunk = 16 * 1024;
+constexpr size_t kWriteChunk = 64 * 1024;
 // Connections over the caps that still get their 503 (the handshake and the request are read
 // first); beyond these they are closed at once.
 constexpr size_t kMaxRejecting = 64;
@@ -170,6 +171,8 @@ class ConnectionStream : public httplib::Stream {
 
   ssize_t read(char* ptr, size_t size) override {
     if (c_.pending().empty()) {
+      // What httplib wrote so far may be what the client waits for ("100 Continue").
+      if (!flush()) return -1;
       c_.in.clear();
       c_.in_pos = 0;
       char buf[kReadChunk];
@@ -183,7 +186,24 @@ class ConnectionStream : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
 
+  // httplib writes a response's head and body separately; gathered here, a small response leaves
+  // in one write (one TLS record) when the worker flushes after the request.
   ssize_t write(const char* ptr, size_t size) override {
+    out_.append(ptr, size);
+    if (out_.size() >= kWriteChunk && !flush()) return -1;
+    return static_cast<ssize_t>(size);
+  }
+
+  // Sends what write() gathered; false when the connection failed or the deadline passed.
+  bool flush() {
+    if (out_.empty()) return true;
+    bool ok = send_all(out_.data(), out_.size());
+    out_.clear();
+    return ok;
+  }
+
+ private:
+  bool send_all(const char* ptr, size_t size) {
     size_t done = 0;
     while (done < size) {
       ssize_t n;
@@ -197,7 +217,7 @@ class ConnectionStream : public httplib::Stream {
           if (err == SSL_ERROR_WANT_READ)
             wait = POLLIN;
           else if (err != SSL_ERROR_WANT_WRITE)
-            return -1;
+            return false;
           n = -1;
           errno = EAGAIN;
         }
@@ -208,12 +228,13 @@ class ConnectionStream : public httplib::Stream {
         done += static_cast<size_t>(n);
         continue;
       }
-      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return -1;
-      if (!wait_for(c_.fd, wait, write_deadline_)) return -1;
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+      if (!wait_for(c_.fd, wait, write_deadline_)) return false;
     }
-    return static_cast<ssize_t>(size);
+    return true;
   }
 
+ public:
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
     socket_ip_and_port(c_.fd, true, ip, port);
   }
@@ -250,6 +271,7 @@ class ConnectionStream : public httplib::Stream {
   Connection& c_;
   SteadyClock::time_point read_deadline_;
   SteadyClock::time_point write_deadline_;
+  std::string out_;
 };
 
 }  // namespace
@@ -623,6 +645,7 @@ struct ConnectionLoop::Impl {
       } catch (...) {
         ok = false;  // httplib's own failures; handlers' exceptions are answered as 500 inside
       }
+      if (!stream.flush()) ok = false;
       if (!ok || last || client_closes || stopping || (c->eof && c->pending().empty())) {
         c->closing = true;
         return;

@@ -49,7 +49,9 @@ struct ConnectionLimits {
   // From a request's dispatch until its response is written.
   std::chrono::milliseconds response_timeout{30000};
   size_t max_requests_per_connection = 1000;
-  size_t max_body_bytes = 1 << 20;  // read ahead for a request body of at most this
+  // A body of at most this many bytes is read with its request before a worker takes it; a larger
+  // one is read by the worker, under the request's deadline.
+  size_t max_body_bytes = 64 << 10;
   bool tcp_nodelay = true;
 };
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -11,6 +14,7 @@
 
 #include "server/tls.h"
 #include "testing/connection_load.h"
+#include "testing/log_capture.h"
 
 namespace gpud::server {
 namespace {
@@ -82,6 +86,34 @@ TEST(ConnectionLoop, ServesKeepAlivePipelinedAndHalfClosedRequests) {
   EXPECT_EQ(status_line(half.read_response(2s)), "HTTP/1.1 200 OK");
 }
 
+// A body over the read-ahead size, a chunked one and one behind "Expect: 100-continue" are read
+// by the worker.
+TEST(ConnectionLoop, BodiesTheLoopDoesNotReadAheadReachTheHandler) {
+  ConnectionLimits limits;
+  limits.max_body_bytes = 1024;
+  LoopServer s(limits);
+  httplib::Client cli("127.0.0.1", s.port());
+  cli.set_read_timeout(5s);
+  const std::string big(200 * 1024, 'b');
+  auto res = cli.Post("/echo", big, "text/plain");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->body, big);
+
+  TestConnection c(s.port(), false);
+  ASSERT_TRUE(
+      c.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+             "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"));
+  std::string chunked = c.read_response(2s);
+  EXPECT_EQ(chunked.substr(chunked.size() - 5), "hello") << chunked;
+  ASSERT_TRUE(
+      c.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: "
+             "5\r\n\r\n"));
+  EXPECT_EQ(status_line(c.read_response(2s)), "HTTP/1.1 100 Continue");
+  ASSERT_TRUE(c.send("world"));
+  std::string expected = c.read_response(2s);
+  EXPECT_EQ(expected.substr(expected.size() - 5), "world") << expected;
+}
+
 TEST(ConnectionLoop, IdleConnectionsAndSlowRequestsAreClosedAtTheirDeadlines) {
   ConnectionLimits limits;
   limits.idle_timeout = 300ms;
@@ -131,6 +163,50 @@ TEST(ConnectionLoop, ConnectionsOverTheCapsGetA503) {
   TestConnection next(s.port(), false);
   ASSERT_TRUE(next.send(kHealthzRequest));
   EXPECT_EQ(status_line(next.read_response(2s)), "HTTP/1.1 200 OK");
+}
+
+// A connect flood from a process with a low file descriptor limit (256): the caps (half the
+// limit) refuse what does not fit, one warning says so, and the server answers again once the flood
+// is gone.
+TEST(ConnectionLoop, AConnectFloodUnderALowFdLimitIsLoggedOnceAndTheServerRecovers) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low{256, saved.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  gpud::testing::LogCapture log("server");
+  {
+    LoopServer s(ConnectionLimits{});
+    const int port = s.port();
+    pid_t flood = ::fork();
+    if (flood == 0) {
+      // The flood has its own, higher limit: 600 connections, held for a second.
+      rlimit high{2048, saved.rlim_max};
+      ::setrlimit(RLIMIT_NOFILE, &high);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = htons(static_cast<uint16_t>(port));
+      for (int i = 0; i < 600; ++i) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0) ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+      }
+      ::sleep(1);
+      ::_exit(0);
+    }
+    ASSERT_GT(flood, 0);
+    int status = 0;
+    ::waitpid(flood, &status, 0);
+    EXPECT_EQ(log.count("refusing a connection"), 1u) << log.text();
+    EXPECT_NE(log.text().find("the limit is 128"), std::string::npos) << log.text();
+    bool answered = false;
+    for (int i = 0; i < 50 && !answered; ++i) {
+      TestConnection c(port, false);
+      answered = c.send(kHealthzRequest) && status_line(c.read_response(1s)) == "HTTP/1.1 200 OK";
+      if (!answered) std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_TRUE(answered);
+  }
+  ::setrlimit(RLIMIT_NOFILE, &saved);
 }
 
 TEST(ConnectionLoop, StopClosesEveryConnectionPromptly) {

@@ -25,6 +25,10 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr size_t kMaxPayloadBytes = 1 << 20;
+// Bodies the connection thread reads ahead, before a worker takes the request; a larger one is
+// read by the worker (after the authorization that a mutating request needs), so that waiting
+// connections hold little memory.
+constexpr size_t kReadAheadBodyBytes = 64 << 10;
 // A refused request is logged at most this often (the first at once), with the count left out.
 constexpr auto kRefusalLogInterval = 10s;
 
@@ -33,7 +37,7 @@ constexpr auto kRefusalLogInterval = 10s;
 ConnectionLimits tcp_limits() {
   ConnectionLimits l;
   l.workers = 4;
-  l.max_body_bytes = kMaxPayloadBytes;
+  l.max_body_bytes = kReadAheadBodyBytes;
   return l;
 }
 
@@ -44,7 +48,7 @@ ConnectionLimits local_socket_limits() {
   l.max_connections = 64;
   l.max_connections_per_peer = 0;
   l.tcp_nodelay = false;
-  l.max_body_bytes = kMaxPayloadBytes;
+  l.max_body_bytes = kReadAheadBodyBytes;
   return l;
 }
 

@@ -8,7 +8,6 @@
 #include <openssl/rsa.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -35,6 +34,7 @@
 #include "server/tls.h"
 #include "store/database.h"
 #include "store/event_store.h"
+#include "testing/log_capture.h"
 #include "testing/memory_event_log.h"
 #include "testing/swagger_validator.h"
 
@@ -989,32 +989,11 @@ TEST_F(ServerAuthTest, LoopbackMutationsFollowTheOwnerOfTheClientsSocket) {
   EXPECT_EQ(cpu_->set_healthy_calls, 1);
 }
 
-// Lines the "server" logger writes while it lives.
-class ServerLogCapture {
- public:
-  ServerLogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
-    sink_->set_pattern("%v");
-    logger("server")->sinks().push_back(sink_);
-  }
-  ~ServerLogCapture() {
-    auto& sinks = logger("server")->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  std::string text() {
-    sink_->flush();
-    return out_.str();
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
-
 // A refused request's path cannot forge a log line (%0A decodes to a newline), and a client that
 // repeats refused requests gets one log line, not one each.
 TEST_F(ServerAuthTest, RefusalsAreLoggedEscapedAndRateLimited) {
   use_fake_proc();  // no socket table: every TCP peer is refused
-  ServerLogCapture log;
+  testing::LogCapture log("server");
   auto cli = client();
   for (int i = 0; i < 5; ++i) {
     auto res = cli.Post("/x%0A[error] FORGED%1b[31m");
@@ -1024,10 +1003,7 @@ TEST_F(ServerAuthTest, RefusalsAreLoggedEscapedAndRateLimited) {
   std::string text = log.text();
   EXPECT_EQ(text.find("\n[error] FORGED"), std::string::npos) << text;
   EXPECT_NE(text.find("refused POST /x\\x0a[error] FORGED\\x1b[31m: "), std::string::npos) << text;
-  size_t refusals = 0;
-  for (size_t at = text.find("refused"); at != std::string::npos; at = text.find("refused", at + 1))
-    ++refusals;
-  EXPECT_EQ(refusals, 1u) << text;
+  EXPECT_EQ(log.count("refused"), 1u) << text;
 }
 
 TEST_F(ServerAuthTest, TheAdminTokenLetsAnyPeerMutate) {
