@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,6 +87,38 @@ TEST(ConnectionLoop, ServesKeepAlivePipelinedAndHalfClosedRequests) {
   ASSERT_TRUE(half.send("GET /healthz HTTP/1.0\r\n\r\n"));
   ::shutdown(half.fd(), SHUT_WR);
   EXPECT_EQ(status_line(half.read_response(2s)), "HTTP/1.1 200 OK");
+}
+
+// TCP_NODELAY of the server's end of the connection whose client end is `client_fd` (the server
+// runs in this process, so its sockets are among our descriptors); -1 when none is found.
+int server_side_nodelay(int client_fd) {
+  sockaddr_in client{};
+  socklen_t len = sizeof client;
+  ::getsockname(client_fd, reinterpret_cast<sockaddr*>(&client), &len);
+  for (int fd = 0; fd < 4096; ++fd) {
+    sockaddr_in peer{};
+    socklen_t plen = sizeof peer;
+    if (fd == client_fd || ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0 ||
+        peer.sin_family != AF_INET || peer.sin_port != client.sin_port)
+      continue;
+    int on = 0;
+    socklen_t olen = sizeof on;
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, &olen) == 0) return on;
+  }
+  return -1;
+}
+
+// Without TCP_NODELAY a response written in two parts (a large one is) waits for the client's
+// delayed ACK, ~40 ms; the round-trip tests cannot see it for small responses, which leave in one
+// write, so this looks at the socket itself.
+TEST(ConnectionLoop, EveryAcceptedTcpConnectionHasNoDelay) {
+  for (bool tls : {false, true}) {
+    LoopServer s(ConnectionLimits{}, tls);
+    TestConnection c(s.port(), tls);
+    ASSERT_TRUE(c.send(kHealthzRequest));
+    ASSERT_FALSE(c.read_response(2s).empty());
+    EXPECT_EQ(server_side_nodelay(c.fd()), 1) << (tls ? "tls" : "plain");
+  }
 }
 
 // A body over the read-ahead size, a chunked one and one behind "Expect: 100-continue" are read
