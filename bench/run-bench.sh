@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make bench`: gpud's idle footprint beside prometheus-node-exporter, and micro-benchmarks.
+# `make bench`: gpud's idle footprint beside prometheus-node-exporter, micro-benchmarks, and the API's
+# throughput beside nginx (bench/http-bench.sh).
 #   - time from start to the first successful /healthz (median of 5 starts)
 #   - peak RSS (VmHWM) and CPU seconds of gpud idling IDLE_S seconds with all host components
 #   - the same for Debian's prometheus-node-exporter idling beside it, scraped every 15 s
@@ -100,3 +101,7 @@ fi
 
 echo
 "$(dirname "$0")/kmsg-scan-bench.sh" "$build"
+
+echo
+echo "== the API beside nginx (keep-alive TLS, wrk) =="
+"$(dirname "$0")/http-bench.sh" "$build"

@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3 openssl curl procps
   prometheus prometheus-node-exporter
+  # `make bench` loads the API with wrk beside nginx serving a static file over TLS.
+  wrk nginx-light
   # `make deb`: CPack's DEB generator computes Depends with dpkg-shlibdeps, which finds ELF files
   # with file(1).
   dpkg-dev file

@@ -1,11 +1,15 @@
 #include "app/client.h"
 
 #include <httplib.h>
+#include <netdb.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "app/options.h"
@@ -43,6 +47,69 @@ Result<std::string> ca_for(const ClientOptions& o) {
 std::string strip_slashes(std::string s) {
   while (!s.empty() && s.back() == '/') s.pop_back();
   return s;
+}
+
+// The errno of connecting to the endpoint ourselves (0: it connects now): httplib reports every
+// failure to connect as "Connection", which cannot tell the user whether nothing listens there.
+int connect_errno(const Endpoint& e) {
+  auto attempt = [](int family, const sockaddr* addr, socklen_t len) {
+    int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return errno;
+    timeval tv{3, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    int err = ::connect(fd, addr, len) == 0 ? 0 : errno;
+    ::close(fd);
+    return err == EINPROGRESS ? ETIMEDOUT : err;
+  };
+  if (e.kind == Endpoint::Kind::kUnixSocket) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (e.address.size() >= sizeof addr.sun_path) return ENAMETOOLONG;
+    std::memcpy(addr.sun_path, e.address.c_str(), e.address.size() + 1);
+    return attempt(AF_UNIX, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  }
+  // scheme://host[:port][/...], the host bracketed when it is IPv6.
+  std::string rest =
+      e.address.substr(e.address.find("://") == std::string::npos ? 0 : e.address.find("://") + 3);
+  rest = rest.substr(0, rest.find('/'));
+  std::string host = rest;
+  std::string port = e.kind == Endpoint::Kind::kHttps ? "443" : "80";
+  if (!rest.empty() && rest.front() == '[') {
+    auto close = rest.find(']');
+    host = rest.substr(1, close == std::string::npos ? std::string::npos : close - 1);
+    if (close != std::string::npos && close + 1 < rest.size() && rest[close + 1] == ':')
+      port = rest.substr(close + 2);
+  } else if (auto colon = rest.rfind(':'); colon != std::string::npos) {
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || found == nullptr)
+    return EHOSTUNREACH;
+  int err = ECONNREFUSED;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    err = attempt(a->ai_family, a->ai_addr, a->ai_addrlen);
+    if (err == 0) break;
+  }
+  ::freeaddrinfo(found);
+  return err;
+}
+
+// What failing to connect to `where` means, and what to do about it.
+std::string no_daemon_message(int err, const std::string& where, bool unix_socket) {
+  std::string what;
+  switch (err) {
+    case ECONNREFUSED: what = "connection refused at " + where; break;
+    case ENOENT: what = "no socket at " + where; break;
+    case ETIMEDOUT:
+    case EAGAIN: what = "no answer within 3 s from " + where; break;
+    case 0: what = "the connection to " + where + " failed, and a second attempt connected"; break;
+    default: what = "cannot connect to " + where + ": " + std::strerror(err);
+  }
+  return what + "; start the daemon with `sudo gpud up` (or `gpud run`)" +
+         (unix_socket ? "" : ", or give its address with --server URL");
 }
 
 }  // namespace
@@ -135,8 +202,11 @@ Result<ApiResponse> ApiClient::request(const std::string& method, const std::str
   switch (res.error()) {
     case httplib::Error::Connection:
     case httplib::Error::ConnectionTimeout:
-      return make_error(
-          "nothing answers at " + where + " (" + httplib::to_string(res.error()) + ")", kNoDaemon);
+      return make_error(no_daemon_message(res.error() == httplib::Error::ConnectionTimeout
+                                              ? ETIMEDOUT
+                                              : connect_errno(endpoint_),
+                                          where, unix_socket),
+                        kNoDaemon);
     case httplib::Error::SSLServerVerification: {
       long v = cli.get_openssl_verify_result();
       std::string why = v == X509_V_OK ? "the certificate is not for this host name"

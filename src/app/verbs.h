@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace gpud::app {
 
@@ -13,7 +14,9 @@ void add_status(CLI::App& app, int* exit_code);
 void add_machine_info(CLI::App& app, int* exit_code);
 void add_set_healthy(CLI::App& app, int* exit_code);
 void add_compact(CLI::App& app, int* exit_code);
+// `gpud version`, and the --version flag of gpud itself.
 void add_version(CLI::App& app, int* exit_code);
+std::string version_text();  // "gpud <version> (<git revision>)"
 void add_inject_fault(CLI::App& app, int* exit_code);
 // service.cpp: install / remove the systemd service.
 void add_up(CLI::App& app, int* exit_code);

@@ -2,6 +2,8 @@
 // implements it; core does not depend on the store.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +21,19 @@ class EventLog {
   // Events of one component (all components when empty) with since < time <= until, newest first.
   virtual Result<std::vector<Event>> query(std::string_view component, TimePoint since,
                                            TimePoint until) const = 0;
+  // One page of query()'s answer: at most `limit` events, after skipping the first `offset`. This
+  // default slices query()'s whole answer; the store reads only the page's rows, so that serving a
+  // long history takes bounded memory.
+  virtual Result<std::vector<Event>> query_page(std::string_view component, TimePoint since,
+                                                TimePoint until, size_t offset,
+                                                size_t limit) const {
+    auto all = query(component, since, until);
+    if (!all) return all;
+    std::vector<Event> page;
+    for (size_t i = offset; i < all->size() && page.size() < limit; ++i)
+      page.push_back(std::move((*all)[i]));
+    return page;
+  }
   // Deletes one component's events with time < before (all of them with TimePoint::max()).
   virtual Result<int> purge(std::string_view component, TimePoint before) = 0;
 };

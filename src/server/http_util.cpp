@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <utility>
 
 #include "core/log.h"
 #include "core/strings.h"
@@ -185,6 +186,16 @@ std::string escape_for_log(std::string_view s, size_t max_bytes) {
   }
   if (s.size() > max_bytes) out += "...";
   return out;
+}
+
+std::optional<uint64_t> LogRateLimiter::admit(SteadyClock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (last_ && now - *last_ < interval_) {
+    ++suppressed_;
+    return std::nullopt;
+  }
+  last_ = now;
+  return std::exchange(suppressed_, 0);
 }
 
 void answer_request_exception(const httplib::Request& req, httplib::Response& res,

@@ -7,12 +7,29 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "server/connection_loop.h"
 #include "server/http_util.h"
-#include "server/serving_thread.h"
 
 namespace gpud::server {
 
-struct MetricsListener::Impl : ServingThread {};
+struct MetricsListener::Impl : ConnectionLoop {
+  using ConnectionLoop::ConnectionLoop;
+};
+
+namespace {
+
+// Scrapes are rare and small: one worker, a few connections, no request bodies.
+ConnectionLimits scrape_limits() {
+  ConnectionLimits l;
+  l.workers = 1;
+  l.max_connections = 64;
+  l.max_connections_per_peer = 16;
+  l.request_timeout = std::chrono::seconds(5);
+  l.max_body_bytes = 0;
+  return l;
+}
+
+}  // namespace
 
 MetricsListener::MetricsListener(const MetricRegistry& metrics) : metrics_(metrics) {}
 
@@ -22,14 +39,13 @@ Result<void> MetricsListener::start(const std::string& address) {
   if (impl_) return make_error("metrics listener already started");
   auto addr = parse_listen_address(address);
   if (!addr) return make_error("--metrics-listen-address: " + addr.error().message);
-  auto impl = std::make_unique<Impl>();
-  impl->http = std::make_unique<httplib::Server>();
-  httplib::Server& http = *impl->http;
-  // Scrapes are rare and small: one worker, short timeouts, no request bodies.
-  http.new_task_queue = [] { return new httplib::ThreadPool(1); };
-  http.set_read_timeout(5, 0);
-  http.set_write_timeout(5, 0);
-  http.set_keep_alive_timeout(5);
+  auto handler = std::make_unique<RequestHandler>();
+  RequestHandler& http = *handler;
+  const ConnectionLimits limits = scrape_limits();
+  // For the Keep-Alive header only: the connection loop enforces both.
+  http.set_keep_alive_timeout(
+      std::chrono::duration_cast<std::chrono::seconds>(limits.idle_timeout).count());
+  http.set_keep_alive_max_count(limits.max_requests_per_connection);
   http.set_payload_max_length(0);
   http.set_socket_options([](int sock) {
     int yes = 1;
@@ -52,8 +68,9 @@ Result<void> MetricsListener::start(const std::string& address) {
     return make_error("cannot listen on " + address + " (--metrics-listen-address): " +
                       (err != 0 ? std::strerror(err) : "address in use or not available"));
   }
+  auto impl = std::make_unique<Impl>(std::move(handler), nullptr, limits, address);
+  if (auto r = impl->start(); !r) return make_error("cannot serve /metrics: " + r.error().message);
   port_ = port;
-  impl->serve();
   impl_ = std::move(impl);
   logger("server")->info("serving /metrics over plain http on {} (port {})", address, port_);
   return {};

@@ -3,6 +3,7 @@
 // a check themselves.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,14 @@ struct Response;
 }  // namespace httplib
 
 namespace gpud::server {
+
+// /v1/events and /v1/metrics answer at most this many rows (events, samples) at a time, and by
+// default this many: a long history comes in pages.
+inline constexpr size_t kMaxPageRows = 10000;
+// The response header that holds the next page's cursor (absent on the last page).
+inline constexpr std::string_view kNextCursorHeader = "X-Gpud-Next-Cursor";
+// /v1/info's response header naming what its limit cut ("events", "metrics", "events, metrics").
+inline constexpr std::string_view kTruncatedHeader = "X-Gpud-Truncated";
 
 using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 

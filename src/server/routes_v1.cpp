@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "core/json.h"
+#include "core/parse_number.h"
+#include "core/strings.h"
 #include "core/time_util.h"
 #include "server/http_util.h"
 #include "server/routes.h"
@@ -61,22 +66,124 @@ void fail(const httplib::Request& req, httplib::Response& res, const Error& e) {
   write_error(req, res, e.code >= 400 && e.code < 600 ? e.code : 500, e.message);
 }
 
-Result<nlohmann::json> events_json(const Component& c, const Window& w) {
-  auto events = c.events(w.start, w.end);
+// Where the next page of a long /v1/events or /v1/metrics answer starts: the component, the rows
+// of it already served, and the end of the window the first page fixed (so rows that arrive
+// meanwhile do not shift the pages). Written "<until unix ms>_<offset>_<component>".
+struct PageCursor {
+  int64_t until_ms = 0;
+  size_t offset = 0;
+  std::string component;
+};
+
+std::string format_cursor(const PageCursor& c) {
+  return std::to_string(c.until_ms) + "_" + std::to_string(c.offset) + "_" + c.component;
+}
+
+std::optional<PageCursor> parse_cursor(std::string_view s) {
+  auto a = s.find('_');
+  if (a == std::string_view::npos) return std::nullopt;
+  auto b = s.find('_', a + 1);
+  if (b == std::string_view::npos || b + 1 >= s.size()) return std::nullopt;
+  auto until = parse_integer<int64_t>(s.substr(0, a));
+  auto offset = parse_integer<size_t>(s.substr(a + 1, b - a - 1));
+  if (!until || !offset || !parse_time(std::to_string(*until / 1000))) return std::nullopt;
+  return PageCursor{*until, *offset, std::string(s.substr(b + 1))};
+}
+
+struct Paging {
+  size_t limit = kMaxPageRows;
+  std::optional<PageCursor> cursor;
+};
+
+Result<Paging> paging_params(const httplib::Request& req) {
+  Paging p;
+  if (std::string raw = req.get_param_value("limit"); !raw.empty()) {
+    auto n = parse_integer<size_t>(raw);
+    if (!n || *n < 1 || *n > kMaxPageRows)
+      return make_error("invalid limit \"" + raw + "\": want 1 to " + std::to_string(kMaxPageRows),
+                        400);
+    p.limit = *n;
+  }
+  if (std::string raw = req.get_param_value("cursor"); !raw.empty()) {
+    p.cursor = parse_cursor(raw);
+    if (!p.cursor)
+      return make_error("invalid cursor \"" + raw + "\": pass the previous page's " +
+                            std::string(kNextCursorHeader) + " unchanged",
+                        400);
+  }
+  return p;
+}
+
+// Fills one page: the components from where the cursor stopped, each from its offset, at most
+// paging.limit rows in all; returns where the next page starts, if anything is left.
+// fetch(component, offset, n) reads up to n rows; emit(component, rows) adds a component's entry.
+template <typename Row>
+Result<std::optional<PageCursor>> fill_page(
+    const std::vector<Component*>& comps, const Paging& paging, int64_t until_ms,
+    const std::function<Result<std::vector<Row>>(const Component&, size_t, size_t)>& fetch,
+    const std::function<void(const Component&, std::vector<Row>)>& emit) {
+  size_t first = 0;
+  size_t offset = 0;
+  if (paging.cursor) {
+    auto it = std::find_if(comps.begin(), comps.end(),
+                           [&](Component* c) { return c->name() == paging.cursor->component; });
+    if (it == comps.end())
+      return make_error("the cursor continues component " + paging.cursor->component +
+                            ", which this request does not select; repeat the first page's "
+                            "parameters with the cursor",
+                        400);
+    first = static_cast<size_t>(it - comps.begin());
+    offset = paging.cursor->offset;
+  }
+  size_t remaining = paging.limit;
+  for (size_t i = first; i < comps.size(); ++i, offset = 0) {
+    // One row more than fits tells whether the component goes on.
+    auto rows = fetch(*comps[i], offset, remaining + 1);
+    if (!rows) return rows.error();
+    if (rows->size() > remaining) {
+      rows->erase(rows->begin() + static_cast<std::ptrdiff_t>(remaining), rows->end());
+      if (!rows->empty()) emit(*comps[i], std::move(*rows));
+      return std::optional<PageCursor>(
+          PageCursor{until_ms, offset + remaining, std::string(comps[i]->name())});
+    }
+    remaining -= rows->size();
+    emit(*comps[i], std::move(*rows));
+  }
+  return std::optional<PageCursor>();
+}
+
+Result<std::vector<Event>> read_events(const ServerDeps& deps, const Component& c, TimePoint start,
+                                       TimePoint end, size_t offset, size_t n) {
+  // The API reads the event log in pages. Without one (a test's bare server), the component's own
+  // events, sliced.
+  auto events = deps.events != nullptr ? deps.events->query_page(c.name(), start, end, offset, n)
+                                       : c.events(start, end);
   if (!events)
     return make_error(
         "failed to read events of " + std::string(c.name()) + ": " + events.error().message, 500);
-  return to_json(*events);
+  if (deps.events == nullptr) {
+    std::vector<Event> page;
+    for (size_t i = offset; i < events->size() && page.size() < n; ++i)
+      page.push_back(std::move((*events)[i]));
+    return page;
+  }
+  return events;
 }
 
-Result<nlohmann::json> metrics_json(const ServerDeps& deps, const Component& c, TimePoint since) {
-  nlohmann::json out = nlohmann::json::array();
-  if (deps.history == nullptr) return out;
-  auto samples = deps.history->query(c.name(), since);
+Result<std::vector<MetricSample>> read_metrics(const ServerDeps& deps, const Component& c,
+                                               TimePoint since, TimePoint until, size_t offset,
+                                               size_t n) {
+  if (deps.history == nullptr) return std::vector<MetricSample>{};
+  auto samples = deps.history->query_page(c.name(), since, until, offset, n);
   if (!samples)
     return make_error(
         "failed to read metrics of " + std::string(c.name()) + ": " + samples.error().message, 500);
-  for (const auto& s : *samples) out.push_back(to_json(s));
+  return samples;
+}
+
+nlohmann::json metrics_array(const std::vector<MetricSample>& samples) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : samples) out.push_back(to_json(s));
   return out;
 }
 
@@ -128,33 +235,52 @@ void register_v1_routes(httplib::Server& http, const ServerDeps& deps) {
              if (!comps) return fail(req, res, comps.error());
              auto w = window_params(req, Clock::now());
              if (!w) return fail(req, res, w.error());
+             auto paging = paging_params(req);
+             if (!paging) return fail(req, res, paging.error());
+             if (paging->cursor) w->end = from_unix_ms(paging->cursor->until_ms);
              nlohmann::json out = nlohmann::json::array();
-             for (Component* c : *comps) {
-               auto events = events_json(*c, *w);
-               if (!events) return fail(req, res, events.error());
-               out.push_back({{"component", std::string(c->name())},
-                              {"startTime", format_rfc3339(w->start)},
-                              {"endTime", format_rfc3339(w->end)},
-                              {"events", std::move(*events)}});
-             }
+             auto next = fill_page<Event>(
+                 *comps, *paging, to_unix_ms(w->end),
+                 [&](const Component& c, size_t offset, size_t n) {
+                   return read_events(*d, c, w->start, w->end, offset, n);
+                 },
+                 [&](const Component& c, std::vector<Event> events) {
+                   out.push_back({{"component", std::string(c.name())},
+                                  {"startTime", format_rfc3339(w->start)},
+                                  {"endTime", format_rfc3339(w->end)},
+                                  {"events", to_json(events)}});
+                 });
+             if (!next) return fail(req, res, next.error());
+             if (*next) res.set_header(std::string(kNextCursorHeader), format_cursor(**next));
              write_json(req, res, 200, out);
            }));
 
-  http.Get(
-      "/v1/metrics", negotiated([d](const httplib::Request& req, httplib::Response& res) {
-        auto comps = select_components(*d->registry, req.get_param_value("components"));
-        if (!comps) return fail(req, res, comps.error());
-        auto since = since_param(req, Clock::now());
-        if (!since) return fail(req, res, since.error());
-        nlohmann::json out = nlohmann::json::array();
-        for (Component* c : *comps) {
-          auto metrics = metrics_json(*d, *c, *since);
-          if (!metrics) return fail(req, res, metrics.error());
-          out.push_back({{"component", std::string(c->name())}, {"metrics", std::move(*metrics)}});
-        }
-        write_json(req, res, 200, out);
-      }));
+  http.Get("/v1/metrics", negotiated([d](const httplib::Request& req, httplib::Response& res) {
+             auto comps = select_components(*d->registry, req.get_param_value("components"));
+             if (!comps) return fail(req, res, comps.error());
+             const TimePoint now = Clock::now();
+             auto since = since_param(req, now);
+             if (!since) return fail(req, res, since.error());
+             auto paging = paging_params(req);
+             if (!paging) return fail(req, res, paging.error());
+             const TimePoint until = paging->cursor ? from_unix_ms(paging->cursor->until_ms) : now;
+             nlohmann::json out = nlohmann::json::array();
+             auto next = fill_page<MetricSample>(
+                 *comps, *paging, to_unix_ms(until),
+                 [&](const Component& c, size_t offset, size_t n) {
+                   return read_metrics(*d, c, *since, until, offset, n);
+                 },
+                 [&](const Component& c, std::vector<MetricSample> samples) {
+                   out.push_back(
+                       {{"component", std::string(c.name())}, {"metrics", metrics_array(samples)}});
+                 });
+             if (!next) return fail(req, res, next.error());
+             if (*next) res.set_header(std::string(kNextCursorHeader), format_cursor(**next));
+             write_json(req, res, 200, out);
+           }));
 
+  // Events and metrics each at most `limit` rows in all (no cursor: /v1/events and /v1/metrics
+  // page); X-Gpud-Truncated names what was cut.
   http.Get("/v1/info", negotiated([d](const httplib::Request& req, httplib::Response& res) {
              auto comps = select_components(*d->registry, req.get_param_value("components"));
              if (!comps) return fail(req, res, comps.error());
@@ -163,20 +289,37 @@ void register_v1_routes(httplib::Server& http, const ServerDeps& deps) {
              if (!w) return fail(req, res, w.error());
              auto since = since_param(req, now);
              if (!since) return fail(req, res, since.error());
+             auto paging = paging_params(req);
+             if (!paging) return fail(req, res, paging.error());
+             size_t events_left = paging->limit;
+             size_t metrics_left = paging->limit;
+             std::vector<std::string> truncated;
+             auto cut = [&](auto& rows, size_t& left, const char* what) {
+               if (rows.size() > left) {
+                 rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(left), rows.end());
+                 if (std::find(truncated.begin(), truncated.end(), what) == truncated.end())
+                   truncated.emplace_back(what);
+               }
+               left -= rows.size();
+             };
              nlohmann::json out = nlohmann::json::array();
              for (Component* c : *comps) {
-               auto events = events_json(*c, *w);
+               auto events = read_events(*d, *c, w->start, w->end, 0, events_left + 1);
                if (!events) return fail(req, res, events.error());
-               auto metrics = metrics_json(*d, *c, *since);
+               cut(*events, events_left, "events");
+               auto metrics = read_metrics(*d, *c, *since, now, 0, metrics_left + 1);
                if (!metrics) return fail(req, res, metrics.error());
+               cut(*metrics, metrics_left, "metrics");
                out.push_back({{"component", std::string(c->name())},
                               {"startTime", format_rfc3339(w->start)},
                               {"endTime", format_rfc3339(w->end)},
                               {"info",
                                {{"states", to_json(d->scheduler->last_states(*c))},
-                                {"events", std::move(*events)},
-                                {"metrics", std::move(*metrics)}}}});
+                                {"events", to_json(*events)},
+                                {"metrics", metrics_array(*metrics)}}}});
              }
+             if (!truncated.empty())
+               res.set_header(std::string(kTruncatedHeader), join(truncated, ", "));
              write_json(req, res, 200, out);
            }));
 }

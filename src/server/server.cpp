@@ -6,18 +6,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <thread>
 
 #include "core/log.h"
 #include "host/host_fs.h"
 #include "host/tcp_sockets.h"
+#include "server/connection_loop.h"
 #include "server/http_util.h"
 #include "server/routes.h"
-#include "server/serving_thread.h"
 #include "server/tls.h"
 
 namespace gpud::server {
@@ -25,12 +24,33 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr size_t kWorkerThreads = 4;
-constexpr size_t kLocalSocketWorkerThreads = 2;  // the local CLI only
-constexpr time_t kReadTimeoutSec = 10;
-constexpr time_t kWriteTimeoutSec = 10;
-constexpr time_t kKeepAliveTimeoutSec = 5;
 constexpr size_t kMaxPayloadBytes = 1 << 20;
+// Bodies the connection thread reads ahead, before a worker takes the request; a larger one is
+// read by the worker (after the authorization that a mutating request needs), so that waiting
+// connections hold little memory.
+constexpr size_t kReadAheadBodyBytes = 64 << 10;
+// A refused request is logged at most this often (the first at once), with the count left out.
+constexpr auto kRefusalLogInterval = 10s;
+
+// The API's TCP listener: 4 workers serve requests that have fully arrived; waiting connections
+// hold none.
+ConnectionLimits tcp_limits() {
+  ConnectionLimits l;
+  l.workers = 4;
+  l.max_body_bytes = kReadAheadBodyBytes;
+  return l;
+}
+
+// The Unix socket: the local CLI only, whose peers are root and the daemon's user.
+ConnectionLimits local_socket_limits() {
+  ConnectionLimits l;
+  l.workers = 2;
+  l.max_connections = 64;
+  l.max_connections_per_peer = 0;
+  l.tcp_nodelay = false;
+  l.max_body_bytes = kReadAheadBodyBytes;
+  return l;
+}
 
 bool is_mutating(const std::string& method) {
   return method == "POST" || method == "PUT" || method == "DELETE" || method == "PATCH";
@@ -72,14 +92,12 @@ Peer tcp_peer(const httplib::Request& req, const std::string& host_root) {
   return p;
 }
 
-void configure(httplib::Server& http, const ServerDeps& deps, bool local_socket) {
-  // httplib owns and deletes the queue it gets from this factory.
-  http.new_task_queue = [local_socket] {
-    return new httplib::ThreadPool(local_socket ? kLocalSocketWorkerThreads : kWorkerThreads);
-  };
-  http.set_read_timeout(kReadTimeoutSec, 0);
-  http.set_write_timeout(kWriteTimeoutSec, 0);
-  http.set_keep_alive_timeout(kKeepAliveTimeoutSec);
+void configure(httplib::Server& http, const ServerDeps& deps, const ConnectionLimits& limits,
+               bool local_socket) {
+  // Only for the Keep-Alive header httplib writes: the connection loop enforces both.
+  http.set_keep_alive_timeout(
+      std::chrono::duration_cast<std::chrono::seconds>(limits.idle_timeout).count());
+  http.set_keep_alive_max_count(limits.max_requests_per_connection);
   http.set_payload_max_length(kMaxPayloadBytes);
   // httplib's default also sets SO_REUSEPORT, which would let a second daemon bind the same port
   // silently.
@@ -90,26 +108,35 @@ void configure(httplib::Server& http, const ServerDeps& deps, bool local_socket)
 
   const ServerDeps* d = &deps;
   const auto daemon_uid = static_cast<uint32_t>(::geteuid());
-  http.set_pre_routing_handler(
-      [d, local_socket, daemon_uid](const httplib::Request& req, httplib::Response& res) {
-        // httplib picks the response encoding from this header after the handler ran; the request
-        // object is httplib's own (non-const), handed to the handlers as const.
-        if (req.has_header("Accept-Encoding")) {
-          auto& headers = const_cast<httplib::Request&>(req).headers;
-          auto it = headers.find("Accept-Encoding");
-          it->second = without_brotli(it->second);
-        }
-        if (!is_mutating(req.method)) return httplib::Server::HandlerResponse::Unhandled;
-        auto identify = [&] {
-          return local_socket ? local_socket_peer(req) : tcp_peer(req, d->config->host_root);
-        };
-        auto auth = authorize_mutation(req.get_header_value("Authorization"),
-                                       d->config->admin_token, daemon_uid, identify);
-        if (auth.allowed) return httplib::Server::HandlerResponse::Unhandled;
-        logger("server")->warn("refused {} {}: {}", req.method, req.path, auth.refusal);
-        write_error(req, res, 403, auth.refusal);
-        return httplib::Server::HandlerResponse::Handled;
-      });
+  auto refusals = std::make_shared<LogRateLimiter>(kRefusalLogInterval);
+  http.set_pre_routing_handler([d, local_socket, daemon_uid, refusals](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+    // The request object is httplib's own (non-const), handed to the handlers as const; the
+    // headers changed here are read by httplib after this handler.
+    auto& headers = const_cast<httplib::Request&>(req).headers;
+    // httplib picks the response encoding from this header after the handler ran.
+    if (auto it = headers.find("Accept-Encoding"); it != headers.end())
+      it->second = without_brotli(it->second);
+    if (!is_mutating(req.method)) return httplib::Server::HandlerResponse::Unhandled;
+    // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112
+    // section 6.3), which is how GPUd's clients and `curl -X POST` send set-healthy; httplib
+    // 0.11 would instead read a body until the client closes or the read times out.
+    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+      headers.emplace("Content-Length", "0");
+    auto identify = [&] {
+      return local_socket ? local_socket_peer(req) : tcp_peer(req, d->config->host_root);
+    };
+    auto auth = authorize_mutation(req.get_header_value("Authorization"), d->config->admin_token,
+                                   daemon_uid, identify);
+    if (auth.allowed) return httplib::Server::HandlerResponse::Unhandled;
+    if (auto left_out = refusals->admit())
+      logger("server")->warn(
+          "refused {} {}: {}{}", escape_for_log(req.method), escape_for_log(req.path),
+          escape_for_log(auth.refusal, 1024),
+          *left_out == 0 ? "" : " (" + std::to_string(*left_out) + " more refusals not logged)");
+    write_error(req, res, 403, auth.refusal);
+    return httplib::Server::HandlerResponse::Handled;
+  });
 
   if (d->metrics != nullptr)
     d->metrics->describe(kRequestErrorsTotal,
@@ -183,7 +210,9 @@ Result<void> remove_stale_socket(const std::string& path) {
 
 }  // namespace
 
-struct Server::Listener : ServingThread {};
+struct Server::Listener : ConnectionLoop {
+  using ConnectionLoop::ConnectionLoop;
+};
 
 Server::Server(ServerDeps deps) : deps_(std::move(deps)) {}
 
@@ -210,19 +239,18 @@ Result<void> Server::start() {
       return make_error("cannot serve the local socket: " + r.error().message);
   }
 
-  std::unique_ptr<httplib::Server> http;
+  auto http = std::make_unique<RequestHandler>();
+  SslCtxPtr tls;
   std::string tls_source;
-  if (deps_.config->no_tls) {
-    http = std::make_unique<httplib::Server>();
-  } else {
+  if (!deps_.config->no_tls) {
     auto material = resolve_tls_material(*deps_.config);
     if (!material) return material.error();
-    auto tls = make_tls_server(*material);
-    if (!tls) return tls.error();
-    http = std::move(*tls);
+    auto ctx = make_tls_context(*material);
+    if (!ctx) return ctx.error();
+    tls = std::move(*ctx);
     tls_source = material->source;
   }
-  configure(*http, deps_, /*local_socket=*/false);
+  configure(*http, deps_, tcp_limits(), /*local_socket=*/false);
 
   errno = 0;
   int port = addr->port == 0 ? http->bind_to_any_port(addr->host)
@@ -232,42 +260,43 @@ Result<void> Server::start() {
     return make_error("cannot listen on " + display_address(*addr, addr->port) + ": " +
                       (err != 0 ? std::strerror(err) : "address in use or not available"));
   }
-  auto tcp = std::make_unique<Listener>();
-  tcp->http = std::move(http);
+  auto tcp = std::make_unique<Listener>(std::move(http), std::move(tls), tcp_limits(),
+                                        display_address(*addr, port));
 
   std::unique_ptr<Listener> local;
   if (!socket_path.empty()) {
-    local = std::make_unique<Listener>();
-    local->http = std::make_unique<httplib::Server>();
-    local->http->set_address_family(AF_UNIX);
-    configure(*local->http, deps_, /*local_socket=*/true);
+    auto local_http = std::make_unique<RequestHandler>();
+    local_http->set_address_family(AF_UNIX);
+    configure(*local_http, deps_, local_socket_limits(), /*local_socket=*/true);
     // httplib takes the path as the host. A Unix socket has no port, but port 0 would make httplib
     // ask the socket for its (IP) port and fail.
     errno = 0;
-    bool bound = local->http->bind_to_port(socket_path, 1);
+    bool bound = local_http->bind_to_port(socket_path, 1);
     int err = errno;
+    local = std::make_unique<Listener>(std::move(local_http), nullptr, local_socket_limits(),
+                                       socket_path);
     std::string failure = bound ? "" : "cannot listen on " + socket_path + ": ";
     if (bound && ::chmod(socket_path.c_str(), 0600) != 0) {
       err = errno;
       failure = "cannot chmod 0600 " + socket_path + ": ";
-      // httplib closes a bound socket only from its accept loop.
-      local->serve();
-      local->stop();
+      local->stop();  // closes the bound socket
       ::unlink(socket_path.c_str());
     }
     if (!failure.empty()) {
-      tcp->serve();
       tcp->stop();
       return make_error(failure + (err != 0 ? std::strerror(err) : "bind failed"));
     }
   }
 
+  if (auto r = tcp->start(); !r) return make_error("cannot serve: " + r.error().message);
   tcp_ = std::move(tcp);
-  tcp_->serve();
   port_ = port;
   if (local) {
+    if (auto r = local->start(); !r) {
+      stop();
+      return make_error("cannot serve " + socket_path + ": " + r.error().message);
+    }
     local_ = std::move(local);
-    local_->serve();
   }
 
   logger("server")->info("serving {} on {}{}{}", deps_.config->no_tls ? "http" : "https",

@@ -13,20 +13,28 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "core/log.h"
 #include "core/time_util.h"
 #include "kmsg/fault.h"
 #include "server/http_util.h"
 #include "server/tls.h"
+#include "store/database.h"
+#include "store/event_store.h"
+#include "testing/log_capture.h"
 #include "testing/memory_event_log.h"
 #include "testing/swagger_validator.h"
 
@@ -61,6 +69,7 @@ class FakeHistory : public MetricHistory {
   }
   Result<std::vector<MetricSample>> query(std::string_view component,
                                           TimePoint since) const override {
+    if (throw_on_query) throw std::runtime_error("boom");
     std::vector<MetricSample> out;
     for (const auto& s : samples_)
       if ((component.empty() || s.component == component) && s.unix_ms >= to_unix_ms(since))
@@ -68,6 +77,7 @@ class FakeHistory : public MetricHistory {
     return out;
   }
   Result<int> purge(TimePoint) override { return 0; }
+  std::atomic<bool> throw_on_query{false};
 
  private:
   std::vector<MetricSample> samples_;
@@ -94,10 +104,6 @@ class FakeComponent : public Component {
     return single_state(spec_.name, spec_.health, spec_.name + " is fine", actions,
                         {{"data", "{\"x\":1}"}});
   }
-  Result<std::vector<Event>> events(TimePoint since, TimePoint until) const override {
-    if (throw_on_events) throw std::runtime_error("boom");
-    return Component::events(since, until);
-  }
   bool can_set_healthy() const override { return spec_.settable; }
   Result<void> set_healthy() override {
     ++set_healthy_calls;
@@ -106,7 +112,6 @@ class FakeComponent : public Component {
 
   std::atomic<int> checks{0};
   std::atomic<int> set_healthy_calls{0};
-  std::atomic<bool> throw_on_events{false};
 
  private:
   FakeSpec spec_;
@@ -240,6 +245,61 @@ TEST_F(ServerTest, HealthzAnswersOkV1) {
   EXPECT_EQ(body, (json{{"status", "ok"}, {"version", "v1"}}));
 }
 
+// 20 requests on one keep-alive connection: with Nagle's algorithm on the server's socket each
+// response's last write waits for the client's delayed ACK, about 40 ms a request.
+void expect_fast_keep_alive_round_trips(httplib::ClientImpl& cli) {
+  cli.set_keep_alive(true);
+  ASSERT_TRUE(cli.Get("/healthz"));  // connects (and, over TLS, shakes hands) outside the timing
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    auto res = cli.Get("/healthz");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    ASSERT_EQ(res->status, 200);
+  }
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(elapsed, 200ms)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+      << " ms for 20 keep-alive round trips";
+}
+
+TEST_F(ServerTest, KeepAliveRoundTripsTakeWellUnderTheDelayedAckTime) {
+  httplib::ClientImpl cli("127.0.0.1", server_->port());
+  cli.set_read_timeout(5s);
+  expect_fast_keep_alive_round_trips(cli);
+}
+
+// A POST, PUT or PATCH with neither Content-Length nor a body, as GPUd's clients and `curl -X POST`
+// send it, is answered at once instead of waiting for a body until the read times out.
+TEST_F(ServerTest, BodilessMutatingRequestsAreAnsweredAtOnce) {
+  for (const char* method : {"POST", "PUT", "PATCH", "DELETE"}) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    timeval tv{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string req = std::string(method) +
+                      " /v1/health-states/set-healthy?components=cpu HTTP/1.1\r\nHost: "
+                      "127.0.0.1\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n";
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+    char buf[512];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    auto elapsed = std::chrono::steady_clock::now() - start;
+    ::close(fd);
+    ASSERT_GT(n, 0) << method << ": no answer";
+    std::string head(buf, static_cast<size_t>(n));
+    EXPECT_LT(elapsed, 1s) << method;
+    // POST reaches set-healthy; the others have no route there.
+    EXPECT_EQ(head.substr(0, 12),
+              std::string("HTTP/1.1 ") + (method == std::string("POST") ? "200" : "404"))
+        << method << ": " << head;
+  }
+  EXPECT_EQ(cpu_->set_healthy_calls, 1);
+}
+
 TEST_F(ServerTest, ComponentsListsEveryRegisteredNameSorted) {
   json body = get_valid("/v1/components", "/v1/components");
   EXPECT_EQ(body, (json{"cpu", "disk", "memory", "zz-unsupported"}));
@@ -318,6 +378,103 @@ TEST_F(ServerTest, EventsHonourStartAndEndTime) {
       get_valid("/v1/events?components=cpu&startTime=" + format_rfc3339(now_ - 3h), "/v1/events");
   EXPECT_EQ(names_of(body[0]["events"], "name"),
             (std::vector<std::string>{"cpu-throttled", "cpu-old"}));
+}
+
+// Follows X-Gpud-Next-Cursor from `first` to the last page; returns every page's body.
+std::vector<json> all_pages(httplib::Client& cli, const std::string& first, size_t max_pages) {
+  std::vector<json> pages;
+  std::string path = first;
+  for (size_t i = 0; i < max_pages; ++i) {
+    auto res = cli.Get(path);
+    EXPECT_TRUE(res) << path;
+    if (!res) break;
+    EXPECT_EQ(res->status, 200) << path << ": " << res->body;
+    pages.push_back(json::parse(res->body));
+    if (!res->has_header("X-Gpud-Next-Cursor")) return pages;
+    path = first + "&cursor=" + res->get_header_value("X-Gpud-Next-Cursor");
+  }
+  ADD_FAILURE() << "more than " << max_pages << " pages";
+  return pages;
+}
+
+TEST_F(ServerTest, EventsComeInPagesOfAtMostLimitRowsWithACursor) {
+  for (int i = 0; i < 25; ++i)
+    ASSERT_TRUE(events_
+                    .insert({"cpu", now_ - 20min - std::chrono::seconds(i), "e" + std::to_string(i),
+                             EventType::kInfo, "", json::object()})
+                    .ok());
+  const std::string first = "/v1/events?components=cpu,disk&limit=10";
+  auto cli = client();
+  auto pages = all_pages(cli, first, 10);
+  // 26 cpu events (the fixture's recent one and these) and 1 disk event: 10 + 10 + 7.
+  ASSERT_EQ(pages.size(), 3u);
+  std::vector<std::string> names;
+  for (const auto& page : pages) {
+    size_t rows = 0;
+    for (const auto& entry : page) {
+      rows += entry["events"].size();
+      for (const auto& e : entry["events"]) names.push_back(e["name"].get<std::string>());
+    }
+    EXPECT_LE(rows, 10u);
+  }
+  ASSERT_EQ(names.size(), 27u);
+  EXPECT_EQ(names.front(), "cpu-throttled");
+  EXPECT_EQ(names[1], "e0");
+  EXPECT_EQ(names[25], "e24");
+  EXPECT_EQ(names.back(), "disk-full");
+  // The last page continues cpu, then lists disk.
+  EXPECT_EQ(names_of(pages[2], "component"), (std::vector<std::string>{"cpu", "disk"}));
+  // Every page has the first page's window, GPUd's array shape, and conforms to the spec.
+  for (const auto& page : pages) EXPECT_EQ(page[0]["endTime"], pages[0][0]["endTime"]);
+  json schema = swagger::response_schema(spec(), "/v1/events", "get", 200);
+  for (const auto& page : pages)
+    for (const auto& e : swagger::validate(spec(), schema, page)) ADD_FAILURE() << e;
+
+  // Without a limit: everything fits the default page, and no cursor.
+  auto res = cli.Get("/v1/events?components=cpu");
+  ASSERT_TRUE(res);
+  EXPECT_FALSE(res->has_header("X-Gpud-Next-Cursor"));
+  EXPECT_EQ(json::parse(res->body)[0]["events"].size(), 26u);
+}
+
+TEST_F(ServerTest, PagingRejectsBadLimitsAndCursors) {
+  for (const char* limit : {"0", "-1", "10001", "ten"})
+    expect_error(std::string("/v1/events?limit=") + limit, 400,
+                 std::string("invalid limit \"") + limit + "\": want 1 to 10000");
+  expect_error("/v1/metrics?cursor=abc", 400,
+               "invalid cursor \"abc\": pass the previous page's X-Gpud-Next-Cursor unchanged");
+  auto res = client().Get("/v1/events?components=cpu&cursor=1700000000000_0_disk");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("continues component disk"), std::string::npos) << res->body;
+}
+
+TEST_F(ServerTest, MetricsComeInPagesOfAtMostLimitRowsWithACursor) {
+  int64_t now_ms = to_unix_ms(now_);
+  std::vector<MetricSample> samples;
+  for (int i = 0; i < 12; ++i)
+    samples.push_back({now_ms - 10 * 60'000 + i, "cpu", "gpud_cpu_usage_percent", {}, 1.0 * i});
+  ASSERT_TRUE(history_.insert(samples).ok());
+  auto cli = client();
+  auto pages = all_pages(cli, "/v1/metrics?limit=5", 10);
+  // cpu: 13 samples in the last 30 minutes, disk 1: 5 + 5 + 4.
+  ASSERT_EQ(pages.size(), 3u);
+  size_t rows = 0;
+  for (const auto& page : pages)
+    for (const auto& entry : page) rows += entry["metrics"].size();
+  EXPECT_EQ(rows, 14u);
+  EXPECT_EQ(names_of(pages[2], "component"), (std::vector<std::string>{"cpu", "disk", "memory"}));
+}
+
+TEST_F(ServerTest, InfoCutsEventsAndMetricsAtTheLimitAndSaysSo) {
+  auto res = client().Get("/v1/info?components=cpu,disk&limit=1");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->get_header_value("X-Gpud-Truncated"), "events, metrics");
+  json body = json::parse(res->body);
+  EXPECT_EQ(body[0]["info"]["events"].size(), 1u);
+  EXPECT_EQ(body[1]["info"]["events"].size(), 0u);
+  EXPECT_FALSE(client().Get("/v1/info?components=cpu")->has_header("X-Gpud-Truncated"));
 }
 
 TEST_F(ServerTest, EventsRejectBadTimes) {
@@ -515,10 +672,10 @@ TEST_F(ServerTest, UnknownPathIs404Json) {
 }
 
 TEST_F(ServerTest, HandlerExceptionsBecome500Json) {
-  cpu_->throw_on_events = true;
-  expect_error("/v1/events?components=cpu", 500, "internal error: boom");
-  cpu_->throw_on_events = false;
-  get_valid("/v1/events?components=cpu", "/v1/events");  // still serving
+  history_.throw_on_query = true;
+  expect_error("/v1/metrics?components=cpu", 500, "internal error: boom");
+  history_.throw_on_query = false;
+  get_valid("/v1/metrics?components=cpu", "/v1/metrics");  // still serving
 }
 
 TEST_F(ServerTest, SecondServerOnTheSamePortFails) {
@@ -608,6 +765,20 @@ TEST(ServerTls, GeneratesPersistsAndReusesTheCertificate) {
   EXPECT_EQ(res->status, 200);
 }
 
+TEST(ServerTls, KeepAliveRoundTripsTakeWellUnderTheDelayedAckTime) {
+  Config config;
+  config.listen_address = "127.0.0.1:0";  // no data dir: a certificate in memory
+  Registry registry;
+  Scheduler scheduler(registry);
+  Server s(ServerDeps{&config, &registry, &scheduler, nullptr, nullptr, nullptr, nullptr, {}});
+  auto r = s.start();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  httplib::SSLClient cli("127.0.0.1", s.port());
+  cli.enable_server_certificate_verification(false);
+  cli.set_read_timeout(5s);
+  expect_fast_keep_alive_round_trips(cli);
+}
+
 TEST(ServerTls, UsesOperatorCertificateAndRejectsBadOnes) {
   TempDir dir;
   auto a = generate_self_signed();
@@ -641,6 +812,69 @@ TEST(ServerTls, UsesOperatorCertificateAndRejectsBadOnes) {
   r = missing.start();
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("missing.crt"), std::string::npos) << r.error().message;
+}
+
+// This process's resident memory in KiB, now ("VmRSS") or at its peak ("VmHWM").
+int64_t status_kib(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0) return std::atoll(line.c_str() + key.size() + 1);
+  return -1;
+}
+
+// GET /v1/events?startTime=0 over 200k stored events once built a ~100 MB document (RSS +770 MB);
+// now the answer is a page of 10,000, and the pages together are the whole history.
+TEST(ServerPaging, A200kEventHistoryIsServedInPagesInBoundedMemory) {
+  TempDir dir;
+  auto db = store::Database::open((dir.path() / "gpud.state").string());
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  store::EventStore events(**db);
+  const int64_t now_s = to_unix_seconds(Clock::now());
+  ASSERT_TRUE(
+      (*db)
+          ->exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < "
+                 "200000) INSERT INTO gpud_events(component, unix_seconds, name, type, "
+                 "message, extra_info) SELECT 'cpu', " +
+                 std::to_string(now_s) +
+                 " - i, 'xid', 'Critical', 'NVRM: Xid (PCI:0000:3b:00): 79, pid=''<unknown>'', "
+                 "name=<unknown>, GPU has fallen off the bus. ' || printf('%0200d', i), "
+                 "'{\"pci\":\"0000:3b:00.0\",\"xid\":\"79\"}' FROM n")
+          .ok());
+  Config config;
+  config.no_tls = true;
+  config.listen_address = "127.0.0.1:0";
+  ComponentContext ctx{&config, &events, nullptr, false};
+  Registry registry;
+  ASSERT_TRUE(registry.add(std::make_unique<FakeComponent>(ctx, FakeSpec{"cpu"})).ok());
+  Scheduler scheduler(registry);
+  ServerDeps deps{&config, &registry, &scheduler, &events, nullptr, nullptr, nullptr, {}};
+  Server server(deps);
+  ASSERT_TRUE(server.start().ok());
+  httplib::Client cli("127.0.0.1", server.port());
+  cli.set_read_timeout(30s);
+
+  // The peak resident memory, reset (clear_refs 5), then measured over the first page.
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const int64_t before_kib = status_kib("VmRSS");
+  auto res = cli.Get("/v1/events?startTime=0");
+  const int64_t peak_kib = status_kib("VmHWM");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(json::parse(res->body)[0]["events"].size(), 10000u);
+  ASSERT_GT(before_kib, 0);
+  EXPECT_LT(peak_kib - before_kib, 64 * 1024)
+      << "peak RSS grew by " << (peak_kib - before_kib) / 1024 << " MiB for one page";
+  std::cout << "peak RSS growth over one page of 10,000 events: " << (peak_kib - before_kib) / 1024
+            << " MiB\n";
+
+  auto pages = all_pages(cli, "/v1/events?startTime=0", 30);
+  std::set<std::string> messages;  // each event's is unique
+  for (const auto& page : pages)
+    for (const auto& e : page[0]["events"]) messages.insert(e["message"].get<std::string>());
+  EXPECT_EQ(pages.size(), 20u);
+  EXPECT_EQ(messages.size(), 200000u);
+  server.stop();
 }
 
 // A hand-made HTTP/1.1 exchange on a TCP connection whose client port is known before the request
@@ -753,6 +987,23 @@ TEST_F(ServerAuthTest, LoopbackMutationsFollowTheOwnerOfTheClientsSocket) {
     EXPECT_EQ(reader.send("GET", "/healthz").first, 200);
   }
   EXPECT_EQ(cpu_->set_healthy_calls, 1);
+}
+
+// A refused request's path cannot forge a log line (%0A decodes to a newline), and a client that
+// repeats refused requests gets one log line, not one each.
+TEST_F(ServerAuthTest, RefusalsAreLoggedEscapedAndRateLimited) {
+  use_fake_proc();  // no socket table: every TCP peer is refused
+  testing::LogCapture log("server");
+  auto cli = client();
+  for (int i = 0; i < 5; ++i) {
+    auto res = cli.Post("/x%0A[error] FORGED%1b[31m");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 403);
+  }
+  std::string text = log.text();
+  EXPECT_EQ(text.find("\n[error] FORGED"), std::string::npos) << text;
+  EXPECT_NE(text.find("refused POST /x\\x0a[error] FORGED\\x1b[31m: "), std::string::npos) << text;
+  EXPECT_EQ(log.count("refused"), 1u) << text;
 }
 
 TEST_F(ServerAuthTest, TheAdminTokenLetsAnyPeerMutate) {
@@ -1004,6 +1255,18 @@ TEST(HttpUtil, AThrowingRequestIsAnsweredCountedAndLoggedWithItsPathEscaped) {
   EXPECT_EQ(json::parse(res.body)["message"], "internal error: unknown exception");
   EXPECT_NE(metrics.prometheus_text().find("gpud_http_request_errors_total 2"), std::string::npos)
       << metrics.prometheus_text();
+}
+
+TEST(HttpUtil, LogRateLimiterLetsTheFirstThroughThenOnePerIntervalWithTheCount) {
+  LogRateLimiter limiter(10s);
+  auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  EXPECT_EQ(limiter.admit(t0), std::optional<uint64_t>(0));
+  EXPECT_EQ(limiter.admit(t0 + 1s), std::nullopt);
+  EXPECT_EQ(limiter.admit(t0 + 9s), std::nullopt);
+  EXPECT_EQ(limiter.admit(t0 + 10s), std::optional<uint64_t>(2));
+  EXPECT_EQ(limiter.admit(t0 + 11s), std::nullopt);
+  EXPECT_EQ(limiter.admit(t0 + 1h), std::optional<uint64_t>(1));
+  EXPECT_EQ(limiter.admit(t0 + 2h), std::optional<uint64_t>(0));
 }
 
 TEST(HttpUtil, LoopbackAddresses) {

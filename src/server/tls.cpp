@@ -305,6 +305,41 @@ Result<TlsMaterial> resolve_tls_material(const Config& config) {
   return generated;
 }
 
+namespace {
+
+// Mozilla's "intermediate" profile: TLS 1.2 only with forward-secret AEAD suites (no CBC, no SHA-1
+// MACs, no static RSA); TLS 1.3's suites are all AEAD and stay OpenSSL's default.
+Result<void> restrict_protocols(SSL_CTX* ctx) {
+  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
+      SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1)
+    return make_error("cannot restrict the TLS cipher suites: " + openssl_error());
+  return {};
+}
+
+}  // namespace
+
+void SslCtxFree::operator()(ssl_ctx_st* ctx) const { SSL_CTX_free(ctx); }
+
+Result<SslCtxPtr> make_tls_context(const TlsMaterial& m) {
+  X509Ptr cert = parse_cert(m.cert_pem);
+  PkeyPtr key = parse_key(m.key_pem);
+  if (!cert || !key) return make_error("invalid TLS material: " + openssl_error());
+  SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
+  if (!ctx) return make_error("cannot set up TLS: " + openssl_error());
+  SSL_CTX_set_options(ctx.get(),
+                      SSL_OP_NO_COMPRESSION | SSL_OP_NO_SESSION_RESUMPTION_ON_RENEGOTIATION);
+  // Writes resume after EAGAIN with the same data; idle connections keep no read/write buffers.
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                                  SSL_MODE_RELEASE_BUFFERS);
+  // SSL_CTX_use_certificate/PrivateKey take their own references, so ours are freed on return.
+  if (SSL_CTX_use_certificate(ctx.get(), cert.get()) != 1 ||
+      SSL_CTX_use_PrivateKey(ctx.get(), key.get()) != 1 ||
+      SSL_CTX_check_private_key(ctx.get()) != 1)
+    return make_error("cannot set up TLS: " + openssl_error());
+  if (auto r = restrict_protocols(ctx.get()); !r) return r.error();
+  return ctx;
+}
+
 Result<std::unique_ptr<httplib::Server>> make_tls_server(const TlsMaterial& m) {
   X509Ptr cert = parse_cert(m.cert_pem);
   PkeyPtr key = parse_key(m.key_pem);
@@ -312,12 +347,7 @@ Result<std::unique_ptr<httplib::Server>> make_tls_server(const TlsMaterial& m) {
   // SSL_CTX_use_certificate/PrivateKey take their own references, so ours are freed on return.
   auto server = std::make_unique<httplib::SSLServer>(cert.get(), key.get());
   if (!server->is_valid()) return make_error("cannot set up TLS: " + openssl_error());
-  // Mozilla's "intermediate" profile: TLS 1.2 only with forward-secret AEAD suites (no CBC, no
-  // SHA-1 MACs, no static RSA); TLS 1.3's suites are all AEAD and stay OpenSSL's default.
-  SSL_CTX* ctx = server->ssl_context();
-  if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-      SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1)
-    return make_error("cannot restrict the TLS cipher suites: " + openssl_error());
+  if (auto r = restrict_protocols(server->ssl_context()); !r) return r.error();
   return std::unique_ptr<httplib::Server>(std::move(server));
 }
 

@@ -12,6 +12,7 @@
 namespace httplib {
 class Server;
 }
+struct ssl_ctx_st;
 
 namespace gpud::server {
 
@@ -52,6 +53,14 @@ bool certificate_covers(const std::string& cert_pem, const std::vector<std::stri
 // when the kept one no longer covers them (a new --tls-san, a renamed host); else (no data dir, or
 // it is not writable) a certificate kept in memory only.
 [[nodiscard]] Result<TlsMaterial> resolve_tls_material(const Config& config);
+struct SslCtxFree {
+  void operator()(ssl_ctx_st* ctx) const;
+};
+using SslCtxPtr = std::unique_ptr<ssl_ctx_st, SslCtxFree>;
+// An OpenSSL server context serving the material, with make_tls_server's protocols and suites, for
+// the API's own connection handling (server/connection_loop.h).
+[[nodiscard]] Result<SslCtxPtr> make_tls_context(const TlsMaterial& m);
+
 // An httplib::SSLServer serving the material: TLS 1.2 or 1.3, TLS 1.2 limited to kTls12Ciphers.
 [[nodiscard]] Result<std::unique_ptr<httplib::Server>> make_tls_server(const TlsMaterial& m);
 

@@ -172,24 +172,49 @@ Result<bool> EventStore::insert(const Event& event) {
 
 Result<std::vector<Event>> EventStore::query(std::string_view component, TimePoint since,
                                              TimePoint until) const {
+  return query_rows(component, since, until, 0, std::numeric_limits<size_t>::max());
+}
+
+Result<std::vector<Event>> EventStore::query_page(std::string_view component, TimePoint since,
+                                                  TimePoint until, size_t offset,
+                                                  size_t limit) const {
+  return query_rows(component, since, until, offset, limit);
+}
+
+Result<std::vector<Event>> EventStore::query_rows(std::string_view component, TimePoint since,
+                                                  TimePoint until, size_t offset,
+                                                  size_t limit) const {
+  const size_t end = limit > std::numeric_limits<size_t>::max() - offset
+                         ? std::numeric_limits<size_t>::max()
+                         : offset + limit;
   // Stored times are whole seconds, so t > since and t <= until compare exactly against the floors.
   const int64_t since_s = floor_unix_seconds(since);
   const int64_t until_s = floor_unix_seconds(until);
   std::string sql = std::string("SELECT ") + kColumns +
                     " FROM gpud_events WHERE unix_seconds > ?1 AND unix_seconds <= ?2";
   if (!component.empty()) sql += " AND component = ?3";
-  sql += " ORDER BY unix_seconds DESC, id DESC";
+  sql += " ORDER BY unix_seconds DESC, id DESC LIMIT ?4 OFFSET ?5";
 
   std::lock_guard lock(db_.mutex());
+  // With events waiting, the page's rows may be any of the first offset + limit stored ones.
+  const bool merge = !backlog_.empty();
   auto stored = db_.run_locked("query", false, [&](sqlite3* db) -> Result<std::vector<Event>> {
     auto st = Statement::prepare(db, sql);
     if (!st) return st.error();
     st->bind(1, since_s);
     st->bind(2, until_s);
     if (!component.empty()) st->bind(3, component);
+    st->bind(4, sql_row_count(merge ? end : limit));
+    st->bind(5, sql_row_count(merge ? 0 : offset));
     return read_events(db, *st);
   });
-  if (!stored || backlog_.empty()) return stored;
+  if (!stored || !merge) return stored;
+  auto page = [&](std::vector<Event> all) {
+    if (offset == 0 && all.size() <= limit) return all;
+    std::vector<Event> out;
+    for (size_t i = offset; i < all.size() && i < end; ++i) out.push_back(std::move(all[i]));
+    return out;
+  };
 
   std::vector<Event> out;
   std::unordered_set<std::string_view> waiting_keys;
@@ -203,7 +228,7 @@ Result<std::vector<Event>> EventStore::query(std::string_view component, TimePoi
     waiting_keys.insert(it->key);
     if (!oldest_waiting || e.time < *oldest_waiting) oldest_waiting = e.time;
   }
-  if (out.empty()) return stored;
+  if (out.empty()) return page(std::move(*stored));
   // A waiting event may be stored too when the database wrote it but reported a failure; it is
   // listed once.
   for (Event& e : *stored) {
@@ -211,7 +236,7 @@ Result<std::vector<Event>> EventStore::query(std::string_view component, TimePoi
     out.push_back(std::move(e));
   }
   std::stable_sort(out.begin(), out.end(), newer);
-  return out;
+  return page(std::move(out));
 }
 
 // An empty component purges every component, as an empty component queries all of them.

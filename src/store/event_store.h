@@ -37,6 +37,11 @@ class EventStore : public EventLog {
   // Stored and waiting events together.
   Result<std::vector<Event>> query(std::string_view component, TimePoint since,
                                    TimePoint until) const override;
+  // In SQL (LIMIT/OFFSET) while nothing waits in the backlog; else the first offset + limit stored
+  // events merged with the waiting ones.
+  Result<std::vector<Event>> query_page(std::string_view component, TimePoint since,
+                                        TimePoint until, size_t offset,
+                                        size_t limit) const override;
   Result<int> purge(std::string_view component, TimePoint before) override;
   // Deletes events of every component older than now - retention; returns how many.
   Result<int> enforce_retention(std::chrono::seconds retention, TimePoint now = Clock::now());
@@ -56,6 +61,8 @@ class EventStore : public EventLog {
     std::string key;  // the columns the store deduplicates on
   };
 
+  Result<std::vector<Event>> query_rows(std::string_view component, TimePoint since,
+                                        TimePoint until, size_t offset, size_t limit) const;
   Result<bool> write_locked(const Event& event);
   void flush_locked();
   Result<bool> enqueue_locked(const Event& event);

@@ -1,6 +1,7 @@
 #include "store/metric_store.h"
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -60,11 +61,25 @@ Result<void> MetricStore::insert(const std::vector<MetricSample>& samples) {
 
 Result<std::vector<MetricSample>> MetricStore::query(std::string_view component,
                                                      TimePoint since) const {
+  return query_rows(component, since, std::nullopt, 0, std::numeric_limits<size_t>::max());
+}
+
+Result<std::vector<MetricSample>> MetricStore::query_page(std::string_view component,
+                                                          TimePoint since, TimePoint until,
+                                                          size_t offset, size_t limit) const {
+  return query_rows(component, since, until, offset, limit);
+}
+
+Result<std::vector<MetricSample>> MetricStore::query_rows(std::string_view component,
+                                                          TimePoint since,
+                                                          std::optional<TimePoint> until,
+                                                          size_t offset, size_t limit) const {
   std::string sql =
       "SELECT unix_milliseconds, component, name, labels, value FROM gpud_metrics "
       "WHERE unix_milliseconds >= ?1";
   if (!component.empty()) sql += " AND component = ?2";
-  sql += " ORDER BY unix_milliseconds, name, component, labels";
+  if (until) sql += " AND unix_milliseconds <= ?3";
+  sql += " ORDER BY unix_milliseconds, name, component, labels LIMIT ?4 OFFSET ?5";
 
   std::lock_guard lock(db_.mutex());
   return db_.run_locked("metric_query", false,
@@ -73,6 +88,9 @@ Result<std::vector<MetricSample>> MetricStore::query(std::string_view component,
                           if (!st) return st.error();
                           st->bind(1, ceil_unix_ms(since));
                           if (!component.empty()) st->bind(2, component);
+                          if (until) st->bind(3, floor_unix_ms(*until));
+                          st->bind(4, sql_row_count(limit));
+                          st->bind(5, sql_row_count(offset));
                           std::vector<MetricSample> out;
                           for (;;) {
                             int rc = st->step();

@@ -1,6 +1,8 @@
 // MetricStore: the sampled metric history (one row per series per sample) in SQLite.
 #pragma once
 
+#include <optional>
+
 #include "core/metric_history.h"
 #include "store/database.h"
 
@@ -12,9 +14,15 @@ class MetricStore : public MetricHistory {
   Result<void> insert(const std::vector<MetricSample>& samples) override;  // one transaction
   Result<std::vector<MetricSample>> query(std::string_view component,
                                           TimePoint since) const override;
+  Result<std::vector<MetricSample>> query_page(std::string_view component, TimePoint since,
+                                               TimePoint until, size_t offset,
+                                               size_t limit) const override;  // LIMIT/OFFSET
   Result<int> purge(TimePoint before) override;
 
  private:
+  Result<std::vector<MetricSample>> query_rows(std::string_view component, TimePoint since,
+                                               std::optional<TimePoint> until, size_t offset,
+                                               size_t limit) const;
   Database& db_;
 };
 

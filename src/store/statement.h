@@ -5,7 +5,9 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -98,6 +100,15 @@ inline int64_t ceil_unix_seconds(TimePoint t) {
 }
 inline int64_t ceil_unix_ms(TimePoint t) {
   return std::chrono::ceil<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+inline int64_t floor_unix_ms(TimePoint t) {
+  return std::chrono::floor<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// A row count for LIMIT or OFFSET; one past int64 becomes -1, which SQLite takes as no limit.
+inline int64_t sql_row_count(size_t n) {
+  return n > static_cast<size_t>(std::numeric_limits<int64_t>::max()) ? int64_t{-1}
+                                                                      : static_cast<int64_t>(n);
 }
 
 }  // namespace gpud::store

@@ -307,6 +307,24 @@ TEST(MetricStore, InsertAndQueryRoundTripLabelsInTimeThenNameOrder) {
   EXPECT_EQ(metrics.query("gpu", from_unix_ms(1000))->size(), 3u);  // since is inclusive
 }
 
+TEST(MetricStore, QueryPagesAreSlicesWithinTheWindow) {
+  auto db = Database::open_in_memory();
+  ASSERT_TRUE(db.ok());
+  MetricStore store(**db);
+  std::vector<MetricSample> samples;
+  for (int i = 0; i < 10; ++i) samples.push_back({1000 + i, "cpu", "m", {}, 1.0 * i});
+  ASSERT_TRUE(store.insert(samples).ok());
+  auto page = store.query_page("cpu", from_unix_ms(1001), from_unix_ms(1008), 2, 3);
+  ASSERT_TRUE(page.ok());
+  std::vector<int64_t> times;
+  for (const auto& s : *page) times.push_back(s.unix_ms);
+  EXPECT_EQ(times, (std::vector<int64_t>{1003, 1004, 1005}));
+  page = store.query_page("cpu", from_unix_ms(1001), from_unix_ms(1008), 6, 10);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 2u);  // 1007 and 1008: until is inclusive
+  EXPECT_EQ(page->back().unix_ms, 1008);
+}
+
 TEST(MetricStore, SameSeriesAtSameTimeIsReplaced) {
   auto db = memory_db();
   MetricStore metrics(*db);
@@ -533,6 +551,33 @@ TEST(EventStore, FullDatabaseKeepsEventsInMemoryAndStoresEachOnceInOrderWhenSpac
   EXPECT_TRUE((*db)->health().writable);
   EXPECT_EQ(events.query("", TimePoint::min(), TimePoint::max())->size(), 21u);
   EXPECT_THAT(metrics.prometheus_text(), HasSubstr("gpud_store_event_backlog 0\n"));
+}
+
+// Pages are slices of query()'s answer, read in SQL, and with waiting events merged in.
+TEST(EventStore, QueryPagesAreSlicesOfTheWholeAnswerWithOrWithoutWaitingEvents) {
+  TempDir dir;
+  auto db = Database::open(dir.file("gpud.state"));
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  EventStore events(**db);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(events.insert(big_event(i)).value_or(false));
+  auto check_pages = [&] {
+    auto all = events.query("", TimePoint::min(), TimePoint::max());
+    ASSERT_TRUE(all.ok());
+    for (size_t offset : {0u, 3u, 9u, 30u})
+      for (size_t limit : {1u, 4u, 100u}) {
+        auto page = events.query_page("", TimePoint::min(), TimePoint::max(), offset, limit);
+        ASSERT_TRUE(page.ok());
+        std::vector<int64_t> want;
+        for (size_t i = offset; i < all->size() && want.size() < limit; ++i)
+          want.push_back(to_unix_seconds((*all)[i].time));
+        EXPECT_EQ(times_of(*page), want) << "offset " << offset << " limit " << limit;
+      }
+  };
+  check_pages();
+  cap_size(**db);
+  for (int i = 10; i < 15; ++i) ASSERT_TRUE(events.insert(big_event(i)).ok());
+  ASSERT_EQ(events.backlog_size(), 5u);
+  check_pages();
 }
 
 TEST(EventStore, NewEventWaitsBehindOlderWaitingOnesSoTheOrderHolds) {

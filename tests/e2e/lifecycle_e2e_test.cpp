@@ -164,9 +164,35 @@ TEST(Lifecycle, CompactWorksWhenStopped) {
 }
 
 TEST(Verbs, StatusWithoutDaemonSaysSo) {
-  auto r = run_gpud({"status", "--server", "https://127.0.0.1:" + std::to_string(free_port())});
+  const std::string url = "https://127.0.0.1:" + std::to_string(free_port());
+  auto r = run_gpud({"status", "--server", url});
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("not running"), std::string::npos) << r.out;
+  // What happened, where, and what to do; not httplib's bare error name.
+  EXPECT_NE(r.out.find("gpud is not running: connection refused at " + url +
+                       "; start the daemon with `sudo gpud up` (or `gpud run`), or give its "
+                       "address with --server URL"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("Could not establish connection"), std::string::npos) << r.out;
+  auto socket = run_gpud({"status", "--api-socket", "/nonexistent/gpud.sock"});
+  EXPECT_EQ(socket.exit_code, 1) << socket.out;
+  EXPECT_NE(socket.out.find("no socket at unix:/nonexistent/gpud.sock"), std::string::npos)
+      << socket.out;
+}
+
+TEST(Verbs, VersionFlagAndVerbPrintTheVersionAndGitRevision) {
+  auto verb = run_gpud({"version"});
+  auto flag = run_gpud({"--version"});
+  EXPECT_EQ(verb.exit_code, 0) << verb.out;
+  EXPECT_EQ(flag.exit_code, 0) << flag.out;
+  EXPECT_EQ(flag.out, verb.out);
+  // "gpud 0.1.0 (3e5b20b)": a revision between the parentheses.
+  auto open = verb.out.find(" (");
+  auto close = verb.out.find(')');
+  ASSERT_NE(open, std::string::npos) << verb.out;
+  ASSERT_NE(close, std::string::npos) << verb.out;
+  EXPECT_GT(close, open + 2) << verb.out;
+  EXPECT_EQ(verb.out.rfind("gpud ", 0), 0u) << verb.out;
 }
 
 TEST(Verbs, ScanReportsEveryHostComponent) {

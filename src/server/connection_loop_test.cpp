@@ -1,0 +1,286 @@
+#include "server/connection_loop.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/tls.h"
+#include "testing/connection_load.h"
+#include "testing/log_capture.h"
+
+namespace gpud::server {
+namespace {
+
+using namespace std::chrono_literals;
+using gpud::testing::kHealthzRequest;
+using gpud::testing::StarvationLoad;
+using gpud::testing::TestConnection;
+
+// A loop on 127.0.0.1 whose /healthz answers "ok" and /slow takes 300 ms.
+class LoopServer {
+ public:
+  explicit LoopServer(ConnectionLimits limits, bool tls = false) {
+    auto http = std::make_unique<RequestHandler>();
+    http->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("ok", "text/plain");
+    });
+    http->Get("/slow", [](const httplib::Request&, httplib::Response& res) {
+      std::this_thread::sleep_for(300ms);
+      res.set_content("slow", "text/plain");
+    });
+    http->Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(req.body, "text/plain");
+    });
+    port_ = http->bind_to_any_port("127.0.0.1");
+    SslCtxPtr ctx;
+    if (tls) {
+      auto material = generate_self_signed();
+      EXPECT_TRUE(material.ok());
+      auto made = make_tls_context(*material);
+      EXPECT_TRUE(made.ok());
+      ctx = std::move(*made);
+    }
+    loop_ = std::make_unique<ConnectionLoop>(std::move(http), std::move(ctx), limits, "test");
+    auto r = loop_->start();
+    EXPECT_TRUE(r.ok()) << r.error().message;
+  }
+  int port() const { return port_; }
+  ConnectionLoop& loop() { return *loop_; }
+
+ private:
+  int port_ = 0;
+  std::unique_ptr<ConnectionLoop> loop_;
+};
+
+std::string status_line(const std::string& response) {
+  return response.substr(0, response.find("\r\n"));
+}
+
+TEST(ConnectionLoop, ServesKeepAlivePipelinedAndHalfClosedRequests) {
+  LoopServer s(ConnectionLimits{});
+  TestConnection c(s.port(), false);
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.send(kHealthzRequest));
+    EXPECT_EQ(status_line(c.read_response(2s)), "HTTP/1.1 200 OK");
+  }
+  // Two requests in one write, the second with a body: both answered, in order.
+  ASSERT_TRUE(c.send(std::string(kHealthzRequest) +
+                     "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"));
+  EXPECT_EQ(status_line(c.read_response(2s)), "HTTP/1.1 200 OK");
+  std::string echo = c.read_response(2s);
+  EXPECT_EQ(echo.substr(echo.size() - 5), "hello") << echo;
+
+  // A client that sends its request and shuts its sending side still gets the answer.
+  TestConnection half(s.port(), false);
+  ASSERT_TRUE(half.send("GET /healthz HTTP/1.0\r\n\r\n"));
+  ::shutdown(half.fd(), SHUT_WR);
+  EXPECT_EQ(status_line(half.read_response(2s)), "HTTP/1.1 200 OK");
+}
+
+// TCP_NODELAY of the server's end of the connection whose client end is `client_fd` (the server
+// runs in this process, so its sockets are among our descriptors); -1 when none is found.
+int server_side_nodelay(int client_fd) {
+  sockaddr_in client{};
+  socklen_t len = sizeof client;
+  ::getsockname(client_fd, reinterpret_cast<sockaddr*>(&client), &len);
+  for (int fd = 0; fd < 4096; ++fd) {
+    sockaddr_in peer{};
+    socklen_t plen = sizeof peer;
+    if (fd == client_fd || ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0 ||
+        peer.sin_family != AF_INET || peer.sin_port != client.sin_port)
+      continue;
+    int on = 0;
+    socklen_t olen = sizeof on;
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, &olen) == 0) return on;
+  }
+  return -1;
+}
+
+// Without TCP_NODELAY a response written in two parts (a large one is) waits for the client's
+// delayed ACK, ~40 ms; the round-trip tests cannot see it for small responses, which leave in one
+// write, so this looks at the socket itself.
+TEST(ConnectionLoop, EveryAcceptedTcpConnectionHasNoDelay) {
+  for (bool tls : {false, true}) {
+    LoopServer s(ConnectionLimits{}, tls);
+    TestConnection c(s.port(), tls);
+    ASSERT_TRUE(c.send(kHealthzRequest));
+    ASSERT_FALSE(c.read_response(2s).empty());
+    EXPECT_EQ(server_side_nodelay(c.fd()), 1) << (tls ? "tls" : "plain");
+  }
+}
+
+// A body over the read-ahead size, a chunked one and one behind "Expect: 100-continue" are read
+// by the worker.
+TEST(ConnectionLoop, BodiesTheLoopDoesNotReadAheadReachTheHandler) {
+  ConnectionLimits limits;
+  limits.max_body_bytes = 1024;
+  LoopServer s(limits);
+  httplib::Client cli("127.0.0.1", s.port());
+  cli.set_read_timeout(5s);
+  const std::string big(200 * 1024, 'b');
+  auto res = cli.Post("/echo", big, "text/plain");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->body, big);
+
+  TestConnection c(s.port(), false);
+  ASSERT_TRUE(
+      c.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+             "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"));
+  std::string chunked = c.read_response(2s);
+  EXPECT_EQ(chunked.substr(chunked.size() - 5), "hello") << chunked;
+  ASSERT_TRUE(
+      c.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: "
+             "5\r\n\r\n"));
+  EXPECT_EQ(status_line(c.read_response(2s)), "HTTP/1.1 100 Continue");
+  ASSERT_TRUE(c.send("world"));
+  std::string expected = c.read_response(2s);
+  EXPECT_EQ(expected.substr(expected.size() - 5), "world") << expected;
+}
+
+TEST(ConnectionLoop, IdleConnectionsAndSlowRequestsAreClosedAtTheirDeadlines) {
+  ConnectionLimits limits;
+  limits.idle_timeout = 300ms;
+  limits.request_timeout = 500ms;
+  LoopServer s(limits);
+  TestConnection idle(s.port(), false);
+  ASSERT_TRUE(idle.send(kHealthzRequest));
+  ASSERT_FALSE(idle.read_response(2s).empty());
+  TestConnection silent(s.port(), false);
+  TestConnection slow(s.port(), false);
+  ASSERT_TRUE(slow.send("GET /healthz HTTP/1.1\r\nX-Slow: "));
+  std::thread drip([&] {
+    for (int i = 0; i < 10; ++i) {
+      std::this_thread::sleep_for(100ms);
+      slow.send("a");
+    }
+  });
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(idle.closed_within(2s));
+  EXPECT_TRUE(silent.closed_within(2s));
+  EXPECT_TRUE(slow.closed_within(2s)) << "a header that keeps trickling in has one deadline";
+  drip.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+}
+
+TEST(ConnectionLoop, ConnectionsOverTheCapsGetA503) {
+  ConnectionLimits limits;
+  limits.max_connections = 3;
+  limits.max_connections_per_peer = 2;
+  LoopServer s(limits);
+  std::vector<std::unique_ptr<TestConnection>> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(std::make_unique<TestConnection>(s.port(), false));
+    ASSERT_TRUE(held.back()->send(kHealthzRequest));
+    ASSERT_FALSE(held.back()->read_response(2s).empty());
+  }
+  TestConnection third(s.port(), false);
+  ASSERT_TRUE(third.send(kHealthzRequest));
+  std::string refused = third.read_response(2s);
+  EXPECT_EQ(status_line(refused), "HTTP/1.1 503 Service Unavailable") << refused;
+  EXPECT_NE(refused.find("too many connections"), std::string::npos) << refused;
+  EXPECT_TRUE(third.closed_within(2s));
+
+  // Once one closes, there is room again.
+  held.pop_back();
+  std::this_thread::sleep_for(200ms);
+  TestConnection next(s.port(), false);
+  ASSERT_TRUE(next.send(kHealthzRequest));
+  EXPECT_EQ(status_line(next.read_response(2s)), "HTTP/1.1 200 OK");
+}
+
+// A connect flood from a process with a low file descriptor limit (256): the caps (half the
+// limit) refuse what does not fit, one warning says so, and the server answers again once the flood
+// is gone.
+TEST(ConnectionLoop, AConnectFloodUnderALowFdLimitIsLoggedOnceAndTheServerRecovers) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low{256, saved.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  gpud::testing::LogCapture log("server");
+  {
+    LoopServer s(ConnectionLimits{});
+    const int port = s.port();
+    pid_t flood = ::fork();
+    if (flood == 0) {
+      // The flood has its own, higher limit: 600 connections, held for a second.
+      rlimit high{2048, saved.rlim_max};
+      ::setrlimit(RLIMIT_NOFILE, &high);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = htons(static_cast<uint16_t>(port));
+      for (int i = 0; i < 600; ++i) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        if (fd >= 0) ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+      }
+      ::sleep(1);
+      ::_exit(0);
+    }
+    ASSERT_GT(flood, 0);
+    int status = 0;
+    ::waitpid(flood, &status, 0);
+    EXPECT_EQ(log.count("refusing a connection"), 1u) << log.text();
+    EXPECT_NE(log.text().find("the limit is 128"), std::string::npos) << log.text();
+    bool answered = false;
+    for (int i = 0; i < 50 && !answered; ++i) {
+      TestConnection c(port, false);
+      answered = c.send(kHealthzRequest) && status_line(c.read_response(1s)) == "HTTP/1.1 200 OK";
+      if (!answered) std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_TRUE(answered);
+  }
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+}
+
+TEST(ConnectionLoop, StopClosesEveryConnectionPromptly) {
+  LoopServer s(ConnectionLimits{}, /*tls=*/true);
+  {
+    StarvationLoad load(s.port(), true, 20, 10, 4, 100ms);
+    EXPECT_EQ(load.idle_ok(), 20u);
+    TestConnection busy(s.port(), true);
+    ASSERT_TRUE(busy.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::this_thread::sleep_for(50ms);
+    auto start = std::chrono::steady_clock::now();
+    s.loop().stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  }
+}
+
+// The requirement behind the loop: /healthz answers at once while 200 idle keep-alive clients,
+// 50 whose headers trickle in and 4 that never send a byte are connected (httplib's own loop had a
+// worker per connection: 4 such connections made the API unreachable).
+TEST(ConnectionLoop, HealthzAnswersWithin100msUnderStarvationLoad) {
+  for (bool tls : {false, true}) {
+    LoopServer s(ConnectionLimits{}, tls);
+    StarvationLoad load(s.port(), tls, 200, 50, 4, 1s);
+    EXPECT_EQ(load.idle_ok(), 200u);
+    EXPECT_EQ(load.slow_ok(), 50u);
+    for (int i = 0; i < 3; ++i) {
+      std::this_thread::sleep_for(400ms);
+      auto start = std::chrono::steady_clock::now();
+      TestConnection c(s.port(), tls);
+      ASSERT_TRUE(c.send(kHealthzRequest));
+      std::string res = c.read_response(2s);
+      auto elapsed = std::chrono::steady_clock::now() - start;
+      EXPECT_EQ(status_line(res), "HTTP/1.1 200 OK") << (tls ? "tls" : "plain");
+      EXPECT_LT(elapsed, 100ms)
+          << (tls ? "tls " : "plain ")
+          << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpud::server
