@@ -6,6 +6,7 @@
 #include <bitset>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 
 #include "kmsg/parser.h"
 
@@ -116,17 +117,38 @@ std::vector<Literal> all_literals(const std::vector<ComponentRules>& rules) {
 
 std::string log_line_excerpt(std::string_view line) { return sanitize_utf8(line.substr(0, 1024)); }
 
+namespace {
+
+// A pattern compiled on its first use: most rules never see a line past the prefilter, and a
+// compiled RE2 costs the idle daemon resident memory.
+class LazyPattern {
+ public:
+  explicit LazyPattern(std::string_view pattern) : pattern_(pattern) {}
+  const RE2& get() const {
+    std::call_once(once_, [this] { re_ = std::make_unique<RE2>(pattern_); });
+    return *re_;
+  }
+
+ private:
+  std::string pattern_;
+  mutable std::once_flag once_;
+  mutable std::unique_ptr<RE2> re_;
+};
+
+}  // namespace
+
 LineRule pattern_rule(std::vector<Literal> literals, std::string name, std::string_view pattern,
                       std::string message, std::string group_key) {
-  auto re = std::make_shared<const RE2>(re2::StringPiece(pattern.data(), pattern.size()));
+  auto lazy = std::make_shared<const LazyPattern>(pattern);
   LineRule rule;
   rule.literals = std::move(literals);
-  rule.match = [re, name = std::move(name), message = std::move(message),
+  rule.match = [lazy, name = std::move(name), message = std::move(message),
                 group_key = std::move(group_key)](std::string_view line) -> std::optional<Match> {
+    const RE2& re = lazy->get();
     const re2::StringPiece in(line.data(), line.size());
     std::string g;
-    const bool ok = re->NumberOfCapturingGroups() > 0 ? RE2::PartialMatch(in, *re, &g)
-                                                      : RE2::PartialMatch(in, *re);
+    const bool ok = re.NumberOfCapturingGroups() > 0 ? RE2::PartialMatch(in, re, &g)
+                                                     : RE2::PartialMatch(in, re);
     if (!ok) return std::nullopt;
     Match m;
     m.name = name;

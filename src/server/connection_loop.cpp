@@ -48,7 +48,6 @@ constexpr size_t kWriteChunk = 64 * 1024;
 // first); beyond these they are closed at once.
 constexpr size_t kMaxRejecting = 64;
 constexpr auto kRejectTimeout = 2s;
-constexpr auto kTick = 100ms;
 // How long stop() waits for handlers that are running when it cuts their connections.
 constexpr auto kStopGrace = 3s;
 constexpr auto kLogInterval = 10s;
@@ -572,10 +571,20 @@ struct ConnectionLoop::Impl {
     for (Connection* c : late) close_connection(c);
   }
 
+  // How long epoll may wait: until the nearest deadline of a parked connection, or (none parked)
+  // until a worker, stop() or a client wakes it. An idle daemon does not wake up at all.
+  int wait_ms() const {
+    if (parked.empty()) return -1;
+    auto next = SteadyClock::time_point::max();
+    for (const Connection* c : parked) next = std::min(next, c->deadline);
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(next - SteadyClock::now());
+    return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 60'000));
+  }
+
   void run_loop() {
     epoll_event events[64];
     while (!stopping) {
-      int n = ::epoll_wait(epoll_fd, events, 64, static_cast<int>(kTick.count()));
+      int n = ::epoll_wait(epoll_fd, events, 64, wait_ms());
       for (int i = 0; i < n; ++i) {
         void* p = events[i].data.ptr;
         if (p == &listen_fd) {
