@@ -10,6 +10,7 @@
 
 #include "app/deploy_files.h"
 #include "app/options.h"
+#include "core/files.h"
 #include "core/parse_number.h"
 
 namespace gpud::app {
@@ -72,23 +73,6 @@ void emit_text(YAML::Emitter& out, const std::string& v) {
     out << v;
 }
 
-// `gpud run`'s options: what the file may hold.
-struct RunSchema {
-  CLI::App app{"gpud run", "run"};
-  RunFlags flags;
-  std::string sample = "1m";
-  RunSchema() { add_run_options(app, flags, sample); }
-};
-
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (in.bad()) return make_error("cannot read " + path);
-  return s.str();
-}
-
 }  // namespace
 
 Result<std::vector<ConfigEntry>> parse_config_yaml(std::string_view text,
@@ -144,11 +128,11 @@ Result<void> apply_config_file(CLI::App& cmd, const std::string& path) {
   const bool named = cmd.get_option("--config")->count() > 0;
   std::error_code ec;
   if (!named && !std::filesystem::exists(path, ec)) return {};
-  auto text = read_text(path);
+  auto text = read_file(path);
   if (!text) return text.error();
   auto entries = parse_config_yaml(*text, path);
   if (!entries) return entries.error();
-  static const RunSchema schema;
+  static const RunCommandLine schema;  // what the file may hold
   for (const ConfigEntry& e : *entries) {
     const std::string at = path + (e.line > 0 ? ":" + std::to_string(e.line) : "");
     const CLI::Option* known = schema.app.get_option_no_throw("--" + e.flag);
@@ -180,13 +164,8 @@ Result<void> apply_config_file(CLI::App& cmd, const std::string& path) {
 }
 
 Result<std::string> render_config_yaml(const std::vector<std::string>& flags) {
-  RunSchema probe;
-  std::vector<std::string> reversed(flags.rbegin(), flags.rend());  // CLI11 parses from the back
-  try {
-    probe.app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    return make_error(std::string("not a valid `gpud run` flag list: ") + e.what());
-  }
+  RunCommandLine probe;
+  if (auto r = probe.parse(flags); !r) return r.error();
   YAML::Emitter out;
   out << YAML::BeginMap;
   int written = 0;

@@ -77,6 +77,18 @@ Result<void> setup_logging(const std::string& level, const std::string& file);
 // `gpud run`'s flags (run.cpp), shared with `gpud up`, which validates the flags it keeps for the
 // service exactly as `run` will parse them. `sample` receives the hidden --metrics-sample-interval.
 void add_run_options(CLI::App& cmd, RunFlags& flags, std::string& sample);
+// `gpud run`'s options on an App of their own: what `gpud up` checks and renders into the
+// configuration file, and the keys that file may hold.
+struct RunCommandLine {
+  CLI::App app{"gpud run", "run"};
+  RunFlags flags;
+  std::string sample = "1m";
+  RunCommandLine();
+  RunCommandLine(const RunCommandLine&) = delete;
+  RunCommandLine& operator=(const RunCommandLine&) = delete;
+  // Parses `args` as `gpud run` would ("not a valid `gpud run` flag list: ..." otherwise).
+  [[nodiscard]] Result<void> parse(const std::vector<std::string>& args);
+};
 // finalize() plus the run-only checks; fills flags.config.
 Result<void> validate_run_flags(RunFlags& flags, const std::string& sample);
 LogOptions log_options(const Config& config);

@@ -83,6 +83,18 @@ void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample
       ->group("");  // hidden: tests shorten it
 }
 
+RunCommandLine::RunCommandLine() { add_run_options(app, flags, sample); }
+
+Result<void> RunCommandLine::parse(const std::vector<std::string>& args) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return make_error(std::string("not a valid `gpud run` flag list: ") + e.what());
+  }
+  return {};
+}
+
 Result<void> validate_run_flags(RunFlags& flags, const std::string& sample) {
   if (auto r = finalize(flags); !r) return r;
   auto si = parse_duration(sample);

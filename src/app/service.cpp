@@ -22,6 +22,7 @@
 #include "app/deploy_files.h"
 #include "app/options.h"
 #include "app/verbs.h"
+#include "core/files.h"
 #include "core/strings.h"
 
 namespace fs = std::filesystem;
@@ -120,14 +121,6 @@ Result<void> systemctl_ok(std::vector<std::string> args) {
   return {};
 }
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("cannot read " + path + ": " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Writes `content` to `path` through a temporary file and rename, so a running binary or a reader
 // never sees half a file. Returns false when the file already had exactly this content and mode.
 Result<bool> write_atomically(const std::string& path, const std::string& content, mode_t mode) {
@@ -207,17 +200,9 @@ std::string admin_token_in_env_file(const std::string& text) {
 }
 
 Result<void> validate_daemon_flags(const std::vector<std::string>& flags) {
-  CLI::App probe{"gpud run", "run"};
-  RunFlags run_flags;
-  std::string sample = "1m";
-  add_run_options(probe, run_flags, sample);
-  std::vector<std::string> reversed(flags.rbegin(), flags.rend());  // CLI11 parses from the back
-  try {
-    probe.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    return make_error(std::string("not a valid `gpud run` flag list: ") + e.what());
-  }
-  if (auto r = validate_run_flags(run_flags, sample); !r)
+  RunCommandLine probe;
+  if (auto r = probe.parse(flags); !r) return r;
+  if (auto r = validate_run_flags(probe.flags, probe.sample); !r)
     return make_error("not a valid `gpud run` flag list: " + r.error().message);
   return {};
 }

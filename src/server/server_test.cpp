@@ -863,10 +863,17 @@ TEST(ServerPaging, A200kEventHistoryIsServedInPagesInBoundedMemory) {
   ASSERT_EQ(res->status, 200);
   EXPECT_EQ(json::parse(res->body)[0]["events"].size(), 10000u);
   ASSERT_GT(before_kib, 0);
-  EXPECT_LT(peak_kib - before_kib, 64 * 1024)
-      << "peak RSS grew by " << (peak_kib - before_kib) / 1024 << " MiB for one page";
   std::cout << "peak RSS growth over one page of 10,000 events: " << (peak_kib - before_kib) / 1024
             << " MiB\n";
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory resident in its quarantine (256 MiB by default) and pads
+  // every allocation, so RSS here measures the sanitizer, not the server: the bound is checked in
+  // the plain build, and this build checks the paging itself.
+  std::cout << "NOTE: the RSS bound is not checked under AddressSanitizer\n";
+#else
+  EXPECT_LT(peak_kib - before_kib, 64 * 1024)
+      << "peak RSS grew by " << (peak_kib - before_kib) / 1024 << " MiB for one page";
+#endif
 
   auto pages = all_pages(cli, "/v1/events?startTime=0", 30);
   std::set<std::string> messages;  // each event's is unique

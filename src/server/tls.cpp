@@ -22,6 +22,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/files.h"
 #include "core/log.h"
 #include "host/network.h"
 
@@ -79,14 +80,6 @@ PkeyPtr parse_key(const std::string& pem) {
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) return nullptr;
   return PkeyPtr(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-}
-
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("cannot read " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Writes via a temporary file and rename, so a crash never leaves half a key behind.
