@@ -96,7 +96,7 @@ TEST(XidCatalog, SpotChecks) {
 }
 
 TEST(XidCatalog, UnknownCodeIsSynthesizedWarning) {
-  EXPECT_EQ(find_xid(133), nullptr);
+  EXPECT_FALSE(find_xid(133).has_value());
   auto u = lookup_xid(999);
   EXPECT_FALSE(u.known);
   EXPECT_EQ(u.type, EventType::kWarning);

@@ -1,6 +1,6 @@
 #include "catalog/sxid_catalog.h"
 
-#include <algorithm>
+#include "catalog/catalog_rows.h"
 
 namespace gpud::catalog {
 
@@ -8,27 +8,45 @@ bool SxidInfo::reboot_class() const {
   return !repair_actions.empty() && repair_actions.front() == RepairAction::kRebootSystem;
 }
 
-const std::vector<SxidInfo>& sxid_catalog() {
-  static const std::vector<SxidInfo> kTable = [] {
-    std::vector<SxidInfo> v = {
+namespace {
+
+struct SxidRow {
+  int code;
+  std::string_view name;
+  EventType type;
+  RepairActionList actions;
+  std::string_view category;
+  bool known;
+};
+
+constexpr SxidRow kTable[] = {
 #include "catalog/sxid_table.inc"
-    };
-    std::sort(v.begin(), v.end(),
-              [](const SxidInfo& a, const SxidInfo& b) { return a.code < b.code; });
-    return v;
-  }();
-  return kTable;
+};
+constexpr auto kRows = sorted_by_code(kTable);
+
+SxidInfo to_info(const SxidRow& r) {
+  return {r.code, std::string(r.name), r.type, r.actions.to_vector(), std::string(r.category),
+          r.known};
 }
 
-const SxidInfo* find_sxid(int code) {
-  const auto& t = sxid_catalog();
-  auto it = std::lower_bound(t.begin(), t.end(), code,
-                             [](const SxidInfo& e, int c) { return e.code < c; });
-  return it != t.end() && it->code == code ? &*it : nullptr;
+}  // namespace
+
+const std::vector<SxidInfo>& sxid_catalog() {
+  static const std::vector<SxidInfo> kInfos = [] {
+    std::vector<SxidInfo> v;
+    for (const SxidRow& r : kRows) v.push_back(to_info(r));
+    return v;
+  }();
+  return kInfos;
+}
+
+std::optional<SxidInfo> find_sxid(int code) {
+  if (const SxidRow* r = find_row(kRows, code)) return to_info(*r);
+  return std::nullopt;
 }
 
 SxidInfo lookup_sxid(int code) {
-  if (const SxidInfo* e = find_sxid(code)) return *e;
+  if (auto e = find_sxid(code)) return std::move(*e);
   SxidInfo u;
   u.code = code;
   u.name = "unknown SXid " + std::to_string(code);

@@ -2,6 +2,7 @@
 // Manager user guide), as a data table with lookup by code.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ struct SxidInfo {
 };
 
 const std::vector<SxidInfo>& sxid_catalog();
-const SxidInfo* find_sxid(int code);
+// The catalog entry; nullopt when the code is not in the catalog.
+std::optional<SxidInfo> find_sxid(int code);
 // The catalog entry, or a synthesized Warning entry "unknown SXid N".
 SxidInfo lookup_sxid(int code);
 

@@ -2,6 +2,7 @@
 // description, event type and repair actions, as a data table with lookup by code.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,8 @@ struct XidInfo {
 
 // Every entry of the catalog, ordered by code.
 const std::vector<XidInfo>& xid_catalog();
-// nullptr when the code is not in the catalog.
-const XidInfo* find_xid(int code);
+// The catalog entry; nullopt when the code is not in the catalog.
+std::optional<XidInfo> find_xid(int code);
 // The catalog entry, or a synthesized Warning entry "unknown Xid N" without actions.
 XidInfo lookup_xid(int code);
 
