@@ -257,8 +257,25 @@ void log_transition(std::string_view component, const HealthTransition& t) {
 }  // namespace
 
 CheckResult Scheduler::run_now(Component& c) {
-  CheckResult r = c.check();
+  const std::string name(c.name());
+  {
+    // One check of a component at a time: a scheduled one finishes first.
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !running_[name]; });
+    running_[name] = true;
+  }
+  CheckResult r;
+  try {
+    r = c.check();
+  } catch (const std::exception& e) {
+    r = single_state(name, Health::kUnhealthy, std::string("check failed: ") + e.what());
+  }
   store_result(c, r);
+  {
+    std::lock_guard lock(mu_);
+    running_[name] = false;
+  }
+  cv_.notify_all();
   return r;
 }
 

@@ -58,7 +58,8 @@ class Scheduler {
 
   // The cached states; one Initializing "no data yet" state before the first check finished.
   std::vector<HealthState> last_states(const Component& c) const;
-  // Runs the check now on the caller's thread and caches the result.
+  // Runs the check now on the caller's thread (after a scheduled check of the same component
+  // finishes) and caches the result.
   CheckResult run_now(Component& c);
   // Schedules an immediate re-check (e.g. after set-healthy or a new kernel message).
   void trigger(std::string_view name);
