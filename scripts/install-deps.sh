@@ -18,6 +18,8 @@ packages=(
   # `make image` assembles the OCI image with umoci (jq edits its index); the image test and the
   # fleet tests run it in Docker and alert through Alertmanager.
   umoci jq docker.io prometheus-alertmanager
+  # A hung FUSE mount (testing/hung_fuse) shows that no check waits on a mount that does not answer.
+  libfuse3-dev fuse3
 )
 
 # The manifests test renders deploy/kubernetes with `kubectl kustomize`: any kubectl does (one from

@@ -28,6 +28,7 @@ class MemoryEventLog : public EventLog {
   Result<std::vector<Event>> query(std::string_view component, TimePoint since,
                                    TimePoint until) const override {
     std::lock_guard lock(mu_);
+    if (!query_error.empty()) return make_error(query_error);
     std::vector<Event> out;
     for (const Event& e : events)
       if ((component.empty() || e.component == component) && e.time > since && e.time <= until)
@@ -58,6 +59,8 @@ class MemoryEventLog : public EventLog {
 
   // Tests read and seed this directly while no component runs.
   std::vector<Event> events;
+  // Non-empty: every query fails with this message, as a broken store's would.
+  std::string query_error;
 
  private:
   mutable std::mutex mu_;

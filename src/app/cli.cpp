@@ -17,6 +17,7 @@ int run_cli(int argc, char** argv) {
   add_status(app, &exit_code);
   add_machine_info(app, &exit_code);
   add_set_healthy(app, &exit_code);
+  add_trigger_check(app, &exit_code);
   add_compact(app, &exit_code);
   add_version(app, &exit_code);
   add_inject_fault(app, &exit_code);

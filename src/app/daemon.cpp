@@ -273,13 +273,21 @@ void Daemon::loop() {
   auto next = std::chrono::steady_clock::now() +
               std::min<std::chrono::steady_clock::duration>(config_.metrics_sample_interval,
                                                             std::chrono::seconds(10));
+  bool store_usable = runtime_->db->health().usable;
   while (!stopping_) {
     // Events waiting for the store are retried every few seconds, so that they are stored soon
     // after space comes back, not at the next sample only.
     auto wake = std::min(next, std::chrono::steady_clock::now() + kStoreRetryInterval);
     if (cv_.wait_until(lock, wake, [this] { return stopping_; })) break;
     lock.unlock();
+    const bool usable_before_retry = runtime_->db->health().usable;
     runtime_->events->retry();
+    // A store usable again: the components that could not read their history judge again now,
+    // not at their next interval.
+    const bool usable = runtime_->db->health().usable;
+    if (usable && !(store_usable && usable_before_retry) && scheduler_)
+      for (Component* c : runtime_->registry.supported()) scheduler_->trigger(c->name());
+    store_usable = usable;
     if (std::chrono::steady_clock::now() >= next) {
       next = std::chrono::steady_clock::now() + config_.metrics_sample_interval;
       housekeeping(Clock::now());

@@ -13,6 +13,7 @@ void add_scan(CLI::App& app, int* exit_code);
 void add_status(CLI::App& app, int* exit_code);
 void add_machine_info(CLI::App& app, int* exit_code);
 void add_set_healthy(CLI::App& app, int* exit_code);
+void add_trigger_check(CLI::App& app, int* exit_code);
 void add_compact(CLI::App& app, int* exit_code);
 // `gpud version`, and the --version flag of gpud itself.
 void add_version(CLI::App& app, int* exit_code);

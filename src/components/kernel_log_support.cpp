@@ -20,11 +20,11 @@ bool nvidia_kernel_log_supported(const ComponentContext& ctx, std::string_view c
   return has_events.load();
 }
 
-std::vector<TimePoint> reboot_times(const EventLog* log, TimePoint since) {
+Result<std::vector<TimePoint>> reboot_times(const EventLog* log, TimePoint since) {
   std::vector<TimePoint> out;
   if (log == nullptr) return out;
   auto ev = log->query("os", since, TimePoint::max());
-  if (!ev) return out;
+  if (!ev) return ev.error();
   for (const Event& e : *ev)
     if (e.name == "reboot") out.push_back(e.time);
   return out;
@@ -83,11 +83,41 @@ void append_event_summary(CheckResult& r, const std::vector<Event>& events) {
   s.extra_info["kernel_log_events"] = list.dump();
 }
 
-std::vector<Event> component_events(const ComponentContext& ctx, std::string_view component,
-                                    TimePoint since) {
-  if (ctx.events == nullptr) return {};
-  auto ev = ctx.events->query(component, since, TimePoint::max());
-  return ev ? std::move(*ev) : std::vector<Event>{};
+void append_kernel_log_events(CheckResult& r, const ComponentContext& ctx,
+                              std::string_view component,
+                              const std::function<bool(const Event&)>& keep) {
+  auto events =
+      component_events(ctx, component, lookback_start(ctx, std::chrono::seconds(0), Clock::now()));
+  if (!events) {
+    merge_verdict(r, unreadable_history(events.error()));
+    return;
+  }
+  if (keep) std::erase_if(*events, [&](const Event& e) { return !keep(e); });
+  append_event_summary(r, *events);
+}
+
+Result<std::vector<Event>> component_events(const ComponentContext& ctx,
+                                            std::string_view component, TimePoint since) {
+  if (ctx.events == nullptr) return std::vector<Event>{};
+  return ctx.events->query(component, since, TimePoint::max());
+}
+
+Result<KernelLogHistory> kernel_log_history(const ComponentContext& ctx,
+                                            std::string_view component, TimePoint since) {
+  KernelLogHistory h;
+  auto events = component_events(ctx, component, since);
+  if (!events) return events.error();
+  h.events = std::move(*events);
+  if (ctx.scan_mode) return h;
+  auto reboots = reboot_times(ctx.events, since);
+  if (!reboots) return reboots.error();
+  h.reboots = std::move(*reboots);
+  return h;
+}
+
+KernelLogVerdict unreadable_history(const Error& e) {
+  return {Health::kUnhealthy, "cannot read the kernel-log history from the event store: " + e.message,
+          std::nullopt};
 }
 
 KernelLogEventsComponent::KernelLogEventsComponent(const ComponentContext& ctx, std::string name,
@@ -100,11 +130,12 @@ bool KernelLogEventsComponent::supported() const {
 
 CheckResult KernelLogEventsComponent::check() {
   const TimePoint now = Clock::now();
-  std::vector<Event> events;
-  if (auto ev = this->events(lookback_start(ctx(), std::chrono::seconds(0), now), TimePoint::max());
-      ev)
-    events = std::move(*ev);
-  std::string summary = summarize_events(events);
+  auto events = component_events(ctx(), name_, lookback_start(ctx(), std::chrono::seconds(0), now));
+  if (!events) {
+    const KernelLogVerdict v = unreadable_history(events.error());
+    return single_state(name_, v.health, v.reason, v.actions, {}, now);
+  }
+  std::string summary = summarize_events(*events);
   return single_state(name_, Health::kHealthy, summary.empty() ? "ok" : "ok; " + summary,
                       std::nullopt, {}, now);
 }

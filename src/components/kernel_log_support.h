@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,9 +28,31 @@ void merge_verdict(CheckResult& r, const KernelLogVerdict& v);
 // Appends summarize_events() to the first state's reason and lists the events in extra_info
 // "kernel_log_events" (health unchanged).
 void append_event_summary(CheckResult& r, const std::vector<Event>& events);
-// This component's events with time > since (newest first); empty on error.
-std::vector<Event> component_events(const ComponentContext& ctx, std::string_view component,
-                                    TimePoint since);
+// Appends the component's kernel-log events of the events retention that `keep` accepts (all
+// without it) to the first state (append_event_summary), or merges unreadable_history when the
+// store cannot give them.
+void append_kernel_log_events(CheckResult& r, const ComponentContext& ctx,
+                              std::string_view component,
+                              const std::function<bool(const Event&)>& keep = {});
+
+// This component's events with time > since (newest first), or the store's error: a failed read
+// is reported (unreadable_history), never taken for "no events".
+[[nodiscard]] Result<std::vector<Event>> component_events(const ComponentContext& ctx,
+                                                          std::string_view component,
+                                                          TimePoint since);
+
+// A component's kernel-log events (time > since, newest first) and the host's reboots after
+// `since` (none in scan mode: a saved log's reboots are not this host's), or the store's error.
+struct KernelLogHistory {
+  std::vector<Event> events;
+  std::vector<TimePoint> reboots;
+};
+[[nodiscard]] Result<KernelLogHistory> kernel_log_history(const ComponentContext& ctx,
+                                                          std::string_view component,
+                                                          TimePoint since);
+
+// What a component says when the store cannot give its history: Unhealthy, with the error.
+KernelLogVerdict unreadable_history(const Error& e);
 
 // NVIDIA kernel-log components take part when a saved log is scanned, an NVIDIA GPU is on the
 // bus, NVML loaded, or they already have events (an Xid line proves an NVIDIA driver). The event
@@ -37,8 +60,8 @@ std::vector<Event> component_events(const ComponentContext& ctx, std::string_vie
 bool nvidia_kernel_log_supported(const ComponentContext& ctx, std::string_view component,
                                  std::atomic<bool>& has_events);
 
-// Times of the os component's "reboot" events with time > since.
-std::vector<TimePoint> reboot_times(const EventLog* log, TimePoint since);
+// Times of the os component's "reboot" events with time > since, or the store's error.
+[[nodiscard]] Result<std::vector<TimePoint>> reboot_times(const EventLog* log, TimePoint since);
 
 // How far back the kernel-log rules look: everything in scan mode, else `lookback` (0: the events
 // retention).

@@ -10,6 +10,7 @@
 #include "core/scheduler.h"
 #include "core/strings.h"
 #include "core/time_util.h"
+#include "testing/log_capture.h"
 
 namespace gpud {
 namespace {
@@ -284,6 +285,51 @@ double component_health(const MetricRegistry& m, const std::string& component,
   size_t pos = text.find(key);
   if (pos == std::string::npos) return -1;
   return std::stod(text.substr(pos + key.size()));
+}
+
+// Each change of health is logged once, naming the component, both healths, the reason and the
+// suggested action; a steady health and a healthy start log nothing.
+TEST(Scheduler, LogsEachHealthTransitionOnce) {
+  Config cfg;
+  ComponentContext ctx{&cfg, nullptr, nullptr};
+  Registry reg;
+  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "transitions-test")).ok());
+  auto* a = static_cast<SettableComponent*>(reg.find("transitions-test"));
+  Scheduler sched(reg, 1);
+  testing::LogCapture log("transitions-test");
+  sched.run_now(*a);  // Initializing -> Healthy: start-up, not logged
+  sched.run_now(*a);
+  EXPECT_EQ(log.text(), "");
+  a->health = Health::kUnhealthy;
+  sched.run_now(*a);
+  sched.run_now(*a);  // still Unhealthy: not logged again
+  a->health = Health::kHealthy;
+  sched.run_now(*a);
+  EXPECT_EQ(log.text(),
+            "component transitions-test: Healthy -> Unhealthy: set by the test\n"
+            "component transitions-test: Unhealthy -> Healthy: set by the test\n");
+}
+
+TEST(HealthTransition, NamesTheWorstStatesReasonsAndActionsAndItsLevel) {
+  CheckResult before = single_state("xid", Health::kHealthy, "ok");
+  CheckResult after;
+  after.states.push_back(single_state("xid", Health::kUnhealthy, "XID 79 on 0000:3b:00.0",
+                                      SuggestedActions{"reboot", {RepairAction::kRebootSystem}})
+                             .states.front());
+  after.states.push_back(single_state("xid", Health::kDegraded, "XID 13").states.front());
+  auto t = health_transition("accelerator-nvidia-error-xid", &before, after);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->line,
+            "component accelerator-nvidia-error-xid: Healthy -> Unhealthy: XID 79 on 0000:3b:00.0 "
+            "(suggested: REBOOT_SYSTEM)");
+  EXPECT_TRUE(t->warning());
+  // A first result that is not Healthy is a transition; recovering is one at info level.
+  EXPECT_TRUE(health_transition("x", nullptr, after));
+  auto back = health_transition("x", &after, before);
+  ASSERT_TRUE(back);
+  EXPECT_FALSE(back->warning());
+  EXPECT_FALSE(health_transition("x", nullptr, before));
+  EXPECT_FALSE(health_transition("x", &before, before));
 }
 
 TEST(Scheduler, PublishesComponentHealthGaugeOnePerHealthValue) {

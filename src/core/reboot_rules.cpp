@@ -1,6 +1,7 @@
 #include "core/reboot_rules.h"
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -116,21 +117,67 @@ ErrorVerdict replay_errors(std::vector<ErrorRecord> records, const RebootThresho
   v.last_code = last->code;
   v.health = level == 2 ? Health::kUnhealthy : level == 1 ? Health::kDegraded : Health::kHealthy;
   v.reason = last->reason;
-  if (has_action && v.health != Health::kHealthy) {
-    std::string desc;
-    switch (action) {
-      case RepairAction::kRebootSystem: desc = "reboot the system to recover from the error"; break;
-      case RepairAction::kHardwareInspection:
-        desc = "the error persisted across reboots or needs a hardware inspection";
-        break;
-      case RepairAction::kCheckUserAppAndGpu:
-        desc = "check the user application and the GPU";
-        break;
-      default: desc = "no action required";
-    }
-    v.actions = SuggestedActions{desc, {action}};
-  }
+  if (has_action && v.health != Health::kHealthy)
+    v.actions = SuggestedActions{describe_repair_action(action), {action}};
   return v;
+}
+
+std::string describe_repair_action(RepairAction a) {
+  switch (a) {
+    case RepairAction::kRebootSystem: return "reboot the system to recover from the error";
+    case RepairAction::kHardwareInspection:
+      return "the error persisted across reboots or needs a hardware inspection";
+    case RepairAction::kCheckUserAppAndGpu: return "check the user application and the GPU";
+    default: return "no action required";
+  }
+}
+
+namespace {
+int action_strength(const std::optional<RepairAction>& a) {
+  if (!a) return 0;
+  if (*a == RepairAction::kHardwareInspection) return 3;
+  if (*a == RepairAction::kRebootSystem) return 2;
+  return 1;
+}
+}  // namespace
+
+ErrorVerdict replay_errors_per_device(std::vector<ErrorRecord> records,
+                                      const RebootThresholds& thresholds) {
+  std::vector<ErrorRecord> reboots;
+  std::map<std::string, std::vector<ErrorRecord>> by_device;
+  for (ErrorRecord& r : records) {
+    if (r.reboot)
+      reboots.push_back(std::move(r));
+    else
+      by_device[r.device].push_back(std::move(r));
+  }
+  ErrorVerdict out;
+  for (auto& [device, errors] : by_device) {
+    errors.insert(errors.end(), reboots.begin(), reboots.end());
+    ErrorVerdict v = replay_errors(std::move(errors), thresholds);
+    if (v.last_code == 0 && v.reason.empty()) continue;  // cleared by a reboot
+    DeviceError d{device, v.last_code, v.health, std::nullopt, v.reason};
+    if (v.actions && !v.actions->repair_actions.empty()) d.action = v.actions->repair_actions[0];
+    out.devices.push_back(std::move(d));
+  }
+  std::stable_sort(out.devices.begin(), out.devices.end(),
+                   [](const DeviceError& a, const DeviceError& b) {
+                     if (severity(a.health) != severity(b.health))
+                       return severity(a.health) > severity(b.health);
+                     return action_strength(a.action) > action_strength(b.action);
+                   });
+  std::optional<RepairAction> strongest;
+  for (const DeviceError& d : out.devices) {
+    if (out.reason.empty()) {
+      out.health = d.health;
+      out.last_code = d.code;
+    }
+    out.reason += (out.reason.empty() ? "" : "; ") + d.reason;
+    if (d.health != Health::kHealthy && action_strength(d.action) > action_strength(strongest))
+      strongest = d.action;
+  }
+  if (strongest) out.actions = SuggestedActions{describe_repair_action(*strongest), {*strongest}};
+  return out;
 }
 
 }  // namespace gpud

@@ -45,6 +45,16 @@ struct ErrorRecord {
   EventType type = EventType::kWarning;
   std::optional<RepairAction> action;  // the catalog's first repair action
   std::string reason;                  // what the state says when this record is the last error
+  std::string device;  // the GPU's or NVSwitch's PCI bus id ("": none named); reboots: unused
+};
+
+// One device's current error in a per-device replay.
+struct DeviceError {
+  std::string device;
+  int code = 0;
+  Health health = Health::kHealthy;
+  std::optional<RepairAction> action;
+  std::string reason;
 };
 
 struct ErrorVerdict {
@@ -52,6 +62,7 @@ struct ErrorVerdict {
   std::string reason;  // empty when no error is current
   std::optional<SuggestedActions> actions;
   int last_code = 0;  // 0: none
+  std::vector<DeviceError> devices;  // replay_errors_per_device: each device with a current error
 };
 
 // The §3.4 state machine: replays the records oldest to newest. Fatal -> Unhealthy, Critical ->
@@ -60,5 +71,16 @@ struct ErrorVerdict {
 // and counts one reboot for every code seen; a REBOOT_SYSTEM code seen again after its threshold
 // of reboots escalates to HARDWARE_INSPECTION.
 ErrorVerdict replay_errors(std::vector<ErrorRecord> records, const RebootThresholds& thresholds);
+
+// The replay per device: each device's errors are replayed alone with every reboot, so an error on
+// one GPU neither hides nor clears another's, and a code escalates on the device it repeats on.
+// Health is the worst device's; the reason lists every device with a current error, worst first
+// (health, then action, then bus id), joined with "; "; the suggested action is the strongest of
+// theirs; last_code is the first listed device's code.
+ErrorVerdict replay_errors_per_device(std::vector<ErrorRecord> records,
+                                      const RebootThresholds& thresholds);
+
+// What a suggested action means, as the reason's action description says it.
+std::string describe_repair_action(RepairAction a);
 
 }  // namespace gpud

@@ -11,9 +11,9 @@ TimePoint at(int h) { return kT0 + hours(h); }
 
 ErrorRecord err(int h, int code, EventType type,
                 std::optional<RepairAction> a = RepairAction::kRebootSystem) {
-  return {at(h), false, code, type, a, "XID " + std::to_string(code)};
+  return {at(h), false, code, type, a, "XID " + std::to_string(code), ""};
 }
-ErrorRecord reboot(int h) { return {at(h), true, 0, EventType::kWarning, std::nullopt, ""}; }
+ErrorRecord reboot(int h) { return {at(h), true, 0, EventType::kWarning, std::nullopt, "", ""}; }
 
 TEST(SuggestedActions, NoFailureNoAction) {
   EXPECT_FALSE(evaluate_suggested_actions({at(1)}, {}).has_value());
@@ -162,6 +162,58 @@ TEST(XidReplay, LessSevereErrorDoesNotReplaceMoreSevere) {
   EXPECT_EQ(v.health, Health::kUnhealthy);
   EXPECT_EQ(v.last_code, 79);
 }
+ErrorRecord on(std::string device, ErrorRecord r) {
+  r.device = std::move(device);
+  r.reason += " on " + r.device;
+  return r;
+}
+
+// The newest error no longer hides an older one on another GPU: each device keeps its own.
+TEST(XidReplayPerDevice, EachDeviceKeepsItsErrorAndTheWorstLeads) {
+  auto v = replay_errors_per_device({on("0000:3b:00.0", err(1, 79, EventType::kFatal)),
+                                     on("0000:1a:00.0", err(2, 13, EventType::kCritical)),
+                                     on("0000:86:00.0", err(3, 48, EventType::kFatal))},
+                                    {});
+  EXPECT_EQ(v.health, Health::kUnhealthy);
+  ASSERT_EQ(v.devices.size(), 3u);
+  EXPECT_EQ(v.devices[0].device, "0000:3b:00.0");  // fatal ones first, then by bus id
+  EXPECT_EQ(v.devices[1].device, "0000:86:00.0");
+  EXPECT_EQ(v.devices[2].device, "0000:1a:00.0");
+  EXPECT_EQ(v.devices[2].health, Health::kDegraded);
+  EXPECT_EQ(v.reason, "XID 79 on 0000:3b:00.0; XID 48 on 0000:86:00.0; XID 13 on 0000:1a:00.0");
+  EXPECT_EQ(v.last_code, 79);
+  EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kRebootSystem});
+}
+TEST(XidReplayPerDevice, TheStrongestActionAmongDevicesIsSuggested) {
+  auto v = replay_errors_per_device(
+      {on("0000:3b:00.0", err(1, 79, EventType::kFatal)),
+       on("0000:86:00.0", err(2, 81, EventType::kFatal, RepairAction::kHardwareInspection))},
+      {});
+  EXPECT_EQ(v.devices[0].device, "0000:86:00.0");
+  EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kHardwareInspection});
+}
+TEST(XidReplayPerDevice, ARebootClearsEachDeviceAndEscalationCountsPerDevice) {
+  // 79 on two GPUs around two reboots: neither GPU repeated it after two reboots of its own.
+  auto v = replay_errors_per_device({on("0000:3b:00.0", err(1, 79, EventType::kFatal)), reboot(2),
+                                     on("0000:86:00.0", err(3, 79, EventType::kFatal)), reboot(4),
+                                     on("0000:3b:00.0", err(5, 79, EventType::kFatal))},
+                                    {});
+  ASSERT_EQ(v.devices.size(), 1u);
+  EXPECT_EQ(v.devices[0].device, "0000:3b:00.0");
+  EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kHardwareInspection});
+  EXPECT_TRUE(replay_errors_per_device({on("0000:3b:00.0", err(1, 79, EventType::kFatal)),
+                                        on("0000:86:00.0", err(2, 48, EventType::kFatal)),
+                                        reboot(3)},
+                                       {})
+                  .devices.empty());
+}
+TEST(XidReplayPerDevice, NoErrorsIsHealthyWithNoReason) {
+  auto v = replay_errors_per_device({reboot(1)}, {});
+  EXPECT_EQ(v.health, Health::kHealthy);
+  EXPECT_TRUE(v.reason.empty());
+  EXPECT_FALSE(v.actions);
+}
+
 TEST(XidReplay, MoreSevereErrorReplacesLessSevere) {
   auto v = replay_errors({err(1, 13, EventType::kCritical), err(2, 48, EventType::kFatal)}, {});
   EXPECT_EQ(v.last_code, 48);

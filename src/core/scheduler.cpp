@@ -1,12 +1,20 @@
 #include "core/scheduler.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
+#include "core/log.h"
+
 namespace gpud {
 
 using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+void log_transition(std::string_view component, const HealthTransition& t);
+}  // namespace
 
 Scheduler::Scheduler(const Registry& registry, size_t workers, MetricRegistry* metrics)
     : registry_(registry), worker_count_(workers == 0 ? 1 : workers), metrics_(metrics) {
@@ -155,12 +163,15 @@ void Scheduler::worker_loop() {
     }
     lock.lock();
     // A check may find the component not applicable (e.g. a GPU without row remapping): hidden.
+    std::optional<HealthTransition> transition;
     if (next->supported()) {
       publish_health(name, r.health());
       publish_actions(name, &r);
-    } else
+      transition = cache_locked(name, std::move(r));
+    } else {
       unpublish_health(name);
-    last_[name] = std::move(r);
+      last_[name] = std::move(r);
+    }
     running_[name] = false;
     auto interval = next->interval();
     if (interval.count() > 0)
@@ -168,6 +179,11 @@ void Scheduler::worker_loop() {
     else
       next_due_.erase(name);
     cv_.notify_all();  // another worker may be waiting with no candidate
+    if (transition) {
+      lock.unlock();
+      log_transition(name, *transition);
+      lock.lock();
+    }
   }
 }
 
@@ -185,18 +201,81 @@ std::vector<HealthState> Scheduler::last_states(const Component& c) const {
 }
 
 void Scheduler::store_result(const Component& c, CheckResult r) {
-  std::lock_guard lock(mu_);
-  if (c.supported()) {
-    publish_health(c.name(), r.health());
-    publish_actions(c.name(), &r);
-  } else
-    unpublish_health(c.name());
-  last_[std::string(c.name())] = std::move(r);
+  std::optional<HealthTransition> transition;
+  {
+    std::lock_guard lock(mu_);
+    if (c.supported()) {
+      publish_health(c.name(), r.health());
+      publish_actions(c.name(), &r);
+      transition = cache_locked(std::string(c.name()), std::move(r));
+    } else {
+      unpublish_health(c.name());
+      last_[std::string(c.name())] = std::move(r);
+    }
+  }
+  if (transition) log_transition(c.name(), *transition);
 }
 
+std::optional<HealthTransition> Scheduler::cache_locked(const std::string& name, CheckResult r) {
+  auto it = last_.find(name);
+  auto transition = health_transition(name, it == last_.end() ? nullptr : &it->second, r);
+  last_[name] = std::move(r);
+  return transition;
+}
+
+std::optional<HealthTransition> health_transition(std::string_view component,
+                                                  const CheckResult* previous,
+                                                  const CheckResult& current) {
+  HealthTransition t;
+  t.from = previous != nullptr ? previous->health() : Health::kInitializing;
+  t.to = current.health();
+  if (t.to == t.from || t.to == Health::kInitializing) return std::nullopt;
+  if (t.from == Health::kInitializing && t.to == Health::kHealthy) return std::nullopt;
+  std::string reasons;
+  std::vector<std::string> actions;
+  for (const HealthState& s : current.states) {
+    if (s.health != t.to) continue;
+    if (!s.reason.empty()) reasons += (reasons.empty() ? "" : "; ") + s.reason;
+    if (s.suggested_actions)
+      for (RepairAction a : s.suggested_actions->repair_actions)
+        if (std::find(actions.begin(), actions.end(), to_string(a)) == actions.end())
+          actions.emplace_back(to_string(a));
+  }
+  t.line = fmt::format("component {}: {} -> {}", component, to_string(t.from), to_string(t.to));
+  if (!reasons.empty()) t.line += ": " + reasons;
+  if (!actions.empty()) t.line += fmt::format(" (suggested: {})", fmt::join(actions, ", "));
+  return t;
+}
+
+namespace {
+void log_transition(std::string_view component, const HealthTransition& t) {
+  if (t.warning())
+    logger(component)->warn("{}", t.line);
+  else
+    logger(component)->info("{}", t.line);
+}
+}  // namespace
+
 CheckResult Scheduler::run_now(Component& c) {
-  CheckResult r = c.check();
+  const std::string name(c.name());
+  {
+    // One check of a component at a time: a scheduled one finishes first.
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !running_[name]; });
+    running_[name] = true;
+  }
+  CheckResult r;
+  try {
+    r = c.check();
+  } catch (const std::exception& e) {
+    r = single_state(name, Health::kUnhealthy, std::string("check failed: ") + e.what());
+  }
   store_result(c, r);
+  {
+    std::lock_guard lock(mu_);
+    running_[name] = false;
+  }
+  cv_.notify_all();
   return r;
 }
 

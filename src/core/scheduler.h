@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -26,6 +27,20 @@ inline constexpr std::string_view kComponentHealthMetric = "gpud_component_healt
 // none. Alert rules join it to name the action (deploy/prometheus/gpud-alerts.yml).
 inline constexpr std::string_view kSuggestedActionMetric = "gpud_component_suggested_action";
 
+// The line a change of a component's health is logged with, or nullopt when it is not logged:
+// "<component>: Healthy -> Unhealthy: <reason> (suggested: REBOOT_SYSTEM)", the reasons and actions
+// being those of the worst states. A component's first result is logged only when it is not Healthy
+// (start-up is not a transition); Initializing results are not transitions either.
+struct HealthTransition {
+  Health from = Health::kInitializing;
+  Health to = Health::kInitializing;
+  std::string line;
+  bool warning() const { return to == Health::kDegraded || to == Health::kUnhealthy; }
+};
+std::optional<HealthTransition> health_transition(std::string_view component,
+                                                  const CheckResult* previous,
+                                                  const CheckResult& current);
+
 class Scheduler {
  public:
   // With metrics, every supported component's health is published as kComponentHealthMetric
@@ -43,7 +58,8 @@ class Scheduler {
 
   // The cached states; one Initializing "no data yet" state before the first check finished.
   std::vector<HealthState> last_states(const Component& c) const;
-  // Runs the check now on the caller's thread and caches the result.
+  // Runs the check now on the caller's thread (after a scheduled check of the same component
+  // finishes) and caches the result.
   CheckResult run_now(Component& c);
   // Schedules an immediate re-check (e.g. after set-healthy or a new kernel message).
   void trigger(std::string_view name);
@@ -51,6 +67,8 @@ class Scheduler {
  private:
   void worker_loop();
   void store_result(const Component& c, CheckResult r);
+  // Caches the result (mu_ held) and returns the health change to log once mu_ is released.
+  std::optional<HealthTransition> cache_locked(const std::string& name, CheckResult r);
   // Called with mu_ held, so that results landing together publish in the order they are cached.
   void publish_health(std::string_view component, Health health);
   void unpublish_health(std::string_view component);  // hidden components have no series

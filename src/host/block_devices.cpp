@@ -1,10 +1,11 @@
 #include "host/block_devices.h"
 
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <map>
+
+#include "host/fs_usage.h"
 
 namespace gpud::host {
 namespace {
@@ -55,9 +56,8 @@ std::string disk_type(const HostFs& fs, const std::string& name) {
 
 int64_t used_bytes_of(const HostFs& fs, const std::string& mount_point) {
   if (mount_point.empty()) return 0;
-  struct statvfs st {};
-  if (::statvfs(fs.path(mount_point).c_str(), &st) != 0) return 0;
-  return static_cast<int64_t>((st.f_blocks - st.f_bfree) * st.f_frsize);
+  auto usage = stat_fs_usage(fs, mount_point);  // a hung mount costs the deadline, once
+  return usage ? static_cast<int64_t>(usage->used_bytes) : 0;
 }
 
 // PARTUUID is not in sysfs; udev publishes it as /dev/disk/by-partuuid/<uuid> -> ../../<part>.

@@ -3,6 +3,7 @@
 
 #include <sys/statvfs.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string_view>
 
@@ -23,8 +24,14 @@ struct FsUsage {
 
 FsUsage fs_usage_from_statvfs(const struct statvfs& st);
 
-// statvfs of fs.path(mount_point). May block on a hung network filesystem; callers only pass the
-// mount points they track.
-[[nodiscard]] Result<FsUsage> stat_fs_usage(const HostFs& fs, std::string_view mount_point);
+// How long a filesystem call on a mount point may take before the mount counts as not answering.
+inline constexpr std::chrono::milliseconds kMountCallDeadline{5000};
+
+// statvfs of fs.path(mount_point), on a thread of its own waited for at most `deadline`: a hung mount
+// (NFS, FUSE) leaves that thread blocked in the kernel and abandoned, never the caller. The error
+// then says "mount X did not answer within 5 s"; while that call is still blocked, a later one on the
+// same path answers the same at once instead of starting another thread.
+[[nodiscard]] Result<FsUsage> stat_fs_usage(const HostFs& fs, std::string_view mount_point,
+                                            std::chrono::milliseconds deadline = kMountCallDeadline);
 
 }  // namespace gpud::host

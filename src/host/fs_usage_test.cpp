@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include "testing/hung_mount.h"
+
 namespace gpud::host {
 namespace {
 
@@ -39,6 +43,29 @@ TEST(FsUsage, MissingPathIsAnErrorNamingIt) {
   auto u = stat_fs_usage(fs, "/no/such/mount");
   ASSERT_FALSE(u.ok());
   EXPECT_NE(u.error().message.find("/no/such/mount"), std::string::npos);
+}
+
+// A mount that does not answer (a FUSE statfs that sleeps) costs the caller the deadline once, then
+// nothing: the call is abandoned on its own thread, and later calls on that mount answer at once
+// while it is still blocked; other mounts are untouched.
+TEST(FsUsage, AHungMountAnswersAtTheDeadlineAndBlocksNothingElse) {
+  using namespace std::chrono;
+  testing::HungMount hung(30);
+  if (!hung.why_not().empty()) GTEST_SKIP() << hung.why_not();
+  HostFs fs("/");
+  auto t0 = steady_clock::now();
+  auto r = stat_fs_usage(fs, hung.path(), milliseconds(300));
+  auto waited = steady_clock::now() - t0;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "mount " + hung.path() + " did not answer within 0.3 s");
+  EXPECT_GE(waited, milliseconds(300));
+  EXPECT_LT(waited, seconds(2));
+  t0 = steady_clock::now();
+  r = stat_fs_usage(fs, hung.path(), milliseconds(300));
+  EXPECT_LT(steady_clock::now() - t0, milliseconds(100)) << "a second call must not wait again";
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("did not answer within 0.3 s (still)"), std::string::npos);
+  EXPECT_TRUE(stat_fs_usage(fs, "/", milliseconds(300)).ok());
 }
 
 }  // namespace

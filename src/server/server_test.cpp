@@ -318,6 +318,37 @@ TEST_F(ServerTest, StatesServeTheCacheOfSupportedComponentsWithoutChecking) {
   EXPECT_EQ(disk["extra_info"]["data"], "{\"x\":1}");
 }
 
+TEST_F(ServerTest, TriggerCheckRunsTheCheckNowAndAnswersItsFreshStates) {
+  const int before = cpu_->checks;
+  json body = get_valid("/v1/components/trigger-check?componentName=cpu",
+                        "/v1/components/trigger-check");
+  EXPECT_EQ(cpu_->checks, before + 1);
+  EXPECT_EQ(names_of(body, "component"), std::vector<std::string>{"cpu"});
+  EXPECT_EQ(body[0]["states"][0]["reason"], "cpu is fine");
+  // By tag: every supported component carrying it (a component's tags default to its name).
+  const int disk_before = disk_->checks;
+  body = get_valid("/v1/components/trigger-check?tagName=disk", "/v1/components/trigger-check");
+  EXPECT_EQ(names_of(body, "component"), std::vector<std::string>{"disk"});
+  EXPECT_EQ(body[0]["states"][0]["health"], "Degraded");
+  EXPECT_EQ(disk_->checks, disk_before + 1);
+  expect_error("/v1/components/trigger-check?componentName=nope", 404, "component not found: nope");
+  expect_error("/v1/components/trigger-check?componentName=zz-unsupported", 404,
+               "component not supported on this machine: zz-unsupported");
+  expect_error("/v1/components/trigger-check", 400, "componentName or tagName is required");
+  expect_error("/v1/components/trigger-check?tagName=nope", 404,
+               "no supported component has tag nope");
+}
+
+TEST_F(ServerTest, TriggerTagRunsItsGroupAndExitsOneWhenAnyIsNotHealthy) {
+  json body = get_valid("/v1/components/trigger-tag?tagName=cpu", "/v1/components/trigger-tag");
+  EXPECT_EQ(body, (json{{"components", {"cpu"}}, {"exit", 0}, {"success", true}}));
+  const int before = disk_->checks;
+  body = get_valid("/v1/components/trigger-tag?tagName=disk", "/v1/components/trigger-tag");
+  EXPECT_EQ(body, (json{{"components", {"disk"}}, {"exit", 1}, {"success", false}}));
+  EXPECT_EQ(disk_->checks, before + 1);
+  expect_error("/v1/components/trigger-tag?componentName=cpu", 400, "tagName is required");
+}
+
 TEST_F(ServerTest, StatesFilterByComponentsParam) {
   json body = get_valid("/v1/states?components=memory,%20cpu", "/v1/states");
   EXPECT_EQ(names_of(body, "component"), (std::vector<std::string>{"memory", "cpu"}));

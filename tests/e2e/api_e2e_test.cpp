@@ -204,6 +204,19 @@ TEST_F(ApiE2E, StatusVerbTalksToDaemon) {
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out;
 }
 
+TEST_F(ApiE2E, TriggerCheckVerbRunsAComponentsCheckNow) {
+  ASSERT_TRUE(daemon_->ready());
+  auto r = run_gpud({"trigger-check", "fd", "--server", daemon_->url(), "--data-dir", *dir_});
+  EXPECT_NE(r.out.find("fd"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out;  // the machine's fd use decides
+  r = run_gpud({"trigger-check", "nope", "--server", daemon_->url(), "--data-dir", *dir_});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("component not found: nope"), std::string::npos) << r.out;
+  r = run_gpud({"trigger-check", "--server", daemon_->url(), "--data-dir", *dir_});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("name one component, or a --tag"), std::string::npos) << r.out;
+}
+
 TEST_F(ApiE2E, CompactRefusesWhileDaemonRuns) {
   ASSERT_TRUE(daemon_->ready());
   auto r = run_gpud({"compact", "--data-dir", *dir_});

@@ -284,6 +284,55 @@ TEST(StoreE2E, DatabaseCorruptedWhileRunningIsQuarantinedAndReopened) {
   EXPECT_EQ(stored_xid_buses(state), std::vector<std::string>{bus_id(1)});
 }
 
+// A store that cannot answer under a running daemon: damaged, with its directory taken away, so no
+// fresh database can replace it. The Xid component, which judges from the store, says so instead
+// of reading an empty history as Healthy, and judges the Xid once the store is back.
+TEST(StoreE2E, AStoreThatCannotAnswerIsUnhealthyNotHealthy) {
+  TempTree tree;
+  const std::string data = tree.path + "/data";
+  const std::string state = data + "/gpud.state";
+  KmsgFile kmsg(tree.path + "/kmsg");
+  DaemonProcess d(data, {}, false, {kmsg.env()});
+  ASSERT_TRUE(d.ready()) << d.log();
+  // A first Xid, stored: the component takes part (this machine has no GPU) and is Unhealthy for it.
+  kmsg.xid79(bus_id(1));
+  nlohmann::json xid;
+  ASSERT_TRUE(eventually(
+      [&] {
+        xid = state_of(d, kXid);
+        return xid.is_object() && xid.value("reason", "").find("XID 79") != std::string::npos;
+      },
+      10s))
+      << xid.dump() << "\n"
+      << d.log();
+  testing::scribble(state);
+  testing::scribble(state + "-wal");
+  fs::rename(data, tree.path + "/gone");
+  kmsg.xid79(bus_id(2));  // its write finds the damage; the event waits, the store is unusable
+  EXPECT_TRUE(eventually(
+      [&] {
+        xid = state_of(d, kXid);
+        return xid.is_object() && xid.value("health", "") == "Unhealthy" &&
+               xid.value("reason", "").find("cannot read the kernel-log history from the event "
+                                            "store") != std::string::npos;
+      },
+      10s))
+      << xid.dump() << "\n"
+      << d.log();
+  fs::create_directory(data);  // room for a fresh database: the waiting event is stored there
+  EXPECT_TRUE(eventually(
+      [&] {
+        xid = state_of(d, kXid);
+        return xid.is_object() && xid.value("health", "") == "Unhealthy" &&
+               xid.value("reason", "").find("XID 79") != std::string::npos &&
+               xid.value("reason", "").find("event store") == std::string::npos;
+      },
+      15s))  // the store retries within 10 s, and a store usable again re-checks every component
+      << xid.dump() << "\n"
+      << d.log();
+  EXPECT_EQ(d.stop(), 0);
+}
+
 TEST(StoreE2E, QuarantineAtStartShowsInStatesAndMetricsUntilSetHealthy) {
   TempTree tree;
   const std::string data = tree.path + "/data";

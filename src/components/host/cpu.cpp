@@ -92,9 +92,7 @@ CheckResult CpuComponent::check() {
   }
   CheckResult r = evaluate_cpu(snapshot);
   // Hung tasks and soft lockups from the kernel log are listed; health is unchanged (as GPUd).
-  append_event_summary(
-      r, component_events(ctx(), name(),
-                          lookback_start(ctx(), std::chrono::seconds(0), Clock::now())));
+  append_kernel_log_events(r, ctx(), name());
   return r;
 }
 

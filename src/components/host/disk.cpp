@@ -214,11 +214,11 @@ CheckResult DiskComponent::check() {
   CheckResult r = evaluate_disk(s);
   const TimePoint since =
       ctx().scan_mode ? TimePoint{} : Clock::now() - std::chrono::hours(24 * 14);
-  auto events = component_events(ctx(), name(), since);
-  if (!events.empty()) {
-    auto reboots = ctx().scan_mode ? std::vector<TimePoint>{} : reboot_times(ctx().events, since);
-    merge_verdict(r, evaluate_disk_events(events, reboots));
-  }
+  auto h = kernel_log_history(ctx(), name(), since);
+  if (!h)
+    merge_verdict(r, unreadable_history(h.error()));
+  else if (!h->events.empty())
+    merge_verdict(r, evaluate_disk_events(h->events, h->reboots));
   return r;
 }
 

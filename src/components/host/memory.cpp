@@ -84,9 +84,7 @@ CheckResult MemoryComponent::check() {
   }
   CheckResult r = evaluate_memory(snapshot);
   // OOM kills from the kernel log are listed; they do not change health (GPUd's behaviour).
-  append_event_summary(
-      r, component_events(ctx(), name(),
-                          lookback_start(ctx(), std::chrono::seconds(0), Clock::now())));
+  append_kernel_log_events(r, ctx(), name());
   return r;
 }
 

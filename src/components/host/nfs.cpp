@@ -51,10 +51,8 @@ KernelLogVerdict evaluate_nfs(const std::vector<Event>& events,
 CheckResult NfsComponent::check() {
   const TimePoint now = Clock::now();
   const TimePoint since = ctx().scan_mode ? TimePoint{} : now - std::chrono::hours(72);
-  std::vector<Event> events;
-  if (auto ev = this->events(since, TimePoint::max()); ev) events = std::move(*ev);
-  auto reboots = ctx().scan_mode ? std::vector<TimePoint>{} : reboot_times(ctx().events, since);
-  KernelLogVerdict v = evaluate_nfs(events, reboots);
+  auto h = kernel_log_history(ctx(), name(), since);
+  KernelLogVerdict v = h ? evaluate_nfs(h->events, h->reboots) : unreadable_history(h.error());
   return single_state(name(), v.health, v.reason, v.actions, {}, now);
 }
 

@@ -274,12 +274,9 @@ CheckResult OsComponent::check() {
   CheckResult r =
       single_state(kName, ev.health, ev.reason, ev.actions, {{"data", data.dump()}}, now);
   // Kernel panics and file-max events from the kernel log are listed; health is unchanged.
-  std::vector<Event> kernel_events;
-  for (Event& e :
-       component_events(ctx(), kName, lookback_start(ctx(), std::chrono::seconds(0), now)))
-    if (e.name == "kernel_panic" || e.name == "vfs_file_max_limit_reached")
-      kernel_events.push_back(std::move(e));
-  append_event_summary(r, kernel_events);
+  append_kernel_log_events(r, ctx(), kName, [](const Event& e) {
+    return e.name == "kernel_panic" || e.name == "vfs_file_max_limit_reached";
+  });
   const host::OsInfo& i = snap.info;
   r.detail = fmt::format(
       "kernel: {} ({})\nboot: {} (up {}), boot id {}\nmachine id: {}\n"

@@ -50,10 +50,8 @@ KernelLogVerdict evaluate_pci(const std::vector<Event>& events,
 CheckResult PciComponent::check() {
   const TimePoint now = Clock::now();
   const TimePoint since = lookback_start(ctx(), std::chrono::seconds(0), now);
-  std::vector<Event> events;
-  if (auto ev = this->events(since, TimePoint::max()); ev) events = std::move(*ev);
-  auto reboots = ctx().scan_mode ? std::vector<TimePoint>{} : reboot_times(ctx().events, since);
-  KernelLogVerdict v = evaluate_pci(events, reboots);
+  auto h = kernel_log_history(ctx(), name(), since);
+  KernelLogVerdict v = h ? evaluate_pci(h->events, h->reboots) : unreadable_history(h.error());
   return single_state(name(), v.health, v.reason, v.actions, {}, now);
 }
 

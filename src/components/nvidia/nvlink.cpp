@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "components/kernel_log_support.h"
 #include "components/nvidia/fabric_manager.h"
 #include "core/strings.h"
 #include "host/os_info.h"
@@ -214,12 +215,15 @@ CheckResult NvlinkComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   std::vector<Event> failures;
   host::HostFs fs(config().host_root);
   TimePoint since = host::read_boot_time(fs).value_or(TimePoint{});
-  if (auto evs = ctx().events->query(kNvlinkName, since, Clock::now() + std::chrono::minutes(1))) {
+  auto evs = ctx().events->query(kNvlinkName, since, Clock::now() + std::chrono::minutes(1));
+  if (evs) {
     for (auto& e : *evs)
       if (e.name == kNvlinkPostRxDetectEvent) failures.push_back(std::move(e));
   }
-  return render_verdict(
+  CheckResult r = render_verdict(
       name(), evaluate_nvlink(snapshot, config().nvlink_expected_gpus_all_links, failures));
+  if (!evs) merge_verdict(r, unreadable_history(evs.error()));
+  return r;
 }
 
 kmsg::ComponentRules nvlink_kernel_log_rules() {

@@ -82,11 +82,10 @@ bool SxidComponent::supported() const {
 CheckResult SxidComponent::check() {
   const TimePoint now = Clock::now();
   const TimePoint since = lookback_start(ctx(), config().sxid_lookback, now);
-  std::vector<Event> events;
-  if (auto ev = this->events(since, TimePoint::max()); ev) events = std::move(*ev);
-  auto reboots = ctx().scan_mode ? std::vector<TimePoint>{} : reboot_times(ctx().events, since);
-  ErrorVerdict v = evaluate_sxid(events, reboots, thresholds_);
-  return error_check_result(kSxidComponent, v, "SXIDComponent", events, now);
+  return error_component_check(ctx(), kSxidComponent, "SXIDComponent", since, now,
+                               [&](const auto& events, const auto& reboots) {
+                                 return evaluate_sxid(events, reboots, thresholds_);
+                               });
 }
 
 }  // namespace gpud::components

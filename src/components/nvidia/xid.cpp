@@ -35,6 +35,7 @@ ErrorRecord to_error_record(const Event& e, std::string_view code_key) {
   if (!bus.empty() && r.reason.find(bus) == std::string::npos) r.reason += " (" + bus + ")";
   const std::string uuid = x.value("gpu_uuid", std::string());
   if (!uuid.empty()) r.reason += " UUID:" + uuid;
+  r.device = !bus.empty() ? bus : uuid;
   return r;
 }
 
@@ -51,8 +52,8 @@ ErrorVerdict evaluate(const std::vector<Event>& events, const std::vector<TimePo
     if (skip_remap_codes && (r.code == 63 || r.code == 64)) continue;
     records.push_back(std::move(r));
   }
-  for (TimePoint b : reboots) records.push_back({b, true, 0, EventType::kWarning, {}, ""});
-  return replay_errors(std::move(records), t);
+  for (TimePoint b : reboots) records.push_back({b, true, 0, EventType::kWarning, {}, "", ""});
+  return replay_errors_per_device(std::move(records), t);
 }
 
 }  // namespace
@@ -63,9 +64,36 @@ CheckResult error_check_result(std::string_view component, const ErrorVerdict& v
   std::string reason = v.reason.empty() ? fmt::format("{} is healthy", what) : v.reason;
   CheckResult r = single_state(component, v.health, reason, v.actions, {}, now);
   r.states.front().name = std::string(component == kXidComponent ? "error_xid" : "error_sxid");
+  if (!v.devices.empty()) {
+    // Each device with a current error, worst first: what an operator isolates or inspects.
+    nlohmann::json devices = nlohmann::json::array();
+    for (const DeviceError& d : v.devices)
+      devices.push_back({{"pci_bus_id", d.device},
+                         {"code", d.code},
+                         {"health", std::string(to_string(d.health))},
+                         {"suggested_action", d.action ? std::string(to_string(*d.action)) : ""},
+                         {"reason", d.reason}});
+    r.states.front().extra_info["devices"] = devices.dump();
+  }
   r.detail = fmt::format("{} events in the lookback: {}\n", what, events.size());
   for (const Event& e : events) r.detail += "  " + e.message + "\n";
   return r;
+}
+
+CheckResult error_component_check(
+    const ComponentContext& ctx, std::string_view component, std::string_view what,
+    TimePoint since, TimePoint now,
+    const std::function<ErrorVerdict(const std::vector<Event>&, const std::vector<TimePoint>&)>&
+        evaluate) {
+  auto h = kernel_log_history(ctx, component, since);
+  if (!h) {
+    const KernelLogVerdict unreadable = unreadable_history(h.error());
+    ErrorVerdict v;
+    v.health = unreadable.health;
+    v.reason = unreadable.reason;
+    return error_check_result(component, v, what, {}, now);
+  }
+  return error_check_result(component, evaluate(h->events, h->reboots), what, h->events, now);
 }
 
 ErrorVerdict evaluate_xid(const std::vector<Event>& events, const std::vector<TimePoint>& reboots,
@@ -112,11 +140,10 @@ bool XidComponent::row_remapping() const {
 CheckResult XidComponent::check() {
   const TimePoint now = Clock::now();
   const TimePoint since = lookback_start(ctx(), config().xid_lookback, now);
-  std::vector<Event> events;
-  if (auto ev = this->events(since, TimePoint::max()); ev) events = std::move(*ev);
-  auto reboots = ctx().scan_mode ? std::vector<TimePoint>{} : reboot_times(ctx().events, since);
-  ErrorVerdict v = evaluate_xid(events, reboots, thresholds_, row_remapping());
-  return error_check_result(kXidComponent, v, "XIDComponent", events, now);
+  return error_component_check(ctx(), kXidComponent, "XIDComponent", since, now,
+                               [&](const auto& events, const auto& reboots) {
+                                 return evaluate_xid(events, reboots, thresholds_, row_remapping());
+                               });
 }
 
 // ---- kernel-log rules ------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 // repeats escalate to HARDWARE_INSPECTION).
 #pragma once
 
+#include <functional>
+
 #include <atomic>
 #include <string>
 #include <vector>
@@ -48,6 +50,14 @@ ErrorVerdict evaluate_sxid(const std::vector<Event>& events, const std::vector<T
 CheckResult error_check_result(std::string_view component, const ErrorVerdict& v,
                                std::string_view what, const std::vector<Event>& events,
                                TimePoint now);
+
+// An Xid/SXid component's check: its history since `since` judged by `evaluate`, or Unhealthy with
+// the store's error when the history cannot be read.
+CheckResult error_component_check(
+    const ComponentContext& ctx, std::string_view component, std::string_view what,
+    TimePoint since, TimePoint now,
+    const std::function<ErrorVerdict(const std::vector<Event>&, const std::vector<TimePoint>&)>&
+        evaluate);
 
 // The defaults: --xid-reboot-threshold, 94 -> 1000, then --xid-thresholds.
 Result<RebootThresholds> xid_thresholds(const Config& c);

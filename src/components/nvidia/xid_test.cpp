@@ -171,6 +171,27 @@ TEST(XidRule, FallenOffTheBusIsUnhealthyNamingCodeBusAndUuid) {
   EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kRebootSystem});
 }
 
+// Issue: an Xid 48 on GPU 0 replaced "Xid 79, fallen off the bus" on GPU 3 in the reason.
+TEST(XidRule, AnXidOnAnotherGpuDoesNotHideTheFirst) {
+  auto v = evaluate_xid({xid_event(1, 79, "0000:3b:00.0", "GPU-3"),
+                         xid_event(2, 48, "0000:1a:00.0", "GPU-0")},
+                        {}, {}, false);
+  EXPECT_EQ(v.health, Health::kUnhealthy);
+  EXPECT_NE(v.reason.find("XID 79"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("UUID:GPU-3"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("XID 48"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("UUID:GPU-0"), std::string::npos) << v.reason;
+  EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kRebootSystem});
+  ASSERT_EQ(v.devices.size(), 2u);
+  CheckResult r = error_check_result(kXidComponent, v, "XIDComponent", {}, at(3));
+  auto devices = nlohmann::json::parse(r.states.front().extra_info.at("devices"));
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0]["code"], 48);  // both fatal with REBOOT_SYSTEM: by bus id
+  EXPECT_EQ(devices[0]["pci_bus_id"], "0000:1a:00.0");
+  EXPECT_EQ(devices[1]["code"], 79);
+  EXPECT_EQ(devices[1]["suggested_action"], "REBOOT_SYSTEM");
+}
+
 TEST(XidRule, RebootClearsAndRepeatsEscalate) {
   EXPECT_EQ(evaluate_xid({xid_event(1, 79)}, {at(2)}, {}, false).health, Health::kHealthy);
   auto v = evaluate_xid({xid_event(1, 79), xid_event(3, 79), xid_event(5, 79)}, {at(2), at(4)}, {},
