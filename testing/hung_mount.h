@@ -1,6 +1,6 @@
-// Test helper: a FUSE mount whose statfs does not answer (testing/hung_fuse), mounted for one test in
-// a directory of its own and taken away however the test ends (the FUSE daemon killed, which fails
-// the blocked calls, then a lazy unmount).
+// Test helper: a FUSE mount whose statfs does not answer (testing/hung_fuse), mounted for one test
+// in a directory of its own and taken away however the test ends (the FUSE daemon killed, which
+// fails the blocked calls, then a lazy unmount).
 #pragma once
 
 #include <fcntl.h>
@@ -58,9 +58,9 @@ class HungMount {
   HungMount(const HungMount&) = delete;
   HungMount& operator=(const HungMount&) = delete;
 
-  // Kills the FUSE daemon: every call blocked on the mount fails (ENOTCONN) and returns. A thread in
-  // such a call cannot be killed before that (the kernel waits for the answer), so neither can its
-  // process exit.
+  // Kills the FUSE daemon: every call blocked on the mount fails (ENOTCONN) and returns. A thread
+  // in such a call cannot be killed before that (the kernel waits for the answer), so neither can
+  // its process exit.
   void release() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGKILL);

@@ -18,7 +18,8 @@ void add_trigger_check(CLI::App& app, int* exit_code) {
   auto component = std::make_shared<std::string>();
   auto tag = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand(
-      "trigger-check", "Run a component's check (or every check of a tag) now and print the result");
+      "trigger-check",
+      "Run a component's check (or every check of a tag) now and print the result");
   cmd->add_option("component", *component, "The component to check");
   cmd->add_option("--tag", *tag, "Check every component carrying this tag instead");
   add_client_flags(*cmd, *options);
@@ -33,8 +34,9 @@ void add_trigger_check(CLI::App& app, int* exit_code) {
     if (!endpoint) return fail(kExitUsage, endpoint.error().message);
     ApiClient client(*endpoint, "");
     auto r = client.get("/v1/components/trigger-check?" +
-                        (component->empty() ? "tagName=" + httplib::detail::encode_query_param(*tag)
-                                            : "componentName=" + httplib::detail::encode_query_param(*component)));
+                        (component->empty()
+                             ? "tagName=" + httplib::detail::encode_query_param(*tag)
+                             : "componentName=" + httplib::detail::encode_query_param(*component)));
     if (!r && r.error().code == kNoDaemon)
       return fail(kExitUsage, "gpud is not running: " + r.error().message);
     if (!r) return fail(kExitUsage, r.error().message);

@@ -96,14 +96,14 @@ void append_kernel_log_events(CheckResult& r, const ComponentContext& ctx,
   append_event_summary(r, *events);
 }
 
-Result<std::vector<Event>> component_events(const ComponentContext& ctx,
-                                            std::string_view component, TimePoint since) {
+Result<std::vector<Event>> component_events(const ComponentContext& ctx, std::string_view component,
+                                            TimePoint since) {
   if (ctx.events == nullptr) return std::vector<Event>{};
   return ctx.events->query(component, since, TimePoint::max());
 }
 
-Result<KernelLogHistory> kernel_log_history(const ComponentContext& ctx,
-                                            std::string_view component, TimePoint since) {
+Result<KernelLogHistory> kernel_log_history(const ComponentContext& ctx, std::string_view component,
+                                            TimePoint since) {
   KernelLogHistory h;
   auto events = component_events(ctx, component, since);
   if (!events) return events.error();
@@ -116,8 +116,8 @@ Result<KernelLogHistory> kernel_log_history(const ComponentContext& ctx,
 }
 
 KernelLogVerdict unreadable_history(const Error& e) {
-  return {Health::kUnhealthy, "cannot read the kernel-log history from the event store: " + e.message,
-          std::nullopt};
+  return {Health::kUnhealthy,
+          "cannot read the kernel-log history from the event store: " + e.message, std::nullopt};
 }
 
 KernelLogEventsComponent::KernelLogEventsComponent(const ComponentContext& ctx, std::string name,

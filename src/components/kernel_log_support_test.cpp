@@ -23,9 +23,16 @@ TEST(KernelLogHistory, AnUnreadableStoreIsUnhealthyInEveryComponentThatReadsIt) 
   Registry registry;
   ASSERT_TRUE(register_all(registry, ctx));
   events.query_error = "database disk image is malformed";
-  const std::vector<std::string> readers = {
-      "accelerator-nvidia-error-xid", "accelerator-nvidia-error-sxid", "nfs", "pci", "disk",
-      "memory", "cpu", "os", "accelerator-nvidia-peermem", "accelerator-nvidia-nccl"};
+  const std::vector<std::string> readers = {"accelerator-nvidia-error-xid",
+                                            "accelerator-nvidia-error-sxid",
+                                            "nfs",
+                                            "pci",
+                                            "disk",
+                                            "memory",
+                                            "cpu",
+                                            "os",
+                                            "accelerator-nvidia-peermem",
+                                            "accelerator-nvidia-nccl"};
   for (const std::string& name : readers) {
     gpud::Component* c = registry.find(name);
     ASSERT_NE(c, nullptr) << name;

@@ -61,7 +61,7 @@ struct ErrorVerdict {
   Health health = Health::kHealthy;
   std::string reason;  // empty when no error is current
   std::optional<SuggestedActions> actions;
-  int last_code = 0;  // 0: none
+  int last_code = 0;                 // 0: none
   std::vector<DeviceError> devices;  // replay_errors_per_device: each device with a current error
 };
 

@@ -201,11 +201,11 @@ TEST(XidReplayPerDevice, ARebootClearsEachDeviceAndEscalationCountsPerDevice) {
   ASSERT_EQ(v.devices.size(), 1u);
   EXPECT_EQ(v.devices[0].device, "0000:3b:00.0");
   EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kHardwareInspection});
-  EXPECT_TRUE(replay_errors_per_device({on("0000:3b:00.0", err(1, 79, EventType::kFatal)),
-                                        on("0000:86:00.0", err(2, 48, EventType::kFatal)),
-                                        reboot(3)},
-                                       {})
-                  .devices.empty());
+  EXPECT_TRUE(
+      replay_errors_per_device({on("0000:3b:00.0", err(1, 79, EventType::kFatal)),
+                                on("0000:86:00.0", err(2, 48, EventType::kFatal)), reboot(3)},
+                               {})
+          .devices.empty());
 }
 TEST(XidReplayPerDevice, NoErrorsIsHealthyWithNoReason) {
   auto v = replay_errors_per_device({reboot(1)}, {});

@@ -4,13 +4,13 @@
 
 #include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
-#include <cstring>
-#include <string>
 
 namespace gpud::host {
 

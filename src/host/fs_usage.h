@@ -27,11 +27,12 @@ FsUsage fs_usage_from_statvfs(const struct statvfs& st);
 // How long a filesystem call on a mount point may take before the mount counts as not answering.
 inline constexpr std::chrono::milliseconds kMountCallDeadline{5000};
 
-// statvfs of fs.path(mount_point), on a thread of its own waited for at most `deadline`: a hung mount
-// (NFS, FUSE) leaves that thread blocked in the kernel and abandoned, never the caller. The error
-// then says "mount X did not answer within 5 s"; while that call is still blocked, a later one on the
-// same path answers the same at once instead of starting another thread.
-[[nodiscard]] Result<FsUsage> stat_fs_usage(const HostFs& fs, std::string_view mount_point,
-                                            std::chrono::milliseconds deadline = kMountCallDeadline);
+// statvfs of fs.path(mount_point), on a thread of its own waited for at most `deadline`: a hung
+// mount (NFS, FUSE) leaves that thread blocked in the kernel and abandoned, never the caller. The
+// error then says "mount X did not answer within 5 s"; while that call is still blocked, a later
+// one on the same path answers the same at once instead of starting another thread.
+[[nodiscard]] Result<FsUsage> stat_fs_usage(
+    const HostFs& fs, std::string_view mount_point,
+    std::chrono::milliseconds deadline = kMountCallDeadline);
 
 }  // namespace gpud::host

@@ -320,8 +320,8 @@ TEST_F(ServerTest, StatesServeTheCacheOfSupportedComponentsWithoutChecking) {
 
 TEST_F(ServerTest, TriggerCheckRunsTheCheckNowAndAnswersItsFreshStates) {
   const int before = cpu_->checks;
-  json body = get_valid("/v1/components/trigger-check?componentName=cpu",
-                        "/v1/components/trigger-check");
+  json body =
+      get_valid("/v1/components/trigger-check?componentName=cpu", "/v1/components/trigger-check");
   EXPECT_EQ(cpu_->checks, before + 1);
   EXPECT_EQ(names_of(body, "component"), std::vector<std::string>{"cpu"});
   EXPECT_EQ(body[0]["states"][0]["reason"], "cpu is fine");

@@ -23,11 +23,11 @@ int count_events(const DaemonProcess& d, const std::string& name) {
   return n;
 }
 
-// A tracked mount point that does not answer (a FUSE statfs that sleeps 30 s): the disk component is
-// Degraded naming it after the 5 s deadline, and nothing else waits on it (the daemon is ready at
-// once, other components answer). The statvfs thread left blocked on the mount keeps the process from
-// exiting until the mount answers or goes (the kernel's rule for a call blocked in a file system),
-// so the mount is taken away before SIGTERM, which then stops the daemon promptly.
+// A tracked mount point that does not answer (a FUSE statfs that sleeps 30 s): the disk component
+// is Degraded naming it after the 5 s deadline, and nothing else waits on it (the daemon is ready
+// at once, other components answer). The statvfs thread left blocked on the mount keeps the process
+// from exiting until the mount answers or goes (the kernel's rule for a call blocked in a file
+// system), so the mount is taken away before SIGTERM, which then stops the daemon promptly.
 TEST(Lifecycle, AHungMountIsDegradedAndBlocksNoOtherCheck) {
   using namespace std::chrono;
   testing::HungMount hung(30);
@@ -46,9 +46,10 @@ TEST(Lifecycle, AHungMountIsDegradedAndBlocksNoOtherCheck) {
       auto r = d.get("/v1/states?components=disk");
       ASSERT_TRUE(r && r->status == 200) << d.log();
       disk = parse_json(r->body)[0]["states"][0];
-      degraded = disk.value("health", "") == "Degraded" &&
-                 disk.value("reason", "").find("mount " + hung.path() +
-                                               " did not answer within 5 s") != std::string::npos;
+      degraded =
+          disk.value("health", "") == "Degraded" &&
+          disk.value("reason", "").find("mount " + hung.path() + " did not answer within 5 s") !=
+              std::string::npos;
       if (!degraded) std::this_thread::sleep_for(200ms);
     }
     EXPECT_TRUE(degraded) << disk.dump() << "\n" << d.log();

@@ -294,7 +294,8 @@ TEST(StoreE2E, AStoreThatCannotAnswerIsUnhealthyNotHealthy) {
   KmsgFile kmsg(tree.path + "/kmsg");
   DaemonProcess d(data, {}, false, {kmsg.env()});
   ASSERT_TRUE(d.ready()) << d.log();
-  // A first Xid, stored: the component takes part (this machine has no GPU) and is Unhealthy for it.
+  // A first Xid, stored: the component takes part (this machine has no GPU) and is Unhealthy for
+  // it.
   kmsg.xid79(bus_id(1));
   nlohmann::json xid;
   ASSERT_TRUE(eventually(
@@ -313,8 +314,10 @@ TEST(StoreE2E, AStoreThatCannotAnswerIsUnhealthyNotHealthy) {
       [&] {
         xid = state_of(d, kXid);
         return xid.is_object() && xid.value("health", "") == "Unhealthy" &&
-               xid.value("reason", "").find("cannot read the kernel-log history from the event "
-                                            "store") != std::string::npos;
+               xid.value("reason", "")
+                       .find(
+                           "cannot read the kernel-log history from the event "
+                           "store") != std::string::npos;
       },
       10s))
       << xid.dump() << "\n"

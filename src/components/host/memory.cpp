@@ -127,8 +127,9 @@ class OomReport : public kmsg::LineSequence {
     pending_ = false;
     kmsg::Match m;
     m.name = "OOM";
-    m.message = kmsg::sanitize_utf8(std::string(cgroup ? "OOM encountered" : "System OOM encountered") +
-                              ", victim process: " + name + ", pid: " + std::to_string(pid));
+    m.message =
+        kmsg::sanitize_utf8(std::string(cgroup ? "OOM encountered" : "System OOM encountered") +
+                            ", victim process: " + name + ", pid: " + std::to_string(pid));
     m.extra_info = {{"victim_process", kmsg::sanitize_utf8(name)},
                     {"pid", pid},
                     {"log_line", kmsg::log_line_excerpt(s)}};

@@ -333,7 +333,7 @@ class KernelPanic : public kmsg::LineSequence {
     kmsg::Match m;
     m.name = "kernel_panic";
     m.message = kmsg::sanitize_utf8("Kernel panic detected - CPU: " + std::to_string(cpu) +
-                              ", PID: " + std::to_string(pid) + ", Process: " + comm);
+                                    ", PID: " + std::to_string(pid) + ", Process: " + comm);
     m.extra_info = {{"cpu", cpu}, {"pid", pid}, {"process", kmsg::sanitize_utf8(comm)}};
     return m;
   }

@@ -28,8 +28,8 @@ std::optional<kmsg::Match> match_sxid_line(std::string_view s) {
   kmsg::Match m;
   m.name = "error_sxid";
   m.type = info.type;
-  m.message =
-      kmsg::sanitize_utf8("SXID " + std::to_string(code) + "(" + info.name + ") detected on PCI:" + bdf);
+  m.message = kmsg::sanitize_utf8("SXID " + std::to_string(code) + "(" + info.name +
+                                  ") detected on PCI:" + bdf);
   m.extra_info = {{"pci_bus_id", bdf},
                   {"device_id", "PCI:" + bdf},
                   {"sxid", code},

@@ -81,8 +81,8 @@ CheckResult error_check_result(std::string_view component, const ErrorVerdict& v
 }
 
 CheckResult error_component_check(
-    const ComponentContext& ctx, std::string_view component, std::string_view what,
-    TimePoint since, TimePoint now,
+    const ComponentContext& ctx, std::string_view component, std::string_view what, TimePoint since,
+    TimePoint now,
     const std::function<ErrorVerdict(const std::vector<Event>&, const std::vector<TimePoint>&)>&
         evaluate) {
   auto h = kernel_log_history(ctx, component, since);

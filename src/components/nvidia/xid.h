@@ -3,9 +3,8 @@
 // repeats escalate to HARDWARE_INSPECTION).
 #pragma once
 
-#include <functional>
-
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,8 +53,8 @@ CheckResult error_check_result(std::string_view component, const ErrorVerdict& v
 // An Xid/SXid component's check: its history since `since` judged by `evaluate`, or Unhealthy with
 // the store's error when the history cannot be read.
 CheckResult error_component_check(
-    const ComponentContext& ctx, std::string_view component, std::string_view what,
-    TimePoint since, TimePoint now,
+    const ComponentContext& ctx, std::string_view component, std::string_view what, TimePoint since,
+    TimePoint now,
     const std::function<ErrorVerdict(const std::vector<Event>&, const std::vector<TimePoint>&)>&
         evaluate);
 

@@ -173,9 +173,9 @@ TEST(XidRule, FallenOffTheBusIsUnhealthyNamingCodeBusAndUuid) {
 
 // Issue: an Xid 48 on GPU 0 replaced "Xid 79, fallen off the bus" on GPU 3 in the reason.
 TEST(XidRule, AnXidOnAnotherGpuDoesNotHideTheFirst) {
-  auto v = evaluate_xid({xid_event(1, 79, "0000:3b:00.0", "GPU-3"),
-                         xid_event(2, 48, "0000:1a:00.0", "GPU-0")},
-                        {}, {}, false);
+  auto v = evaluate_xid(
+      {xid_event(1, 79, "0000:3b:00.0", "GPU-3"), xid_event(2, 48, "0000:1a:00.0", "GPU-0")}, {},
+      {}, false);
   EXPECT_EQ(v.health, Health::kUnhealthy);
   EXPECT_NE(v.reason.find("XID 79"), std::string::npos) << v.reason;
   EXPECT_NE(v.reason.find("UUID:GPU-3"), std::string::npos) << v.reason;
