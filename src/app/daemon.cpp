@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "components/nvidia/gpu_health.h"
 #include "components/nvidia/xid.h"
 #include "core/log.h"
 #include "core/time_util.h"
@@ -94,11 +95,19 @@ Result<void> Daemon::start() {
   machine_info_ = host::collect_machine_info(fs);
   // Takes the first NVML snapshot when NVML is ready, before the kernel log is followed: the ring
   // re-read then names each bus id's GPU (identify_bus reads that snapshot, never NVML), so a
-  // record re-read after a restart becomes the identical row and is not stored twice.
+  // record re-read after a restart becomes the identical row and is not stored twice. NVML opens
+  // on its own thread: a driver whose init hangs delays this by kNvmlStartWait at most, and the
+  // NVIDIA components show Initializing until it answers (watch_nvidia).
+  nvidia_expected_ = host::nvidia_gpu_present(fs) || config_.gpu_count > 0;
+  runtime_->nvidia->wait_opened(kNvmlStartWait);
+  nvidia_ready_ = runtime_->nvidia->status() == nvml::NvmlStatus::kReady;
   runtime_->nvidia->fill_machine_info(machine_info_);
   machine_info_at_ = Clock::now();
 
   metrics.describe("gpud_sqlite_db_size_bytes", "Size of the state database (gpud.state) in bytes");
+  metrics.describe(components::kGpuHealthMetric,
+                   "Health of each NVIDIA GPU, the worst any component gives it: 1 for its current "
+                   "health value (Healthy, Degraded, Unhealthy, Initializing), 0 for the others");
   scheduler_ = std::make_unique<Scheduler>(runtime_->registry, 2, &metrics);
   scheduler_->start();
   start_kernel_log();
@@ -112,6 +121,7 @@ Result<void> Daemon::start() {
   deps.history = history_.get();
   deps.metrics = &metrics;
   deps.machine_info = [this] { return machine_info(); };
+  deps.gpus = [this] { return components::to_json(gpu_health()); };
   deps.web_enable = config_.web_enable;
   deps.inject_fault = [path =
                            config_.kmsg_path](const nlohmann::json& body) -> Result<std::string> {
@@ -229,22 +239,39 @@ nlohmann::json Daemon::machine_info() {
   return machine_info_;
 }
 
+std::vector<components::GpuHealth> Daemon::gpu_health() const {
+  auto identity = runtime_->nvidia->last_good_snapshot();
+  if (!identity || !scheduler_) return {};
+  std::vector<HealthState> states;
+  for (Component* c : runtime_->registry.supported()) {
+    auto s = scheduler_->last_states(*c);
+    states.insert(states.end(), std::make_move_iterator(s.begin()),
+                  std::make_move_iterator(s.end()));
+  }
+  return components::gpu_health(*identity, states);
+}
+
+void Daemon::watch_nvidia() {
+  nvml::NvidiaSource& nvidia = *runtime_->nvidia;
+  if (nvidia.opening()) return;
+  // A driver missing or failing at start is tried again, often where GPUs are expected; a node
+  // whose driver loads later recovers on its own.
+  if (nvidia.status() != nvml::NvmlStatus::kReady)
+    nvidia.maybe_reload(nvidia_expected_ ? kNvmlRetryExpected : kNvmlRetry);
+  if (nvidia_ready_ || nvidia.status() != nvml::NvmlStatus::kReady) return;
+  nvidia_ready_ = true;
+  auto info = host::collect_machine_info(host::HostFs(config_.host_root));
+  nvidia.fill_machine_info(info);
+  {
+    std::lock_guard lock(mu_);
+    machine_info_ = std::move(info);
+  }
+  maybe_start_xid_watcher();
+  for (Component* c : runtime_->registry.supported()) scheduler_->trigger(c->name());
+}
+
 void Daemon::housekeeping(TimePoint now) {
   int64_t now_ms = to_unix_ms(now);
-  // A node whose driver was missing at start gets its NVIDIA components once the library loads.
-  nvml::NvidiaSource& nvidia = *runtime_->nvidia;
-  if (nvidia.status() == nvml::NvmlStatus::kNotFound) {
-    nvidia.maybe_reload();
-    if (nvidia.status() != nvml::NvmlStatus::kNotFound) {
-      auto info = host::collect_machine_info(host::HostFs(config_.host_root));
-      nvidia.fill_machine_info(info);
-      {
-        std::lock_guard lock(mu_);
-        machine_info_ = std::move(info);
-      }
-      maybe_start_xid_watcher();
-    }
-  }
   MetricRegistry& metrics = runtime_->metrics;
   metrics.set("", "gpud_sqlite_db_size_bytes",
               static_cast<double>(runtime_->db->size_bytes().value_or(0)));
@@ -288,6 +315,8 @@ void Daemon::loop() {
     if (usable && !(store_usable && usable_before_retry) && scheduler_)
       for (Component* c : runtime_->registry.supported()) scheduler_->trigger(c->name());
     store_usable = usable;
+    watch_nvidia();
+    components::publish_gpu_health(runtime_->metrics, gpu_health());
     if (std::chrono::steady_clock::now() >= next) {
       next = std::chrono::steady_clock::now() + config_.metrics_sample_interval;
       housekeeping(Clock::now());

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "app/runtime.h"
+#include "components/nvidia/gpu_health.h"
 #include "components/self/gpud.h"
 #include "core/config.h"
 #include "core/registry.h"
@@ -37,6 +38,11 @@ class Daemon {
 
   // One pass of the background housekeeping: sample metrics into history, enforce retention.
   void housekeeping(TimePoint now);
+  // NVML opened late (a slow init) or loaded after a retry: machine info, the Xid watcher and a
+  // check of every component now. Retries a missing or failed NVML.
+  void watch_nvidia();
+  // Each GPU's health over the components' latest states (GET /v1/gpus, the per-GPU metric).
+  std::vector<components::GpuHealth> gpu_health() const;
 
  private:
   void loop();
@@ -68,6 +74,8 @@ class Daemon {
   std::thread loop_thread_;
   nlohmann::json machine_info_;
   TimePoint machine_info_at_{};
+  bool nvidia_expected_ = false;  // NVIDIA GPUs on the PCI bus, or --gpu-count > 0
+  bool nvidia_ready_ = false;     // NVML was seen ready (machine info and Xid watcher done)
   TimePoint last_retention_{};
   // NVIDIA devices in sysfs (normalized bus ids), re-read at most once a minute on a miss; used
   // only from identify_bus, which the dispatcher calls under its own lock.
@@ -77,6 +85,11 @@ class Daemon {
 
 // How often the daemon retries events that wait for the store (a full disk, a replaced database).
 inline constexpr std::chrono::seconds kStoreRetryInterval{5};
+// How long start() waits for NVML before following the kernel log and serving.
+inline constexpr std::chrono::seconds kNvmlStartWait{3};
+// How often a missing or failed NVML is tried again: where NVIDIA GPUs are expected, and not.
+inline constexpr std::chrono::seconds kNvmlRetryExpected{30};
+inline constexpr std::chrono::seconds kNvmlRetry{300};
 
 // Creates the data dir with mode 0700 when it is missing (its files hold the node's job names and
 // pids); a directory that exists keeps the mode its owner gave it (0700, 1777, ...).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "components/nvidia/nvidia_component.h"
 #include "core/json.h"
 #include "core/time_util.h"
 
@@ -55,6 +56,14 @@ std::string scan_text(const nlohmann::json& mi, const std::vector<ScanEntry>& en
     out << "  memory: " << mem->value("totalBytes", int64_t{0}) / (1024 * 1024) << " MiB\n";
   out << "\n";
 
+  // NVML's own faults (missing, hung, a GPU lost) first: every NVIDIA finding follows from them.
+  const ScanEntry* root = nullptr;
+  for (const auto& e : entries)
+    if (e.component == components::kNvmlFaultOwner && e.result.health() != Health::kHealthy)
+      root = &e;
+  if (root != nullptr)
+    out << "Root cause: " << root->component << ": " << root->result.summary() << "\n\n";
+
   size_t width = 0;
   for (const auto& e : entries) width = std::max(width, e.component.size());
   int degraded = 0, unhealthy = 0;
@@ -65,7 +74,12 @@ std::string scan_text(const nlohmann::json& mi, const std::vector<ScanEntry>& en
     out << mark(h) << " " << pad(e.component, width) << "  " << e.result.summary() << "\n";
   }
   bool header = false;
-  for (const auto& e : entries) {
+  std::vector<const ScanEntry*> details;
+  if (root != nullptr) details.push_back(root);
+  for (const auto& e : entries)
+    if (&e != root) details.push_back(&e);
+  for (const ScanEntry* entry : details) {
+    const ScanEntry& e = *entry;
     if (e.result.health() == Health::kHealthy) continue;
     if (!header) {
       out << "\nDetails of components that are not healthy:\n";

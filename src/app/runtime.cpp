@@ -19,7 +19,12 @@ Result<std::unique_ptr<Runtime>> build_runtime(const Config& config, RuntimeMode
   rt->events = std::make_unique<store::EventStore>(*rt->db);
 
   rt->nvidia = std::make_unique<nvml::NvidiaSource>(config.nvml_lib, config.nvml_call_timeout);
-  rt->nvidia->open();
+  // The daemon serves its API while nvmlInit runs (a hung driver holds it for the whole
+  // deadline); a scan has nothing to serve and waits.
+  if (scan)
+    rt->nvidia->open();
+  else
+    rt->nvidia->open_async();
 
   components::ComponentContext ctx{&config, rt->events.get(), &rt->metrics, scan};
   ctx.nvidia_pci_present = host::nvidia_gpu_present(host::HostFs(config.host_root));

@@ -99,3 +99,13 @@ CheckResult single_state(std::string_view component, Health health, std::string 
 }
 
 }  // namespace gpud
+
+namespace gpud {
+
+bool check_succeeded(const CheckResult& result) {
+  for (const HealthState& s : result.states)
+    if (!s.error.empty() || s.health == Health::kInitializing) return false;
+  return true;
+}
+
+}  // namespace gpud

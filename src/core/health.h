@@ -82,6 +82,9 @@ struct CheckResult {
   std::string summary() const;  // the reasons of the states, joined
 };
 
+// Whether a check read what it watches: no state carries an error and none is Initializing.
+bool check_succeeded(const CheckResult& result);
+
 // Builds the single-state result most components return.
 CheckResult single_state(std::string_view component, Health health, std::string reason,
                          std::optional<SuggestedActions> actions = std::nullopt,

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/log.h"
+#include "core/time_util.h"
 
 namespace gpud {
 
@@ -26,6 +27,16 @@ Scheduler::Scheduler(const Registry& registry, size_t workers, MetricRegistry* m
     metrics_->describe(kSuggestedActionMetric,
                        "Repair actions suggested by each component's latest check in a Degraded "
                        "or Unhealthy state (REBOOT_SYSTEM, HARDWARE_INSPECTION, ...): 1 each");
+  if (metrics_ != nullptr)
+    metrics_->describe(kLastSuccessMetric,
+                       "Unix time of each component's latest check that read its sources "
+                       "without an error (a value older than two intervals is stale)");
+}
+
+void Scheduler::publish_success(std::string_view component, const CheckResult& result) {
+  if (metrics_ == nullptr || !check_succeeded(result)) return;
+  metrics_->set("", kLastSuccessMetric, static_cast<double>(to_unix_ms(Clock::now())) / 1000.0,
+                {{"component", std::string(component)}});
 }
 
 namespace {
@@ -167,6 +178,7 @@ void Scheduler::worker_loop() {
     if (next->supported()) {
       publish_health(name, r.health());
       publish_actions(name, &r);
+      publish_success(name, r);
       transition = cache_locked(name, std::move(r));
     } else {
       unpublish_health(name);
@@ -207,6 +219,7 @@ void Scheduler::store_result(const Component& c, CheckResult r) {
     if (c.supported()) {
       publish_health(c.name(), r.health());
       publish_actions(c.name(), &r);
+      publish_success(c.name(), r);
       transition = cache_locked(std::string(c.name()), std::move(r));
     } else {
       unpublish_health(c.name());

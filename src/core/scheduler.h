@@ -22,6 +22,9 @@ namespace gpud {
 // The gauge family the scheduler keeps: gpud_component_health{component,health}, one series per
 // health value, 1 for the component's current health and 0 for the others.
 inline constexpr std::string_view kComponentHealthMetric = "gpud_component_health";
+// Unix time of each component's latest check that read its sources without an error.
+inline constexpr std::string_view kLastSuccessMetric =
+    "gpud_component_last_success_timestamp_seconds";
 // gpud_component_suggested_action{component,action}: 1 for each repair action the component's
 // latest check suggests in a Degraded or Unhealthy state; no series for a component suggesting
 // none. Alert rules join it to name the action (deploy/prometheus/gpud-alerts.yml).
@@ -74,6 +77,8 @@ class Scheduler {
   void unpublish_health(std::string_view component);  // hidden components have no series
   // Called with mu_ held; nullptr (or a hidden component) removes the component's actions.
   void publish_actions(std::string_view component, const CheckResult* result);
+  // kLastSuccessMetric, when `result` succeeded (check_succeeded).
+  void publish_success(std::string_view component, const CheckResult& result);
 
   const Registry& registry_;
   size_t worker_count_;

@@ -97,7 +97,17 @@ std::string format_uuid(const unsigned char* b) {
 // Fills fields and records lost / reset-required on the snapshot.
 class Reader {
  public:
-  Reader(const Api& api, nvmlDevice_t dev, GpuSnapshot& g) : a_(api), d_(dev), g_(g) {}
+  Reader(const Api& api, nvmlDevice_t dev, GpuSnapshot& g, CallTracker* tracker)
+      : a_(api), d_(dev), g_(g), tracker_(tracker) {}
+
+  // Calls one NVML entry point, noting it as the call in progress (for a hang's report) and as
+  // the last call made (for a lost GPU's).
+  template <typename Pfn, typename... Args>
+  nvmlReturn_t call(Pfn fn, Args... args) {
+    last_ = reinterpret_cast<const void*>(fn);
+    if (tracker_ != nullptr) tracker_->current.store(last_);
+    return fn(args...);
+  }
 
   template <typename T>
   bool mark(Field<T>& f, nvmlReturn_t r) {
@@ -106,6 +116,10 @@ class Reader {
     if (f.status == FieldStatus::kError) f.error = error_text(a_, r);
     if (r == NVML_ERROR_GPU_IS_LOST) g_.lost = true;
     if (r == NVML_ERROR_RESET_REQUIRED) g_.reset_required = true;
+    if ((r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED) && g_.fault_call.empty()) {
+      g_.fault_call = entry_point_name(last_);
+      g_.fault_error = error_text(a_, r);
+    }
     return r == NVML_SUCCESS;
   }
   // Leaves f "not supported" (FUNCTION_NOT_FOUND) when the driver lacks the entry point.
@@ -117,23 +131,27 @@ class Reader {
   template <typename T, typename Pfn>
   void u32(Field<T>& f, Pfn fn) {
     unsigned int v = 0;
-    if (read(f, fn != nullptr, [&] { return fn(d_, &v); })) f.value = static_cast<T>(v);
+    if (read(f, fn != nullptr, [&] { return call(fn, d_, &v); })) f.value = static_cast<T>(v);
   }
   void str(Field<std::string>& f, PfnDevString fn, unsigned int size) {
     std::vector<char> buf(size, '\0');
-    if (read(f, fn != nullptr, [&] { return fn(d_, buf.data(), size); })) {
+    if (read(f, fn != nullptr, [&] { return call(fn, d_, buf.data(), size); })) {
       buf.back() = '\0';
       f.value = buf.data();
     }
   }
   void enabled(Field<bool>& f, PfnDevEnumOut fn) {
     int v = 0;
-    if (read(f, fn != nullptr, [&] { return fn(d_, &v); })) f.value = v == NVML_FEATURE_ENABLED;
+    if (read(f, fn != nullptr, [&] { return call(fn, d_, &v); })) {
+      f.value = v == NVML_FEATURE_ENABLED;
+    }
   }
 
   const Api& a_;
   nvmlDevice_t d_;
   GpuSnapshot& g_;
+  CallTracker* tracker_;
+  const void* last_ = nullptr;
 };
 
 void read_identity(Reader& r) {
@@ -146,7 +164,7 @@ void read_identity(Reader& r) {
   r.u32(g.board_id, a.board_id);
   nvmlPciInfo_t pci{};
   Field<nvmlPciInfo_t> pf;
-  if (r.read(pf, a.pci_info != nullptr, [&] { return a.pci_info(r.d_, &pci); })) {
+  if (r.read(pf, a.pci_info != nullptr, [&] { return r.call(a.pci_info, r.d_, &pci); })) {
     // The unversioned (v1) call only fills the legacy 16-byte bus id.
     pci.busId[sizeof(pci.busId) - 1] = '\0';
     pci.busIdLegacy[sizeof(pci.busIdLegacy) - 1] = '\0';
@@ -158,12 +176,12 @@ void read_identity(Reader& r) {
   r.mark(g.pci_device_id, pf.ret);
   int major = 0, minor = 0;
   if (r.read(g.cuda_compute_capability, a.cuda_compute_capability != nullptr,
-             [&] { return a.cuda_compute_capability(r.d_, &major, &minor); })) {
+             [&] { return r.call(a.cuda_compute_capability, r.d_, &major, &minor); })) {
     g.cuda_compute_capability.value = {major, minor};
     g.architecture = architecture_from_compute_capability(major, minor);
   }
   int brand = 0;
-  if (r.read(g.brand, a.brand != nullptr, [&] { return a.brand(r.d_, &brand); })) {
+  if (r.read(g.brand, a.brand != nullptr, [&] { return r.call(a.brand, r.d_, &brand); })) {
     g.brand.value = brand;
   }
 }
@@ -176,7 +194,7 @@ void read_thermal_power_clocks(Reader& r) {
       nvmlTemperature_t t{};
       t.version = nvmlTemperature_v1;
       t.sensorType = sensor;
-      nvmlReturn_t ret = a.temperature_v(r.d_, &t);
+      nvmlReturn_t ret = r.call(a.temperature_v, r.d_, &t);
       // An older driver may not know the versioned struct: fall back to the deprecated call.
       if (ret != NVML_ERROR_ARGUMENT_VERSION_MISMATCH || a.temperature == nullptr) {
         if (r.mark(f, ret)) f.value = t.temperature;
@@ -184,7 +202,8 @@ void read_thermal_power_clocks(Reader& r) {
       }
     }
     unsigned int v = 0;
-    if (r.read(f, a.temperature != nullptr, [&] { return a.temperature(r.d_, sensor, &v); })) {
+    if (r.read(f, a.temperature != nullptr,
+               [&] { return r.call(a.temperature, r.d_, sensor, &v); })) {
       f.value = static_cast<int>(v);
     }
   };
@@ -198,13 +217,13 @@ void read_thermal_power_clocks(Reader& r) {
   nvmlMarginTemperature_t m{};
   m.version = nvmlMarginTemperature_v1;
   if (r.read(g.margin_temperature_c, a.margin_temperature != nullptr,
-             [&] { return a.margin_temperature(r.d_, &m); })) {
+             [&] { return r.call(a.margin_temperature, r.d_, &m); })) {
     g.margin_temperature_c.value = m.marginTemperature;
   }
   auto threshold = [&](Field<uint32_t>& f, nvmlTemperatureThresholds_t t) {
     unsigned int v = 0;
     if (r.read(f, a.temperature_threshold != nullptr,
-               [&] { return a.temperature_threshold(r.d_, t, &v); })) {
+               [&] { return r.call(a.temperature_threshold, r.d_, t, &v); })) {
       f.value = v;
     }
   };
@@ -218,14 +237,15 @@ void read_thermal_power_clocks(Reader& r) {
   r.u32(g.power_management_limit_mw, a.power_management_limit);
   auto clock = [&](Field<uint32_t>& f, nvmlClockType_t t) {
     unsigned int v = 0;
-    if (r.read(f, a.clock_info != nullptr, [&] { return a.clock_info(r.d_, t, &v); })) f.value = v;
+    if (r.read(f, a.clock_info != nullptr, [&] { return r.call(a.clock_info, r.d_, t, &v); }))
+      f.value = v;
   };
   clock(g.clock_graphics_mhz, NVML_CLOCK_GRAPHICS);
   clock(g.clock_memory_mhz, NVML_CLOCK_MEM);
   clock(g.clock_sm_mhz, NVML_CLOCK_SM);
   unsigned long long reasons = 0;
   if (r.read(g.clocks_event_reasons, a.clocks_event_reasons != nullptr,
-             [&] { return a.clocks_event_reasons(r.d_, &reasons); })) {
+             [&] { return r.call(a.clocks_event_reasons, r.d_, &reasons); })) {
     g.clocks_event_reasons.value = reasons;
   }
 }
@@ -237,7 +257,7 @@ void read_memory_ecc(Reader& r) {
   if (a.memory_info_v2 != nullptr) {
     nvmlMemory_v2_t m{};
     m.version = nvmlMemory_v2;
-    nvmlReturn_t ret = a.memory_info_v2(r.d_, &m);
+    nvmlReturn_t ret = r.call(a.memory_info_v2, r.d_, &m);
     if (ret != NVML_ERROR_ARGUMENT_VERSION_MISMATCH || a.memory_info == nullptr) {
       if (r.mark(g.memory, ret)) g.memory.value = {m.total, m.reserved, m.used, m.free};
       done = true;
@@ -245,16 +265,19 @@ void read_memory_ecc(Reader& r) {
   }
   if (!done) {
     nvmlMemory_t m{};
-    if (r.read(g.memory, a.memory_info != nullptr, [&] { return a.memory_info(r.d_, &m); })) {
+    if (r.read(g.memory, a.memory_info != nullptr,
+               [&] { return r.call(a.memory_info, r.d_, &m); })) {
       g.memory.value = {m.total, 0, m.used, m.free};
     }
   }
   nvmlUtilization_t u{};
-  if (r.read(g.utilization, a.utilization != nullptr, [&] { return a.utilization(r.d_, &u); })) {
+  if (r.read(g.utilization, a.utilization != nullptr,
+             [&] { return r.call(a.utilization, r.d_, &u); })) {
     g.utilization.value = {u.gpu, u.memory};
   }
   int cur = 0, pend = 0;
-  if (r.read(g.ecc_mode, a.ecc_mode != nullptr, [&] { return a.ecc_mode(r.d_, &cur, &pend); })) {
+  if (r.read(g.ecc_mode, a.ecc_mode != nullptr,
+             [&] { return r.call(a.ecc_mode, r.d_, &cur, &pend); })) {
     g.ecc_mode.value = {cur == NVML_FEATURE_ENABLED, pend == NVML_FEATURE_ENABLED};
   }
   // Four counters into one field: the first failure decides its status.
@@ -280,8 +303,9 @@ void read_memory_ecc(Reader& r) {
   if (a.total_ecc_errors == nullptr) {
     r.mark(g.ecc_total, NVML_ERROR_FUNCTION_NOT_FOUND);
   } else {
-    counts(g.ecc_total,
-           [&](int t, int c, unsigned long long* v) { return a.total_ecc_errors(r.d_, t, c, v); });
+    counts(g.ecc_total, [&](int t, int c, unsigned long long* v) {
+      return r.call(a.total_ecc_errors, r.d_, t, c, v);
+    });
   }
   if (g.ecc_mode.ok() && g.ecc_mode.value.current) {
     for (int loc = 0; loc < kMemoryLocationCount; ++loc) {
@@ -291,13 +315,13 @@ void read_memory_ecc(Reader& r) {
         continue;
       }
       counts(f, [&](int t, int c, unsigned long long* v) {
-        return a.memory_error_counter(r.d_, t, c, loc, v);
+        return r.call(a.memory_error_counter, r.d_, t, c, loc, v);
       });
     }
   }
   unsigned int corr = 0, unc = 0, pending = 0, failure = 0;
   if (r.read(g.remapped_rows, a.remapped_rows != nullptr,
-             [&] { return a.remapped_rows(r.d_, &corr, &unc, &pending, &failure); })) {
+             [&] { return r.call(a.remapped_rows, r.d_, &corr, &unc, &pending, &failure); })) {
     g.remapped_rows.value = {corr, unc, pending != 0, failure != 0};
   }
   if (a.retired_pages == nullptr) {
@@ -306,7 +330,7 @@ void read_memory_ecc(Reader& r) {
     // With a zero-sized buffer the driver reports the count (some drivers with INSUFFICIENT_SIZE).
     auto count = [&](nvmlPageRetirementCause_t cause, uint32_t& out) {
       unsigned int n = 0;
-      nvmlReturn_t ret = a.retired_pages(r.d_, cause, &n, nullptr);
+      nvmlReturn_t ret = r.call(a.retired_pages, r.d_, cause, &n, nullptr);
       if (ret == NVML_ERROR_INSUFFICIENT_SIZE) ret = NVML_SUCCESS;
       if (r.mark(g.retired_pages, ret)) out = n;
       return ret == NVML_SUCCESS;
@@ -325,14 +349,14 @@ void read_modes_processes(Reader& r) {
   r.enabled(g.persistence_mode, a.persistence_mode);
   int mode = 0;
   if (r.read(g.compute_mode, a.compute_mode != nullptr,
-             [&] { return a.compute_mode(r.d_, &mode); })) {
+             [&] { return r.call(a.compute_mode, r.d_, &mode); })) {
     g.compute_mode.value = mode;
   }
   // Ask for the count first, then read with slack: processes come and go between the two calls.
   auto list = [&](auto fn, auto entry) {
     using E = decltype(entry);
     unsigned int n = 0;
-    nvmlReturn_t ret = fn(r.d_, &n, nullptr);
+    nvmlReturn_t ret = r.call(fn, r.d_, &n, nullptr);
     if (ret == NVML_SUCCESS) {
       g.processes.value.clear();
       r.mark(g.processes, ret);
@@ -341,7 +365,7 @@ void read_modes_processes(Reader& r) {
     for (int attempt = 0; attempt < 3 && ret == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
       std::vector<E> buf(n + 8);
       n = static_cast<unsigned int>(buf.size());
-      ret = fn(r.d_, &n, buf.data());
+      ret = r.call(fn, r.d_, &n, buf.data());
       if (ret == NVML_SUCCESS) {
         g.processes.value.clear();
         for (unsigned int i = 0; i < n && i < buf.size(); ++i) {
@@ -368,7 +392,7 @@ void read_interconnects(Reader& r) {
   } else {
     for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
       int state = 0;
-      nvmlReturn_t ret = a.nvlink_state(r.d_, link, &state);
+      nvmlReturn_t ret = r.call(a.nvlink_state, r.d_, link, &state);
       // Past the last link the driver answers INVALID_ARGUMENT (or NOT_SUPPORTED).
       if (ret == NVML_ERROR_INVALID_ARGUMENT || ret == NVML_ERROR_NOT_SUPPORTED) {
         if (link == 0) r.mark(g.nvlinks, NVML_ERROR_NOT_SUPPORTED);
@@ -380,7 +404,7 @@ void read_interconnects(Reader& r) {
       auto counter = [&](Field<uint64_t>& f, nvmlNvLinkErrorCounter_t c) {
         unsigned long long v = 0;
         if (r.read(f, a.nvlink_error_counter != nullptr,
-                   [&] { return a.nvlink_error_counter(r.d_, link, c, &v); })) {
+                   [&] { return r.call(a.nvlink_error_counter, r.d_, link, c, &v); })) {
           f.value = v;
         }
       };
@@ -407,7 +431,7 @@ void read_interconnects(Reader& r) {
     for (unsigned int version : {nvmlGpuFabricInfo_v3, nvmlGpuFabricInfo_v2}) {
       nvmlGpuFabricInfoV_t f{};
       f.version = version;
-      nvmlReturn_t ret = a.fabric_info_v(r.d_, &f);
+      nvmlReturn_t ret = r.call(a.fabric_info_v, r.d_, &f);
       if (ret == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) continue;
       if (r.mark(g.fabric, ret)) {
         FabricInfo& fi = g.fabric.value;
@@ -425,7 +449,8 @@ void read_interconnects(Reader& r) {
   }
   if (!done) {
     nvmlGpuFabricInfo_t f{};
-    if (r.read(g.fabric, a.fabric_info != nullptr, [&] { return a.fabric_info(r.d_, &f); })) {
+    if (r.read(g.fabric, a.fabric_info != nullptr,
+               [&] { return r.call(a.fabric_info, r.d_, &f); })) {
       FabricInfo& fi = g.fabric.value;
       fi.state = f.state;
       fi.status = f.status;
@@ -440,30 +465,32 @@ void read_firmware(Reader& r) {
   const Api& a = r.a_;
   GpuSnapshot& g = r.g_;
   unsigned int enabled = 0, def = 0;
-  nvmlReturn_t ret = a.gsp_firmware_mode != nullptr ? a.gsp_firmware_mode(r.d_, &enabled, &def)
-                                                    : NVML_ERROR_FUNCTION_NOT_FOUND;
+  nvmlReturn_t ret = a.gsp_firmware_mode != nullptr
+                         ? r.call(a.gsp_firmware_mode, r.d_, &enabled, &def)
+                         : NVML_ERROR_FUNCTION_NOT_FOUND;
   if (r.mark(g.gsp.enabled, ret)) g.gsp.enabled.value = enabled != 0;
   if (r.mark(g.gsp.default_enabled, ret)) g.gsp.default_enabled.value = def != 0;
   char ver[NVML_GSP_FIRMWARE_VERSION_BUF_SIZE] = {};
   if (r.read(g.gsp.version, a.gsp_firmware_version != nullptr,
-             [&] { return a.gsp_firmware_version(r.d_, ver); })) {
+             [&] { return r.call(a.gsp_firmware_version, r.d_, ver); })) {
     ver[sizeof(ver) - 1] = '\0';
     g.gsp.version.value = ver;
   }
   nvmlGpmSupport_t s{};
   s.version = NVML_GPM_SUPPORT_VERSION;
   if (r.read(g.gpm_supported, a.gpm_query_device_support != nullptr,
-             [&] { return a.gpm_query_device_support(r.d_, &s); })) {
+             [&] { return r.call(a.gpm_query_device_support, r.d_, &s); })) {
     g.gpm_supported.value = s.isSupportedDevice != 0;
   }
 }
 
 }  // namespace
 
-GpuSnapshot read_gpu(const Library& lib, nvmlDevice_t device, unsigned int index) {
+GpuSnapshot read_gpu(const Library& lib, nvmlDevice_t device, unsigned int index,
+                     CallTracker* tracker) {
   GpuSnapshot g;
   g.index = index;
-  Reader r(lib.api, device, g);
+  Reader r(lib.api, device, g, tracker);
   read_identity(r);
   read_thermal_power_clocks(r);
   read_memory_ecc(r);
@@ -473,28 +500,63 @@ GpuSnapshot read_gpu(const Library& lib, nvmlDevice_t device, unsigned int index
   return g;
 }
 
-Result<GpuSnapshot> collect_gpu(Nvml& nvml, unsigned int index,
-                                std::chrono::milliseconds deadline) {
-  if (!nvml.ready()) return make_error(nvml.message());
-  if (index >= nvml.devices().size()) return make_error("no GPU " + std::to_string(index));
-  std::shared_ptr<const Library> lib = nvml.library();
-  nvmlDevice_t dev = nvml.devices()[index];
-  return nvml.worker().call([lib, dev, index] { return read_gpu(*lib, dev, index); }, deadline);
+std::string gpu_label_of(unsigned int index, const NvmlSnapshot* previous) {
+  std::string s = "GPU " + std::to_string(index);
+  if (previous != nullptr)
+    for (const auto& g : previous->gpus)
+      if (g.index == index && g.pci_bus_id.ok()) s += " (" + g.pci_bus_id.value + ")";
+  return s;
 }
 
-Result<NvmlSnapshot> collect(Nvml& nvml, std::chrono::milliseconds deadline) {
+namespace {
+
+// The error of a call that ran past its deadline, remembered for the collections that follow.
+Error hang_error(Nvml& nvml, std::string_view who, const CallTracker& tracker,
+                 std::chrono::milliseconds deadline) {
+  std::string msg = hang_message(who, tracker.current.load(), deadline);
+  nvml.set_hang_report(msg);
+  return make_error(msg, kTimeoutErrorCode);
+}
+
+// While a call is still stuck, the report of that call; nullopt when the worker answers.
+std::optional<Error> still_hung(Nvml& nvml) {
+  if (!nvml.worker().stuck()) return std::nullopt;
+  std::string report = nvml.hang_report();
+  return make_error(report.empty() ? kTimeoutMessage : report, kTimeoutErrorCode);
+}
+
+}  // namespace
+
+Result<GpuSnapshot> collect_gpu(Nvml& nvml, unsigned int index, std::chrono::milliseconds deadline,
+                                const NvmlSnapshot* previous) {
+  if (!nvml.ready()) return make_error(nvml.message());
+  if (index >= nvml.devices().size()) return make_error("no GPU " + std::to_string(index));
+  if (auto hung = still_hung(nvml)) return *hung;
+  std::shared_ptr<const Library> lib = nvml.library();
+  nvmlDevice_t dev = nvml.devices()[index];
+  auto tracker = std::make_shared<CallTracker>();
+  auto g = nvml.worker().call(
+      [lib, dev, index, tracker] { return read_gpu(*lib, dev, index, tracker.get()); }, deadline);
+  if (!g.ok() && is_timeout(g.error()))
+    return hang_error(nvml, gpu_label_of(index, previous), *tracker, deadline);
+  return g;
+}
+
+Result<NvmlSnapshot> collect(Nvml& nvml, std::chrono::milliseconds deadline,
+                             const NvmlSnapshot* previous) {
   if (!nvml.ready()) return make_error(nvml.message());
   NvmlSnapshot s;
   s.driver = nvml.driver();
   s.time = std::chrono::system_clock::now();
   for (unsigned int i = 0; i < nvml.devices().size(); ++i) {
-    auto g = collect_gpu(nvml, i, deadline);
+    auto g = collect_gpu(nvml, i, deadline, previous);
     if (!g.ok()) return g.error();
     s.gpus.push_back(std::move(g).value());
   }
   std::shared_ptr<const Library> lib = nvml.library();
   std::vector<nvmlDevice_t> devices = nvml.devices();
   if (devices.size() > 1 && lib->api.p2p_status != nullptr) {
+    if (auto hung = still_hung(nvml)) return *hung;
     auto pairs = nvml.worker().call(
         [lib, devices] {
           std::vector<P2PPair> out;
@@ -517,6 +579,11 @@ Result<NvmlSnapshot> collect(Nvml& nvml, std::chrono::milliseconds deadline) {
           return out;
         },
         deadline);
+    if (!pairs.ok() && is_timeout(pairs.error())) {
+      CallTracker p2p;
+      p2p.current.store(reinterpret_cast<const void*>(lib->api.p2p_status));
+      return hang_error(nvml, "NVLink P2P status", p2p, deadline);
+    }
     if (!pairs.ok()) return pairs.error();
     s.nvlink_p2p = std::move(pairs).value();
   }

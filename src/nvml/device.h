@@ -173,6 +173,15 @@ struct GpuSnapshot {
   // Set when any call on this GPU answered GPU_IS_LOST / RESET_REQUIRED.
   bool lost = false;
   bool reset_required = false;
+  // The first call that answered so, and NVML's text for it ("nvmlDeviceGetName", "GPU is lost").
+  std::string fault_call;
+  std::string fault_error;
+  // True when name, uuid, bus id and serial were taken from the last snapshot in which they could
+  // be read (a lost GPU answers none of them; GPUs do not move between bus ids).
+  bool identity_from_last_good = false;
+
+  // Whether the GPU can be judged: it answered, neither lost nor waiting for a reset.
+  bool checkable() const { return !lost && !reset_required; }
 };
 
 // NVLink P2P status of one unordered GPU pair (nvmlDeviceGetP2PStatus with the NVLink caps index).
@@ -195,14 +204,23 @@ std::string architecture_from_compute_capability(int major, int minor);
 // The text GPUd gives the HW slowdown reason bits set in `reasons` ("HW Slowdown", ...).
 std::vector<std::string> hw_slowdown_reasons(uint64_t reasons);
 
-// Reads one GPU. Runs on the calling thread: call it from a worker job.
-GpuSnapshot read_gpu(const Library& lib, nvmlDevice_t device, unsigned int index);
+// Reads one GPU. Runs on the calling thread: call it from a worker job. Each entry point is noted
+// in `tracker` (when given) before it is called.
+GpuSnapshot read_gpu(const Library& lib, nvmlDevice_t device, unsigned int index,
+                     CallTracker* tracker = nullptr);
 
 // Gathers every GPU, one worker job per GPU, each under `deadline`. A timed-out job (hung driver)
-// makes the whole collection fail with the worker's timeout error; later jobs then fail fast.
-Result<NvmlSnapshot> collect(Nvml& nvml, std::chrono::milliseconds deadline = kDefaultCallDeadline);
+// makes the whole collection fail with a timeout error (is_timeout) that names the GPU and the
+// call: "GPU 2 (0000:3a:00.0): nvmlDeviceGetPowerUsage did not return within 10 s", the bus id
+// from `previous` (the last good snapshot) when given. While the call stays stuck, collections
+// fail at once with that same message.
+Result<NvmlSnapshot> collect(Nvml& nvml, std::chrono::milliseconds deadline = kDefaultCallDeadline,
+                             const NvmlSnapshot* previous = nullptr);
 // One GPU by index into nvml.devices().
 Result<GpuSnapshot> collect_gpu(Nvml& nvml, unsigned int index,
-                                std::chrono::milliseconds deadline = kDefaultCallDeadline);
+                                std::chrono::milliseconds deadline = kDefaultCallDeadline,
+                                const NvmlSnapshot* previous = nullptr);
+// "GPU 2 (0000:3a:00.0)", the bus id from `previous` when it has GPU `index`.
+std::string gpu_label_of(unsigned int index, const NvmlSnapshot* previous);
 
 }  // namespace gpud::nvml

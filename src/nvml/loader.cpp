@@ -138,6 +138,33 @@ std::string_view to_string(NvmlStatus s) {
   return "unknown";
 }
 
+std::string entry_point_name(const void* fn) {
+  Dl_info info{};
+  if (fn == nullptr || dladdr(fn, &info) == 0 || info.dli_sname == nullptr) return "an NVML call";
+  return info.dli_sname;
+}
+
+std::string deadline_text(std::chrono::milliseconds deadline) {
+  if (deadline.count() % 1000 == 0) return std::to_string(deadline.count() / 1000) + " s";
+  return std::to_string(deadline.count()) + " ms";
+}
+
+std::string hang_message(std::string_view who, const void* call,
+                         std::chrono::milliseconds deadline) {
+  return std::string(who) + ": " + entry_point_name(call) + " did not return within " +
+         deadline_text(deadline);
+}
+
+std::string Nvml::hang_report() const {
+  std::lock_guard lock(hang_mu_);
+  return hang_report_;
+}
+
+void Nvml::set_hang_report(std::string report) {
+  std::lock_guard lock(hang_mu_);
+  hang_report_ = std::move(report);
+}
+
 std::string resolve_library_path(const std::string& explicit_path) {
   return explicit_path.empty() ? std::string(kDefaultLibraryName) : explicit_path;
 }
@@ -152,24 +179,29 @@ struct InitOutcome {
   DriverInfo driver;
 };
 
-InitOutcome init_on_worker(const Library& lib) {
+InitOutcome init_on_worker(const Library& lib, CallTracker& tracker) {
   const Api& a = lib.api;
   InitOutcome o;
+  auto track = [&](auto fn) { tracker.current.store(reinterpret_cast<const void*>(fn)); };
+  track(a.init);
   o.init = a.init();
   if (o.init != NVML_SUCCESS) return o;
 
   char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+  track(a.system_driver_version);
   if (a.system_driver_version != nullptr &&
       a.system_driver_version(buf, sizeof(buf)) == NVML_SUCCESS) {
     o.driver.driver_version = buf;
     o.driver.driver_major = parse_major(o.driver.driver_version);
   }
   char nbuf[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE] = {};
+  track(a.system_nvml_version);
   if (a.system_nvml_version != nullptr &&
       a.system_nvml_version(nbuf, sizeof(nbuf)) == NVML_SUCCESS) {
     o.driver.nvml_version = nbuf;
   }
   int cuda = 0;
+  track(a.system_cuda_driver_version);
   if (a.system_cuda_driver_version != nullptr &&
       a.system_cuda_driver_version(&cuda) == NVML_SUCCESS) {
     o.driver.cuda_version_raw = cuda;
@@ -183,6 +215,7 @@ InitOutcome init_on_worker(const Library& lib) {
     return o;
   }
   unsigned int count = 0;
+  track(a.device_count);
   o.count_ret = a.device_count(&count);
   if (o.count_ret != NVML_SUCCESS) {
     o.step = "nvmlDeviceGetCount";
@@ -190,6 +223,7 @@ InitOutcome init_on_worker(const Library& lib) {
   }
   for (unsigned int i = 0; i < count; ++i) {
     nvmlDevice_t d{};
+    track(a.handle_by_index);
     nvmlReturn_t r = a.handle_by_index(i, &d);
     // A lost GPU may still hand out its handle; one that does not is left out and the count
     // mismatch is what the gpu-counts component sees.
@@ -229,11 +263,17 @@ std::unique_ptr<Nvml> Nvml::open(const OpenOptions& options) {
   n->lib_ = lib;
 
   std::shared_ptr<const Library> keep = lib;
-  auto out = n->worker_.call([keep] { return init_on_worker(*keep); }, options.deadline);
+  auto tracker = std::make_shared<CallTracker>();
+  auto out = n->worker_.call([keep, tracker] { return init_on_worker(*keep, *tracker); },
+                             options.deadline);
   if (!out.ok()) {
     n->status_ = NvmlStatus::kErrored;
     n->init_return_ = NVML_ERROR_TIMEOUT;
-    n->message_ = "NVML initialization error: " + out.error().message;
+    n->message_ =
+        "NVML initialization error: " +
+        (is_timeout(out.error()) ? hang_message("NVML", tracker->current.load(), options.deadline)
+                                 : out.error().message);
+    n->set_hang_report(n->message_);
     return n;
   }
   const InitOutcome& o = out.value();

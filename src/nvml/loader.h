@@ -2,9 +2,11 @@
 // (newest versioned symbol first, older names as fallback) and initialises NVML on the NVML worker.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -108,6 +110,20 @@ struct Api {
 // Resolves every entry point of `lib` into an Api (missing optional ones stay null).
 Api resolve_api(const DynamicLibrary& lib);
 
+// The NVML entry point a worker job is in, shared with whoever waits for the job, so that a call
+// that does not return can be named.
+struct CallTracker {
+  std::atomic<const void*> current{nullptr};
+};
+// The exported name of a resolved entry point ("nvmlDeviceGetPowerUsage"), from the library's
+// dynamic symbol table; "an NVML call" when it cannot be named.
+std::string entry_point_name(const void* fn);
+// "<who>: nvmlDeviceGetPowerUsage did not return within 10 s".
+std::string hang_message(std::string_view who, const void* call,
+                         std::chrono::milliseconds deadline);
+// "10 s" for whole seconds, else "300 ms".
+std::string deadline_text(std::chrono::milliseconds deadline);
+
 // "nvmlErrorString" text when available, else "NVML error <n>".
 std::string error_text(const Api& api, nvmlReturn_t ret);
 
@@ -158,6 +174,10 @@ class Nvml {
   nvmlReturn_t init_return() const { return init_return_; }
 
   Worker& worker() { return worker_; }
+  // What the call that made the worker stuck was (hang_message), for the collections that fail
+  // fast while it still is; "" before any hang.
+  std::string hang_report() const;
+  void set_hang_report(std::string report);
   // Null when the library could not be loaded.
   const std::shared_ptr<const Library>& library() const { return lib_; }
   const std::vector<nvmlDevice_t>& devices() const { return devices_; }
@@ -168,6 +188,8 @@ class Nvml {
   Nvml() = default;
 
   Worker worker_;
+  mutable std::mutex hang_mu_;
+  std::string hang_report_;  // guarded by hang_mu_
   std::shared_ptr<const Library> lib_;
   std::string path_;
   NvmlStatus status_ = NvmlStatus::kNotFound;

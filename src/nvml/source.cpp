@@ -4,10 +4,43 @@
 
 namespace gpud::nvml {
 
-NvidiaSource::NvidiaSource(std::string library_path, std::chrono::milliseconds deadline)
-    : library_path_(std::move(library_path)), deadline_(deadline) {}
+NvidiaSource::NvidiaSource(std::string library_path, std::chrono::milliseconds deadline,
+                           std::chrono::milliseconds max_age)
+    : library_path_(std::move(library_path)), deadline_(deadline), max_age_(max_age) {}
 
-NvidiaSource::~NvidiaSource() { gpm_.reset(); }
+NvidiaSource::~NvidiaSource() {
+  if (opener_.joinable()) opener_.join();
+  gpm_.reset();
+}
+
+void NvidiaSource::open_async() {
+  if (opening_.load()) return;
+  if (opener_.joinable()) opener_.join();  // the previous attempt, finished
+  opening_.store(true);
+  opener_ = std::thread([this] {
+    open();
+    {
+      std::lock_guard lock(opened_mu_);
+      opening_.store(false);
+    }
+    opened_cv_.notify_all();
+  });
+}
+
+bool NvidiaSource::opening() const {
+  std::lock_guard lock(mu_);
+  return opening_.load() && !nvml_;
+}
+
+bool NvidiaSource::wait_opened(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(opened_mu_);
+  return opened_cv_.wait_for(lock, timeout, [this] { return !opening_.load(); });
+}
+
+nvmlReturn_t NvidiaSource::init_return() const {
+  std::lock_guard lock(mu_);
+  return nvml_ ? nvml_->init_return() : NVML_ERROR_UNINITIALIZED;
+}
 
 void NvidiaSource::open() {
   std::lock_guard collecting(collect_mu_);
@@ -38,10 +71,12 @@ void NvidiaSource::open() {
 void NvidiaSource::maybe_reload(std::chrono::seconds retry_every) {
   {
     std::lock_guard lock(mu_);
-    if (nvml_ && nvml_->status() != NvmlStatus::kNotFound) return;
+    if (opening_.load()) return;
+    if (nvml_ && nvml_->ready()) return;
+    if (nvml_ && nvml_->status() == NvmlStatus::kErrored && nvml_->worker().stuck()) return;
     if (nvml_ && std::chrono::steady_clock::now() - last_open_ < retry_every) return;
   }
-  open();
+  open_async();
 }
 
 NvmlStatus NvidiaSource::status() const {
@@ -64,12 +99,32 @@ size_t NvidiaSource::gpu_count() const {
   return nvml_ ? nvml_->devices().size() : 0;
 }
 
+namespace {
+
+// A lost GPU answers nothing, not even its uuid: it keeps the identity it had when it last did.
+void keep_identity_of_lost_gpus(NvmlSnapshot& snap, const NvmlSnapshot& previous) {
+  for (auto& g : snap.gpus) {
+    if (g.checkable() || g.uuid.ok()) continue;
+    for (const auto& p : previous.gpus) {
+      if (p.index != g.index || !p.uuid.ok()) continue;
+      g.name = p.name;
+      g.uuid = p.uuid;
+      if (!g.pci_bus_id.ok()) g.pci_bus_id = p.pci_bus_id;
+      g.serial = p.serial;
+      g.identity_from_last_good = true;
+    }
+  }
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::snapshot(
     std::chrono::milliseconds max_age) {
   // One collection at a time; status() and the other accessors only take mu_, so they never wait on
   // a driver call.
   std::lock_guard collecting(collect_mu_);
   Nvml* nvml = nullptr;
+  std::shared_ptr<const NvmlSnapshot> previous;
   {
     std::lock_guard lock(mu_);
     if (!nvml_ || nvml_->status() == NvmlStatus::kNotFound)
@@ -81,8 +136,10 @@ Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::snapshot(
     // right after it do not each start another one against a hung driver.
     if (cached_error_ && now - cached_at_ <= max_age) return *cached_error_;
     nvml = nvml_.get();  // open() does not replace a ready instance, and it takes collect_mu_ too
+    previous = last_good_;
   }
-  auto snap = collect(*nvml, deadline_);
+  auto snap = collect(*nvml, deadline_, previous.get());
+  if (snap && previous) keep_identity_of_lost_gpus(*snap, *previous);
   std::lock_guard lock(mu_);
   cached_at_ = std::chrono::steady_clock::now();
   if (!snap) {

@@ -3,12 +3,15 @@
 // minutes.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "core/result.h"
 #include "nvml/device.h"
@@ -19,26 +22,41 @@ namespace gpud::nvml {
 
 class NvidiaSource {
  public:
+  // `max_age`: how long a collection serves the checks that follow it (tests shorten it).
   explicit NvidiaSource(std::string library_path,
-                        std::chrono::milliseconds deadline = kDefaultCallDeadline);
+                        std::chrono::milliseconds deadline = kDefaultCallDeadline,
+                        std::chrono::milliseconds max_age = std::chrono::seconds(5));
   ~NvidiaSource();
 
   // Loads NVML (first attempt, or again when `retry_every` passed since a failed attempt). Cheap
   // otherwise.
   void open();
+  // open() on a thread of its own, so that a daemon on a hung driver serves its API meanwhile.
+  // Joined by the destructor (an init runs for the call deadline at most).
+  void open_async();
+  // True until the first attempt to open NVML has finished (later attempts keep the previous
+  // state visible meanwhile).
+  bool opening() const;
+  // Waits at most `timeout` for open_async to finish; true when it has.
+  bool wait_opened(std::chrono::milliseconds timeout);
+  // open_async() again when NVML is missing, or failed to initialise for a reason other than a
+  // hang (a stuck worker is never replaced: each retry would strand another thread), once
+  // `retry_every` passed since the last attempt. Cheap otherwise; never waits for the attempt.
   void maybe_reload(std::chrono::seconds retry_every = std::chrono::minutes(5));
 
   NvmlStatus status() const;
+  // The nvmlReturn_t behind a kNotFound / kErrored status (NVML_SUCCESS when ready).
+  nvmlReturn_t init_return() const;
   std::string message()
       const;  // "NVML not found: …" / "NVML initialization error: …" / "NVML ready …"
   DriverInfo driver() const;
   size_t gpu_count() const;
 
-  // The latest snapshot, collected when older than max_age. A hung driver returns the worker's
-  // timeout error ("NVML call timed out, driver may be hung") within the deadline, and fast after
-  // that.
-  Result<std::shared_ptr<const NvmlSnapshot>> snapshot(
-      std::chrono::milliseconds max_age = std::chrono::seconds(5));
+  // The latest snapshot, collected when older than max_age. A hung driver returns a timeout error
+  // naming the GPU and the call within the deadline, and the same error fast after that. A GPU
+  // that is lost keeps the identity (name, uuid, bus id, serial) of the last good snapshot.
+  Result<std::shared_ptr<const NvmlSnapshot>> snapshot(std::chrono::milliseconds max_age);
+  Result<std::shared_ptr<const NvmlSnapshot>> snapshot() { return snapshot(max_age_); }
 
   // The last snapshot that was collected well, whatever its age; nullptr before the first. Never
   // collects nor waits for a collection: the kernel-log thread names the GPU of a bus id with it
@@ -60,6 +78,7 @@ class NvidiaSource {
  private:
   std::string library_path_;
   std::chrono::milliseconds deadline_;
+  std::chrono::milliseconds max_age_;
   mutable std::mutex mu_;  // guards everything below; never held across an NVML call
   std::unique_ptr<Nvml> nvml_;
   std::unique_ptr<GpmSampler> gpm_;  // of nvml_; reset before nvml_ goes
@@ -69,6 +88,10 @@ class NvidiaSource {
   std::optional<Error> cached_error_;
   std::mutex collect_mu_;  // held across a collection (bounded by the deadline); taken before mu_
   std::chrono::steady_clock::time_point cached_at_{};
+  std::thread opener_;  // open_async's; joined by the destructor
+  std::atomic<bool> opening_{false};
+  std::mutex opened_mu_;
+  std::condition_variable opened_cv_;
 };
 
 // "NVIDIA H100 80GB HBM3" -> "NVIDIA-H100-80GB-HBM3" (GPUd's product-name sanitising).

@@ -287,6 +287,12 @@ void register_v1_routes(httplib::Server& http, const ServerDeps& deps) {
              write_json(req, res, 200, out);
            }));
 
+  http.Get("/v1/gpus", negotiated([d](const httplib::Request& req, httplib::Response& res) {
+             if (!d->gpus)
+               return fail(req, res, make_error("per-GPU health is not available", 501));
+             write_json(req, res, 200, d->gpus());
+           }));
+
   http.Get("/v1/events", negotiated([d](const httplib::Request& req, httplib::Response& res) {
              auto comps = select_components(*d->registry, req.get_param_value("components"));
              if (!comps) return fail(req, res, comps.error());

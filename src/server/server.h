@@ -33,6 +33,9 @@ struct ServerDeps {
   // fault-injector request and write its line; returns the line written, or an error whose code
   // is the HTTP status (400 for a bad request). Unset: the endpoint answers 501.
   std::function<Result<std::string>(const nlohmann::json& body)> inject_fault;
+  // GET /v1/gpus: each GPU's health over the components' latest states (components::gpu_health),
+  // from caches only. Unset: the endpoint answers 501.
+  std::function<nlohmann::json()> gpus = nullptr;
   // Serve the local web UI (web/, embedded in the binary) at / (`gpud run --web-enable`).
   bool web_enable = true;
 };

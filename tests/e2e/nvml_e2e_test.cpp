@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "testing/swagger_validator.h"
 #include "tests/e2e/daemon_process.h"
 
 namespace gpud::e2e {
@@ -133,12 +134,81 @@ TEST(NvmlE2E, GpuLostMidRunThenRecoveredAfterRestart) {
         d, [](const auto& s) { return all_nvidia(s, "Healthy"); }, 20s, &last))
         << nlohmann::json(last).dump();
     write_atomic(scenario, slurp(fixture("h100x8-gpu-lost.json")));
-    EXPECT_TRUE(wait_states(
-        d, [](const auto& s) { return all_nvidia(s, "Unhealthy", "REBOOT_SYSTEM"); }, 30s, &last))
-        << nlohmann::json(last).dump();
-    EXPECT_NE(last["accelerator-nvidia-nvlink"].value("reason", "").find("GPU 3"),
-              std::string::npos);
+    // One finding, by accelerator-nvidia-info, naming the GPU as it was last seen; every other
+    // component judges the seven GPUs that answer and says GPU 3 was not checked.
+    auto one_finding = [](const auto& s) {
+      auto info = s.find("accelerator-nvidia-info");
+      if (info == s.end() || info->second.value("health", "") != "Unhealthy") return false;
+      for (const auto& n : kNvidiaB) {
+        auto it = s.find(n);
+        if (it == s.end() || it->second.value("health", "") != "Healthy" ||
+            it->second.value("reason", "").find("not checked: GPU 3 (0000:5d:00.0) lost") ==
+                std::string::npos)
+          return false;
+      }
+      return true;
+    };
+    EXPECT_TRUE(wait_states(d, one_finding, 30s, &last)) << nlohmann::json(last).dump();
+    EXPECT_NE(last["accelerator-nvidia-info"]
+                  .value("reason", "")
+                  .find("GPU 3 (0000:5d:00.0, GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e03, serial "
+                        "1652323001003) is lost"),
+              std::string::npos)
+        << last["accelerator-nvidia-info"].dump();
+    EXPECT_EQ(last["accelerator-nvidia-info"]["suggested_actions"]["repair_actions"],
+              nlohmann::json::array({"REBOOT_SYSTEM"}));
+    int unhealthy = 0;
+    for (const auto& [name, st] : last) unhealthy += st.value("health", "") == "Unhealthy";
+    EXPECT_EQ(unhealthy, 1) << nlohmann::json(last).dump();
     EXPECT_EQ(last["cpu"].value("health", ""), "Healthy");
+    // GPU 3's values are gone (only its health is served), the others' stay, and NVML answers.
+    auto values_of_gpu_3 = [](const std::string& text) {
+      std::istringstream lines(text);
+      int n = 0;
+      for (std::string line; std::getline(lines, line);)
+        n += line.find("gpu=\"3\"") != std::string::npos &&
+             line.rfind("accelerator_nvidia_gpu_health{", 0) != 0;
+      return n;
+    };
+    std::string metrics = d.get("/metrics")->body;
+    auto end = std::chrono::steady_clock::now() + 10s;
+    while (values_of_gpu_3(metrics) != 0 && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(250ms);
+      metrics = d.get("/metrics")->body;
+    }
+    EXPECT_EQ(values_of_gpu_3(metrics), 0) << metrics;
+    EXPECT_NE(metrics.find("accelerator_nvidia_temperature_current_celsius{gpu=\"2\""),
+              std::string::npos);
+    EXPECT_NE(
+        metrics.find("accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 1\n"),
+        std::string::npos);
+    // Per GPU: GPU 3 alone is Unhealthy, for the info component's finding; the others Healthy.
+    auto gpus = parse_json(d.get("/v1/gpus")->body);
+    std::ifstream spec_in(std::string(GPUD_SOURCE_DIR) + "/docs/gpud-api-swagger.json");
+    auto spec = nlohmann::json::parse(spec_in);
+    for (const auto& e :
+         swagger::validate(spec, swagger::response_schema(spec, "/v1/gpus", "get", 200), gpus))
+      ADD_FAILURE() << e;
+    ASSERT_EQ(gpus.size(), 8U) << gpus.dump();
+    for (const auto& g : gpus) {
+      if (g["index"] != 3) {
+        EXPECT_EQ(g["health"], "Healthy") << g.dump();
+        continue;
+      }
+      EXPECT_EQ(g["health"], "Unhealthy") << g.dump();
+      EXPECT_EQ(g["uuid"], "GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e03");
+      EXPECT_EQ(g["reasons"][0]["component"], "accelerator-nvidia-info") << g.dump();
+    }
+    end = std::chrono::steady_clock::now() + 10s;
+    const std::string lost_series =
+        "accelerator_nvidia_gpu_health{gpu=\"3\",health=\"Unhealthy\",pci_bus_id=\"0000:5d:00."
+        "0\",uuid=\"GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e03\"} 1\n";
+    while (metrics.find(lost_series) == std::string::npos &&
+           std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(250ms);
+      metrics = d.get("/metrics")->body;
+    }
+    EXPECT_NE(metrics.find(lost_series), std::string::npos) << metrics;
     d.stop();
   }
   write_atomic(scenario, slurp(fixture("h100x8-healthy.json")));
@@ -159,16 +229,22 @@ TEST(NvmlE2E, HungDriverStopsNeitherHealthzNorHostComponents) {
   DaemonProcess d(dir, args, true, {"FAKE_NVML_SCENARIO=" + fixture("h100x8-hung-driver.json")});
   ASSERT_TRUE(d.ready()) << d.log();
   std::map<std::string, nlohmann::json> last;
-  auto timed_out = [](const auto& s) {
+  const std::string report = "nvmlDeviceGetPowerUsage did not return within 200 ms";
+  auto one_finding = [&](const auto& s) {
+    auto info = s.find("accelerator-nvidia-info");
+    if (info == s.end() || info->second.value("health", "") != "Unhealthy" ||
+        info->second.value("reason", "").find("GPU 2") == std::string::npos ||
+        info->second.value("reason", "").find(report) == std::string::npos)
+      return false;
     for (const auto& n : kNvidiaB) {
       auto it = s.find(n);
-      if (it == s.end() || it->second.value("health", "") != "Unhealthy" ||
-          it->second.value("reason", "").find("NVML call timed out") == std::string::npos)
+      if (it == s.end() || it->second.value("health", "") != "Healthy" ||
+          it->second.value("reason", "").find("not checked: GPU 2") == std::string::npos)
         return false;
     }
     return true;
   };
-  EXPECT_TRUE(wait_states(d, timed_out, 30s, &last)) << nlohmann::json(last).dump();
+  EXPECT_TRUE(wait_states(d, one_finding, 30s, &last)) << nlohmann::json(last).dump();
   for (int i = 0; i < 5; ++i) {
     auto start = std::chrono::steady_clock::now();
     auto r = d.get("/healthz");
@@ -180,7 +256,73 @@ TEST(NvmlE2E, HungDriverStopsNeitherHealthzNorHostComponents) {
   auto s = states(d);
   EXPECT_EQ(s["cpu"].value("health", ""), "Healthy") << s["cpu"].dump();
   EXPECT_EQ(s["memory"].value("health", ""), "Healthy") << s["memory"].dump();
+  // Nothing frozen: NVML down, no per-GPU value, and no NVIDIA check ever succeeded.
+  std::string metrics = d.get("/metrics")->body;
+  EXPECT_NE(
+      metrics.find("accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 0\n"),
+      std::string::npos)
+      << metrics;
+  EXPECT_EQ(metrics.find("gpu=\""), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("gpud_component_last_success_timestamp_seconds{component=\"cpu\"}"),
+            std::string::npos);
+  EXPECT_EQ(metrics.find("gpud_component_last_success_timestamp_seconds{component=\"accelerator-"
+                         "nvidia-info\"}"),
+            std::string::npos);
   d.stop();
+  std::filesystem::remove_all(dir);
+}
+
+// With the default 10 s deadline the hung driver's 15 s call is cut at the deadline: the scan
+// ends within deadline + 2 s, exits 1, and prints the root cause first.
+TEST(NvmlE2E, ScanOnAHungDriverEndsWithinTheDefaultDeadline) {
+  setenv("FAKE_NVML_SCENARIO", fixture("h100x8-hung-driver.json").c_str(), 1);
+  auto start = std::chrono::steady_clock::now();
+  auto r = run_gpud({"scan", "--nvml-lib", GPUD_FAKE_NVML, "--log-level", "error"}, 30);
+  auto took = std::chrono::steady_clock::now() - start;
+  unsetenv("FAKE_NVML_SCENARIO");
+  EXPECT_LT(took, 12s);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const std::string root =
+      "Root cause: accelerator-nvidia-info: GPU 2: nvmlDeviceGetPowerUsage did not return within "
+      "10 s";
+  EXPECT_NE(r.out.find(root), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find(root), r.out.find("accelerator-nvidia-temperature")) << r.out;
+}
+
+// A driver whose init does not return: the daemon serves /healthz and the API meanwhile, the NVIDIA
+// components read Initializing, then the init's own finding names the call.
+TEST(NvmlE2E, TheApiAnswersWhileNvmlInitIsPending) {
+  std::string dir = make_temp_dir();
+  std::string scenario = dir + "-inithang.json";
+  write_atomic(scenario, R"({"count": 8, "delays_ms": {"nvmlInit": 15000}})");
+  auto args = fake_args();
+  args.insert(args.end(), {"--nvml-call-timeout", "8s"});
+  auto start = std::chrono::steady_clock::now();
+  DaemonProcess d(dir, args, true, {"FAKE_NVML_SCENARIO=" + scenario});
+  ASSERT_TRUE(d.ready()) << d.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 7s);
+  std::map<std::string, nlohmann::json> last;
+  EXPECT_TRUE(wait_states(
+      d,
+      [](const auto& s) {
+        auto it = s.find("accelerator-nvidia-info");
+        return it != s.end() && it->second.value("health", "") == "Initializing" &&
+               s.count("cpu") == 1;
+      },
+      5s, &last))
+      << nlohmann::json(last).dump();
+  EXPECT_TRUE(wait_states(
+      d,
+      [](const auto& s) {
+        auto it = s.find("accelerator-nvidia-info");
+        return it != s.end() && it->second.value("health", "") == "Unhealthy" &&
+               it->second.value("reason", "").find("did not return within 8 s") !=
+                   std::string::npos;
+      },
+      20s, &last))
+      << nlohmann::json(last).dump();
+  d.stop();
+  std::filesystem::remove(scenario);
   std::filesystem::remove_all(dir);
 }
 

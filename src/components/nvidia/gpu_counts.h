@@ -33,6 +33,8 @@ class GpuCountsComponent : public NvidiaComponent {
 
  protected:
   CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override;
+  // A lost GPU is still one NVML enumerates: the count is not its finding.
+  bool sees_every_gpu() const override { return true; }
 
  private:
   host::HostFs fs_;

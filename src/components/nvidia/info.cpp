@@ -1,5 +1,7 @@
 #include "components/nvidia/info.h"
 
+#include <algorithm>
+
 #include "nvml/source.h"
 
 namespace gpud::components {
@@ -27,8 +29,8 @@ std::string brand_name(int brand) {
 NvidiaVerdict evaluate_info(const nvml::NvmlSnapshot& snapshot) {
   std::string product = product_of(snapshot);
   std::string brand, architecture;
-  NvidiaVerdict v;  // always Healthy when NVML works
-  v.columns = {"UUID", "BUS ID", "SERIAL", "MINOR", "BOARD ID"};
+  NvidiaVerdict v;
+  v.columns = {"UUID", "BUS ID", "SERIAL", "MINOR", "BOARD ID", "STATE"};
   for (const auto& g : snapshot.gpus) {
     if (brand.empty() && g.brand.ok()) brand = brand_name(g.brand.value);
     if (architecture.empty()) architecture = g.architecture;
@@ -38,7 +40,25 @@ NvidiaVerdict evaluate_info(const nvml::NvmlSnapshot& snapshot) {
         .field("minor_number", g.minor_number)
         .field("board_id", g.board_id);
     row.data["name"] = field_json(g.name);
+    const char* state = g.lost ? "lost" : g.reset_required ? "reset_required" : "ok";
+    row.data["state"] = state;
+    row.cells.push_back(state);
+    if (g.checkable()) continue;
+    row.data["fault"] = {{"call", g.fault_call}, {"error", g.fault_error}};
+    row.data["identity_from_last_good"] = g.identity_from_last_good;
+    std::string who = "GPU " + std::to_string(g.index) + " (";
+    who += g.pci_bus_id.ok() ? g.pci_bus_id.value : "bus id unknown";
+    if (g.uuid.ok()) who += ", " + g.uuid.value;
+    if (g.serial.ok()) who += ", serial " + g.serial.value;
+    who += ")";
+    v.add(g, Health::kUnhealthy,
+          who + (g.lost ? " is lost" : " requires a reset") + ": " + g.fault_call + " answered '" +
+              g.fault_error + "'",
+          RepairAction::kRebootSystem);
   }
+  v.action_description =
+      "reboot the system to recover the GPU; a GPU lost again after the reboot needs hardware "
+      "inspection";
   v.data = {{"product", product},
             {"product_sanitized", nvml::sanitize_product_name(product)},
             {"brand", brand},
@@ -46,6 +66,9 @@ NvidiaVerdict evaluate_info(const nvml::NvmlSnapshot& snapshot) {
             {"driver_version", snapshot.driver.driver_version},
             {"cuda_version", snapshot.driver.cuda_version()},
             {"gpu_count", snapshot.gpus.size()}};
+  const size_t answering = static_cast<size_t>(std::count_if(
+      snapshot.gpus.begin(), snapshot.gpus.end(), [](const auto& g) { return g.checkable(); }));
+  v.data["gpus_answering"] = answering;
   v.healthy_reason = snapshot.gpus.empty()
                          ? "NVIDIA NVML is loaded but GPU is not detected"
                          : std::to_string(snapshot.gpus.size()) + " x " + product + " (driver " +
@@ -59,6 +82,10 @@ NvidiaVerdict evaluate_info(const nvml::NvmlSnapshot& snapshot) {
 }
 
 InfoComponent::InfoComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
+  if (ctx.metrics != nullptr)
+    ctx.metrics->describe(kNvmlUpMetric,
+                          "1 when NVML answered the last collection, 0 when it is missing, failed "
+                          "or did not answer within the deadline");
   if (ctx.metrics != nullptr)
     ctx.metrics->describe(kInfoMetric,
                           "NVIDIA driver and CUDA versions and the GPU product (always 1)");
@@ -75,6 +102,7 @@ CheckResult InfoComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
                         {"product", nvml::sanitize_product_name(product_of(snapshot))}});
     ctx().metrics->clear_series(kName, kGpuInfoMetric);
     for (const auto& g : snapshot.gpus) {
+      if (!g.checkable()) continue;  // no series for a GPU that does not answer
       Labels l = gpu_labels(g);
       l["name"] = g.name.ok() ? g.name.value : "";
       ctx().metrics->set(kName, kGpuInfoMetric, 1, l);

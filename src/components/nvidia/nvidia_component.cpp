@@ -1,5 +1,11 @@
 #include "components/nvidia/nvidia_component.h"
 
+#include <set>
+
+#include "core/strings.h"
+#include "host/host_fs.h"
+#include "host/pci.h"
+
 namespace gpud::components {
 
 NvidiaComponent::NvidiaComponent(const ComponentContext& ctx, std::span<const GpuMetric> metrics)
@@ -12,23 +18,60 @@ std::vector<std::string> NvidiaComponent::tags() const {
   return {"accelerator", "gpu", "nvidia", std::string(name())};
 }
 
-bool NvidiaComponent::supported() const {
-  if (ctx().nvidia == nullptr) return false;
-  return ctx().nvidia->status() != nvml::NvmlStatus::kNotFound;
+bool NvidiaComponent::gpus_expected() const {
+  return ctx().nvidia_pci_present || config().gpu_count > 0;
 }
 
+bool NvidiaComponent::supported() const {
+  if (ctx().nvidia == nullptr) return false;
+  if (ctx().nvidia->opening()) return true;
+  if (ctx().nvidia->status() != nvml::NvmlStatus::kNotFound) return true;
+  return owns_nvml_faults() && gpus_expected();
+}
+
+namespace {
+
+// Why NVIDIA GPUs are expected: "--gpu-count 8" and / or the NVIDIA GPUs sysfs lists.
+std::string expected_because(const Config& config) {
+  std::vector<std::string> why;
+  if (config.gpu_count > 0) why.push_back("--gpu-count " + std::to_string(config.gpu_count));
+  auto bus = host::find_nvidia_gpus(host::HostFs(config.host_root));
+  if (!bus.empty())
+    why.push_back(std::to_string(bus.size()) + " NVIDIA GPU(s) on the PCI bus: " + join(bus, ", "));
+  return join(why, "; ");
+}
+
+}  // namespace
+
 CheckResult NvidiaComponent::check() {
-  auto status = source().status();
+  if (source().opening())
+    return single_state(name(), Health::kInitializing, "NVML initialization in progress");
+  NvidiaPreambleInput in;
+  in.owner = owns_nvml_faults();
+  in.status = source().status();
+  in.status_message = source().message();
+  in.init_return = source().init_return();
+  if (in.owner && in.status != nvml::NvmlStatus::kReady) {
+    in.expected = gpus_expected();
+    if (in.expected) in.expected_because = expected_because(config());
+  }
   auto snap =
-      status == nvml::NvmlStatus::kReady
+      in.status == nvml::NvmlStatus::kReady
           ? source().snapshot()
-          : Result<std::shared_ptr<const nvml::NvmlSnapshot>>(make_error(source().message()));
+          : Result<std::shared_ptr<const nvml::NvmlSnapshot>>(make_error(in.status_message));
   if (ctx().metrics != nullptr && !metrics_.empty()) {
     const nvml::NvmlSnapshot* published = snap && publishes_metrics(**snap) ? snap->get() : nullptr;
     publish_gpu_metrics(*ctx().metrics, name(), metrics_, published);
   }
-  if (auto early = nvidia_preamble(name(), status, source().message(), snap)) return *early;
-  return evaluate(**snap);
+  if (in.owner && ctx().metrics != nullptr)
+    ctx().metrics->set(name(), kNvmlUpMetric, snap.ok() ? 1 : 0);
+  if (auto early = nvidia_preamble(name(), in, snap)) return *early;
+  const nvml::NvmlSnapshot& full = **snap;
+  auto unreachable = unreachable_gpus(full);
+  if (unreachable.empty() || sees_every_gpu()) return evaluate(full);
+  CheckResult r = evaluate(checkable_part(full));
+  mark_not_checked(r, unreachable);
+  return r;
 }
 
 void publish_gpu_metrics(MetricRegistry& registry, std::string_view component,
@@ -37,32 +80,84 @@ void publish_gpu_metrics(MetricRegistry& registry, std::string_view component,
     std::vector<std::pair<Labels, double>> series;
     if (snapshot != nullptr)
       for (const auto& g : snapshot->gpus)
-        if (auto v = m.read(g)) series.emplace_back(gpu_labels(g), *v);
+        if (g.checkable())
+          if (auto v = m.read(g)) series.emplace_back(gpu_labels(g), *v);
     registry.replace_series(component, m.name, series);
   }
 }
 
 std::optional<CheckResult> nvidia_preamble(
-    std::string_view component, nvml::NvmlStatus status, const std::string& status_message,
+    std::string_view component, const NvidiaPreambleInput& in,
     const Result<std::shared_ptr<const nvml::NvmlSnapshot>>& snap) {
-  SuggestedActions reboot{"", {RepairAction::kRebootSystem}};
-  if (status == nvml::NvmlStatus::kNotFound)
+  if (in.status == nvml::NvmlStatus::kNotFound && !(in.owner && in.expected))
     return single_state(component, Health::kHealthy, "no NVIDIA GPU / NVML not found");
-  if (status == nvml::NvmlStatus::kErrored)
-    return single_state(component, Health::kUnhealthy, status_message, reboot);
-  if (!snap) {
-    auto r = single_state(component, Health::kUnhealthy, snap.error().message, reboot);
-    r.states[0].error = snap.error().message;
+  if (in.status == nvml::NvmlStatus::kReady && snap) return std::nullopt;
+  const std::string error = snap ? in.status_message : snap.error().message;
+  if (!in.owner) {
+    CheckResult r =
+        single_state(component, Health::kHealthy,
+                     "not checked: " + error + " (see " + std::string(kNvmlFaultOwner) + ")");
+    r.states[0].extra_info["not_checked"] = nlohmann::json::array({"all GPUs: " + error}).dump();
+    r.states[0].error = error;  // nothing was read: not a successful check
     return r;
   }
-  std::string lost;
-  for (const auto& g : (*snap)->gpus) {
-    if (!g.lost && !g.reset_required) continue;
-    if (!lost.empty()) lost += "; ";
-    lost += gpu_label(g) + (g.lost ? " GPU lost" : " GPU requires reset");
+  std::string reason = error;
+  std::string what;
+  if (in.status == nvml::NvmlStatus::kNotFound) {
+    reason = "NVIDIA GPUs expected (" + in.expected_because + ") but NVML is not usable: " + error;
+    what =
+        "load the NVIDIA driver for the running kernel (modprobe nvidia; reinstall it when the "
+        "module is missing) or reboot";
+  } else if (in.init_return == nvml::NVML_ERROR_NO_PERMISSION) {
+    what = "run gpud as root or give it access to /dev/nvidia*";
+  } else if (in.init_return == nvml::NVML_ERROR_LIB_RM_VERSION_MISMATCH) {
+    what =
+        "the NVML library and the loaded kernel module differ (driver upgraded without a "
+        "reboot): reboot the system";
+  } else if (!snap && nvml::is_timeout(snap.error())) {
+    what = "the NVIDIA driver does not answer: reboot the system";
+  } else {
+    what = "reboot the system to reinitialise the NVIDIA driver";
   }
-  if (!lost.empty()) return single_state(component, Health::kUnhealthy, lost, reboot);
-  return std::nullopt;
+  if (in.expected && in.status != nvml::NvmlStatus::kNotFound)
+    reason += " (NVIDIA GPUs expected: " + in.expected_because + ")";
+  auto r = single_state(component, Health::kUnhealthy, reason,
+                        SuggestedActions{what, {RepairAction::kRebootSystem}});
+  r.states[0].error = error;
+  return r;
+}
+
+std::vector<std::string> unreachable_gpus(const nvml::NvmlSnapshot& snapshot) {
+  std::vector<std::string> out;
+  for (const auto& g : snapshot.gpus)
+    if (!g.checkable()) out.push_back(gpu_label(g) + (g.lost ? " lost" : " requires reset"));
+  return out;
+}
+
+nvml::NvmlSnapshot checkable_part(const nvml::NvmlSnapshot& snapshot) {
+  nvml::NvmlSnapshot out;
+  out.driver = snapshot.driver;
+  out.time = snapshot.time;
+  std::set<unsigned int> kept;
+  for (const auto& g : snapshot.gpus) {
+    if (!g.checkable()) continue;
+    out.gpus.push_back(g);
+    kept.insert(g.index);
+  }
+  for (const auto& p : snapshot.nvlink_p2p)
+    if (kept.count(p.a) != 0 && kept.count(p.b) != 0) out.nvlink_p2p.push_back(p);
+  return out;
+}
+
+void mark_not_checked(CheckResult& result, const std::vector<std::string>& what) {
+  if (what.empty()) return;
+  const std::string see = ", see " + std::string(kNvmlFaultOwner);
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& w : what) list.push_back(w + see);
+  for (auto& st : result.states) {
+    st.reason += " (not checked: " + join(what, "; ") + see + ")";
+    st.extra_info["not_checked"] = list.dump();
+  }
 }
 
 std::string product_of(const nvml::NvmlSnapshot& snapshot) {

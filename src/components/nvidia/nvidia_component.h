@@ -1,7 +1,9 @@
-// NvidiaComponent: the skeleton every NVML-based component shares. It is supported when NVML loaded
-// (or loaded but failed: then every NVIDIA component is Unhealthy with REBOOT_SYSTEM instead of
-// hidden), takes the shared snapshot, turns a hung driver, an init failure and lost GPUs into
-// Unhealthy states, and hands a good snapshot to the component's evaluate().
+// NvidiaComponent: the skeleton every NVML-based component shares. It takes the shared snapshot
+// and hands the GPUs that answered to the component's evaluate(). A fault of NVML itself (missing
+// while NVIDIA GPUs are expected, failing to initialise, a hung call) and a GPU that is lost or
+// needs a reset are one finding, reported by the component that owns them
+// (accelerator-nvidia-info, kNvmlFaultOwner); the others judge what they can read and list what
+// they could not check ("not checked: GPU 3 (0000:3a:00.0) lost, see accelerator-nvidia-info").
 #pragma once
 
 #include <atomic>
@@ -42,6 +44,12 @@ std::optional<double> read_metric(const nvml::GpuSnapshot& gpu) {
     return static_cast<double>(f.value.*kMember);
 }
 
+// The component that reports NVML's own faults and every GPU NVML cannot read.
+inline constexpr std::string_view kNvmlFaultOwner = "accelerator-nvidia-info";
+// 1 when the owner's last check got a snapshot from NVML, 0 when NVML is missing, failed or did
+// not answer (published by the owner).
+inline constexpr const char* kNvmlUpMetric = "accelerator_nvidia_nvml_up";
+
 class NvidiaComponent : public Component {
  public:
   explicit NvidiaComponent(const ComponentContext& ctx, std::span<const GpuMetric> metrics = {});
@@ -51,8 +59,16 @@ class NvidiaComponent : public Component {
   CheckResult check() final;
 
  protected:
-  // The component's rule over a snapshot in which no GPU is lost or needs a reset.
+  // The component's rule over a snapshot in which no GPU is lost or needs a reset (unless
+  // sees_every_gpu()).
   virtual CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) = 0;
+  // True for the fault owner: it is shown when NVIDIA GPUs are expected even without NVML, and
+  // turns NVML's faults into its own Unhealthy state.
+  virtual bool owns_nvml_faults() const { return false; }
+  // True when evaluate() wants the GPUs that did not answer too (the owner, the GPU count).
+  virtual bool sees_every_gpu() const { return owns_nvml_faults(); }
+  // NVIDIA GPUs are expected here: on the PCI bus, or --gpu-count > 0.
+  bool gpus_expected() const;
   nvml::NvidiaSource& source() const { return *ctx().nvidia; }
   // Whether the GPU metrics are published for this snapshot (e.g. not on a product without the
   // feature); without them the component has no series.
@@ -82,12 +98,32 @@ class NvidiaComponent : public Component {
   mutable std::atomic<int> support_{kUnknown};
 };
 
-// The preamble as a pure function (tests call it): an Unhealthy result for an errored NVML, a
-// failed collection (timeout or enumeration failure) or lost / reset-required GPUs; nullopt when
-// the snapshot is fit for evaluate().
+// What a check knows before any rule: NVML's state, the snapshot (or why there is none) and
+// whether NVIDIA GPUs are expected (and from what: "--gpu-count 8", bus ids on the PCI bus).
+struct NvidiaPreambleInput {
+  bool owner = false;  // the component is the fault owner
+  nvml::NvmlStatus status = nvml::NvmlStatus::kNotFound;
+  std::string status_message;
+  nvml::nvmlReturn_t init_return = nvml::NVML_SUCCESS;
+  bool expected = false;
+  std::string expected_because;
+};
+
+// The preamble as a pure function (tests call it): NVML missing, errored or not answering gives
+// the owner an Unhealthy state with the error and REBOOT_SYSTEM and every other component a Healthy
+// "not checked" state that points at the owner; nullopt when the snapshot can be evaluated.
 std::optional<CheckResult> nvidia_preamble(
-    std::string_view component, nvml::NvmlStatus status, const std::string& status_message,
+    std::string_view component, const NvidiaPreambleInput& in,
     const Result<std::shared_ptr<const nvml::NvmlSnapshot>>& snap);
+
+// The GPUs of `snapshot` that cannot be judged (lost, reset required), as the owner's reason
+// names them: "GPU 3 (0000:3a:00.0) lost".
+std::vector<std::string> unreachable_gpus(const nvml::NvmlSnapshot& snapshot);
+// `snapshot` without those GPUs (nor the NVLink pairs they are in).
+nvml::NvmlSnapshot checkable_part(const nvml::NvmlSnapshot& snapshot);
+// Marks `result` as not having checked `what` (each "GPU 3 (0000:3a:00.0) lost"): the reason ends
+// with "(not checked: …, see accelerator-nvidia-info)" and extra_info "not_checked" lists them.
+void mark_not_checked(CheckResult& result, const std::vector<std::string>& what);
 
 // The product of a snapshot: the name of its first GPU whose name could be read ("" when none).
 std::string product_of(const nvml::NvmlSnapshot& snapshot);

@@ -99,6 +99,13 @@ CheckResult render_verdict(std::string_view component, const NvidiaVerdict& v, T
       std::move(actions), {{"data", data.dump()}}, now);
   r.states[0].error = join(errors, "; ");
   r.detail = std::move(detail);
+  // Each GPU's own findings, for the per-GPU view (gpu_health).
+  nlohmann::json per_gpu = nlohmann::json::array();
+  for (const auto& f : v.findings)
+    if (f.gpu && f.health != Health::kHealthy)
+      per_gpu.push_back(
+          {{"gpu", *f.gpu}, {"health", std::string(to_string(f.health))}, {"reason", f.reason}});
+  if (!per_gpu.empty()) r.states[0].extra_info["gpu_findings"] = per_gpu.dump();
   return r;
 }
 

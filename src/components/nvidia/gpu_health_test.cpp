@@ -1,0 +1,108 @@
+#include "components/nvidia/gpu_health.h"
+
+#include <gtest/gtest.h>
+
+#include "components/nvidia/info.h"
+#include "components/nvidia/verdict.h"
+
+namespace gpud::components {
+namespace {
+
+nvml::NvmlSnapshot four_gpus() {
+  nvml::NvmlSnapshot s;
+  const char* bus[] = {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0"};
+  for (unsigned int i = 0; i < 4; ++i) {
+    nvml::GpuSnapshot g;
+    g.index = i;
+    g.uuid.value = "GPU-" + std::to_string(i);
+    g.uuid.status = nvml::FieldStatus::kOk;
+    g.pci_bus_id.value = bus[i];
+    g.pci_bus_id.status = nvml::FieldStatus::kOk;
+    s.gpus.push_back(g);
+  }
+  return s;
+}
+
+HealthState state(std::string component, Health health, std::string reason = "") {
+  HealthState s;
+  s.component = std::move(component);
+  s.health = health;
+  s.reason = std::move(reason);
+  return s;
+}
+
+TEST(GpuHealth, EachGpuTakesTheWorstOfItsOwnFindings) {
+  // Two per-GPU verdicts as render_verdict writes them, and an Xid on GPU 3 by bus id.
+  NvidiaVerdict temp;
+  nvml::GpuSnapshot g1 = four_gpus().gpus[1];
+  temp.add(g1, Health::kDegraded, "GPU 1 (0000:2a:00.0) HBM over its limit");
+  HealthState t = render_verdict("accelerator-nvidia-temperature", temp).states[0];
+  NvidiaVerdict rows;
+  rows.add(g1, Health::kUnhealthy, "GPU 1 needs reset");
+  HealthState r = render_verdict("accelerator-nvidia-remapped-rows", rows).states[0];
+  HealthState xid = state("accelerator-nvidia-error-xid", Health::kUnhealthy, "Xid 79");
+  xid.extra_info["devices"] =
+      R"([{"pci_bus_id":"0000:5D:00","code":79,"health":"Unhealthy","reason":"Xid 79 on 0000:5d:00"}])";
+  auto gpus = gpu_health(four_gpus(), {t, r, xid, state("cpu", Health::kUnhealthy, "host")});
+  ASSERT_EQ(gpus.size(), 4U);
+  EXPECT_EQ(gpus[0].health, Health::kHealthy);
+  EXPECT_TRUE(gpus[0].causes.empty());
+  EXPECT_EQ(gpus[1].health, Health::kUnhealthy);
+  ASSERT_EQ(gpus[1].causes.size(), 2U);
+  EXPECT_EQ(gpus[1].causes[0].component, "accelerator-nvidia-remapped-rows");  // worst first
+  EXPECT_EQ(gpus[1].causes[1].health, Health::kDegraded);
+  EXPECT_EQ(gpus[2].health, Health::kHealthy);
+  EXPECT_EQ(gpus[3].health, Health::kUnhealthy);
+  ASSERT_EQ(gpus[3].causes.size(), 1U);
+  EXPECT_EQ(gpus[3].causes[0].reason, "Xid 79 on 0000:5d:00");
+
+  auto j = to_json(gpus);
+  EXPECT_EQ(j[3]["uuid"], "GPU-3");
+  EXPECT_EQ(j[3]["health"], "Unhealthy");
+  EXPECT_EQ(j[3]["reasons"][0]["component"], "accelerator-nvidia-error-xid");
+
+  MetricRegistry m;
+  publish_gpu_health(m, gpus);
+  std::string text = m.prometheus_text();
+  EXPECT_NE(text.find("accelerator_nvidia_gpu_health{gpu=\"3\",health=\"Unhealthy\",pci_bus_id="
+                      "\"0000:5d:00.0\",uuid=\"GPU-3\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("accelerator_nvidia_gpu_health{gpu=\"3\",health=\"Healthy\",pci_bus_id="
+                      "\"0000:5d:00.0\",uuid=\"GPU-3\"} 0"),
+            std::string::npos);
+  EXPECT_NE(text.find("accelerator_nvidia_gpu_health{gpu=\"0\",health=\"Healthy\",pci_bus_id="
+                      "\"0000:18:00.0\",uuid=\"GPU-0\"} 1"),
+            std::string::npos);
+}
+
+TEST(GpuHealth, ALostGpuIsItsOwnAndAHungDriverIsEveryGpus) {
+  nvml::NvmlSnapshot snap = four_gpus();
+  snap.gpus[2].lost = true;
+  snap.gpus[2].fault_call = "nvmlDeviceGetName";
+  snap.gpus[2].fault_error = "GPU is lost";
+  HealthState lost = render_verdict(kNvmlFaultOwner, evaluate_info(snap)).states[0];
+  auto gpus = gpu_health(snap, {lost});
+  EXPECT_EQ(gpus[2].health, Health::kUnhealthy);
+  EXPECT_NE(gpus[2].causes.at(0).reason.find("is lost"), std::string::npos);
+  EXPECT_EQ(gpus[0].health, Health::kHealthy);
+  EXPECT_EQ(gpus[3].health, Health::kHealthy);
+
+  HealthState hung = state(std::string(kNvmlFaultOwner), Health::kUnhealthy,
+                           "GPU 2: nvmlDeviceGetPowerUsage did not return within 10 s");
+  for (const auto& g : gpu_health(four_gpus(), {hung})) {
+    EXPECT_EQ(g.health, Health::kUnhealthy) << g.index;
+    EXPECT_EQ(g.causes.at(0).reason, hung.reason);
+  }
+}
+
+TEST(GpuHealth, GarbledFindingsAreIgnoredNotFatal) {
+  HealthState s = state("accelerator-nvidia-ecc", Health::kUnhealthy);
+  s.extra_info["gpu_findings"] =
+      R"([{"gpu":-1,"health":"Unhealthy"},{"gpu":"x"},7,{"gpu":1,"health":"Worse"}])";
+  s.extra_info["devices"] = "{not json";
+  for (const auto& g : gpu_health(four_gpus(), {s})) EXPECT_EQ(g.health, Health::kHealthy);
+}
+
+}  // namespace
+}  // namespace gpud::components
