@@ -281,8 +281,11 @@ void register_v1_routes(httplib::Server& http, const ServerDeps& deps) {
              auto comps = select_components(*d->registry, req.get_param_value("components"));
              if (!comps) return fail(req, res, comps.error());
              nlohmann::json out = nlohmann::json::array();
+             // interval_seconds (gpud's): how often the states are renewed, so that a client can
+             // tell a stale state (older than two intervals) from a live one.
              for (Component* c : *comps)
                out.push_back({{"component", std::string(c->name())},
+                              {"interval_seconds", c->interval().count()},
                               {"states", to_json(d->scheduler->last_states(*c))}});
              write_json(req, res, 200, out);
            }));

@@ -1,8 +1,10 @@
 // The web UI in a real browser: starts `gpud run` on the fake NVML (eight H100s), opens the page in
 // Debian's chromium (headless, driven by playwright-core), checks the machine, the eight GPU rows and
 // one card per component, injects an Xid 79 through POST /inject-fault and checks that within one
-// refresh (no reload) the Xid card turns Unhealthy and the event is in the timeline. Saves
-// ui-screenshot.png (desktop, full page) and ui-screenshot-phone.png into $GPUD_UI_OUT_DIR.
+// refresh (no reload) the Xid card turns Unhealthy and the event is in the timeline; then loses
+// GPU 3 and checks the LOST row, the stale values, per-GPU health and Xid counts and the cards
+// grouped under their root cause. Saves ui-screenshot.png (desktop, full page),
+// ui-screenshot-phone.png and ui-screenshot-gpu-lost.png into $GPUD_UI_OUT_DIR.
 //
 // Environment (set by CTest): GPUD_BINARY, GPUD_FAKE_NVML, GPUD_SOURCE_DIR, GPUD_WEB_NODE_MODULES,
 // GPUD_UI_OUT_DIR; optional GPUD_CHROMIUM (default /usr/bin/chromium), GPUD_TEST_REAL_KMSG=1
@@ -121,8 +123,14 @@ function kmsgWritable() {
 async function main() {
   tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gpud-ui-test-'));
   const port = await freePort();
-  const childEnv = { ...process.env,
-                     FAKE_NVML_SCENARIO: path.join(sourceDir, 'testing/fixtures/nvml/h100x8-healthy.json') };
+  // The scenario is a copy the test later replaces with a lost GPU (the fake re-reads it).
+  const scenario = path.join(tmpDir, 'scenario.json');
+  const useScenario = (name) => {
+    fs.copyFileSync(path.join(sourceDir, 'testing/fixtures/nvml', name), `${scenario}.tmp`);
+    fs.renameSync(`${scenario}.tmp`, scenario);
+  };
+  useScenario('h100x8-healthy.json');
+  const childEnv = { ...process.env, FAKE_NVML_SCENARIO: scenario };
   // /inject-fault writes the real /dev/kmsg only where asked (GPUD_TEST_REAL_KMSG=1, set by
   // .ci/run) and possible (root): a line there stays until reboot and makes every later
   // `gpud scan` on the machine report it. Otherwise the daemon follows, and the endpoint writes, a
@@ -213,10 +221,12 @@ async function main() {
   // Eight GPU rows, each with the live values once the NVIDIA checks ran (1 s interval here).
   await page.waitForFunction(() => {
     const rows = [...document.querySelectorAll('#gpu-table tbody tr')];
-    return rows.length === 8 && rows.every((r) => /°C/.test(r.cells[2].textContent) &&
-                                                  /W$/.test(r.cells[3].textContent) &&
-                                                  r.cells[8].textContent === 'on' &&
-                                                  r.cells[9].textContent === 'all links up');
+    return rows.length === 8 && rows.every((r) => r.cells[1].textContent === 'Healthy' &&
+                                                  /^\d+$/.test(r.cells[2].textContent) &&
+                                                  /°C/.test(r.cells[4].textContent) &&
+                                                  /W$/.test(r.cells[5].textContent) &&
+                                                  r.cells[10].textContent === 'on' &&
+                                                  r.cells[11].textContent === 'all links up');
   }, null, { timeout: 30_000 }).catch(async () => {
     const rows = await page.$$eval('#gpu-table tbody tr', (rs) => rs.map((r) => r.textContent));
     fail(`want 8 complete GPU rows, have ${rows.length}: ${JSON.stringify(rows)}`);
@@ -312,6 +322,8 @@ async function main() {
   log(`phone screenshot: ${phone}`);
   await page.setViewportSize({ width: 1440, height: 900 });
 
+  await lostGpu(page, port, useScenario);
+
   if (problems.length) fail(`browser problems:\n  ${problems.join('\n  ')}`);
 
   // The API gone: the page says so instead of silently showing old data.
@@ -323,6 +335,67 @@ async function main() {
   await browser.close();
   browser = null;
   log('PASSED');
+}
+
+// GPU 3 lost while the page is open (the scenario replaced under the running daemon), and an Xid on
+// GPU 2: GPU 3 stays in the table as a LOST row whose last values are drawn stale, the other GPUs
+// keep their live values, every row shows its per-GPU health and Xid count, and the cards that
+// could not check GPU 3 are grouped under the one that reports it. Saves ui-screenshot-gpu-lost.png.
+async function lostGpu(page, port, useScenario) {
+  const injected = await api(port, 'POST', '/inject-fault', { xid: { id: 79, pci: '0000:3a:00.0' } });
+  if (injected.status !== 200) fail(`/inject-fault answered ${injected.status}: ${injected.body}`);
+  useScenario('h100x8-gpu-lost.json');
+  log('GPU 3 lost (scenario replaced), Xid 79 injected on GPU 2 (0000:3a:00.0)');
+  const owner = 'accelerator-nvidia-info';
+  const seen = await page.waitForFunction((owner) => {
+    const rows = [...document.querySelectorAll('#gpu-table tbody tr')];
+    if (rows.length !== 8) return false;
+    const lost = rows[3];
+    if (lost.dataset.state !== 'lost' || !/LOST/.test(lost.cells[0].textContent) ||
+        lost.cells[1].textContent !== 'Unhealthy' || lost.dataset.stale !== 'true' ||
+        !/°C/.test(lost.cells[4].textContent))
+      return false;
+    for (const [i, r] of rows.entries()) {
+      if (i === 3) continue;
+      if (r.dataset.stale === 'true' || !/°C/.test(r.cells[4].textContent) ||
+          !/^\d+$/.test(r.cells[2].textContent))
+        return false;
+    }
+    if (!(Number(rows[2].cells[2].textContent) >= 1) || rows[2].cells[1].textContent !== 'Unhealthy')
+      return false;
+    const group = document.querySelector(`#components .group[data-root-cause="${owner}"]`);
+    if (!group) return false;
+    const lead = group.querySelector(`:scope > .card[data-component="${owner}"]`);
+    const affected = group.querySelectorAll('.affected .card');
+    const outside = [...document.querySelectorAll('#components > .card')]
+      .filter((c) => c.dataset.component.startsWith('accelerator-nvidia-') &&
+                     !['accelerator-nvidia-error-xid', 'accelerator-nvidia-error-sxid',
+                       'accelerator-nvidia-bad-envs', 'accelerator-nvidia-infiniband',
+                       'accelerator-nvidia-nccl', 'accelerator-nvidia-peermem',
+                       'accelerator-nvidia-gpu-counts'].includes(c.dataset.component));
+    return lead && lead.dataset.health === 'Unhealthy' && affected.length >= 10 && !outside.length;
+  }, owner, { timeout: 30_000 }).then(() => true, () => false);
+  if (!seen) {
+    const rows = await page.$$eval('#gpu-table tbody tr', (rs) =>
+      rs.map((r) => `${r.dataset.state}/${r.dataset.stale}: ${[...r.cells].map((c) => c.textContent).join(' | ')}`));
+    const groups = await page.$$eval('#components .group', (gs) =>
+      gs.map((g) => `${g.dataset.rootCause}: ${g.querySelectorAll('.card').length} cards`));
+    const top = await page.$$eval('#components > .card', (cs) =>
+      cs.map((c) => `${c.dataset.component}=${c.dataset.health}`));
+    fail(`with GPU 3 lost, within 30 s:\n  rows ${JSON.stringify(rows, null, 1)}\n  groups ` +
+         `${JSON.stringify(groups)}\n  ungrouped cards ${JSON.stringify(top)}`);
+  }
+  const summary = await page.$$eval('#gpu-table tbody tr', (rs) =>
+    rs.map((r) => `${r.cells[0].textContent}:${r.cells[1].textContent}:xid ${r.cells[2].textContent}` +
+                  (r.dataset.stale === 'true' ? ':stale' : '')));
+  const group = await page.$eval('#components .group', (g) =>
+    `${g.querySelector('.group-title').textContent} [${[...g.querySelectorAll('.affected .card')]
+      .map((c) => c.dataset.component.replace('accelerator-nvidia-', '')).join(', ')}]`);
+  log(`GPU rows with GPU 3 lost: ${summary.join(', ')}`);
+  log(`grouped: ${group}`);
+  const shot = path.join(outDir, 'ui-screenshot-gpu-lost.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  log(`screenshot: ${shot}`);
 }
 
 // Every chart empty (the metric history answers no samples, as on a fresh daemon), then the page is

@@ -21,6 +21,8 @@ const state = {
   machineAt: 0,
   states: [],
   events: [],
+  gpuHealth: [],       // GET /v1/gpus
+  lastValues: new Map(),  // GPU key -> the values last read live, with the time of their state
   history: new MetricHistory(),
   historyFullAt: 0,
   lastOk: null,
@@ -96,22 +98,81 @@ function renderComponents() {
                                : `all ${comps.length} components healthy`;
   $('components-count').textContent = `${comps.length}`;
 
-  $('components').replaceChildren(...comps.map(({ name, health, state: s }) => {
-    const actions = s.suggested_actions || {};
-    const repair = Array.isArray(actions.repair_actions) ? actions.repair_actions : [];
-    return el('article', { class: 'card', 'data-component': name, 'data-health': health,
-                           title: `${name}: ${s.reason || s.error || health}` },
-      el('header', {},
-         el('h3', { text: shortName(name) }),
-         el('span', { class: 'badge', 'data-health': health, text: health })),
-      el('p', { class: 'reason', text: s.reason || s.error || '' }),
-      repair.length || actions.description
-        ? el('p', { class: 'action' },
-             el('strong', { text: 'Suggested: ' }),
-             repair.length ? el('code', { text: repair.join(', ') }) : null,
-             actions.description ? ` ${actions.description}` : null)
-        : null);
-  }));
+  // A fault that made other components unable to check (a lost GPU, NVML hung or missing) is one
+  // finding: its card leads a group that holds the components it kept from checking.
+  const groups = new Map();  // root cause -> affected components
+  for (const c of comps) {
+    const root = rootCauseOf(c.state);
+    if (!root || root === c.name || !comps.some((x) => x.name === root)) continue;
+    if (!groups.has(root)) groups.set(root, []);
+    groups.get(root).push(c);
+  }
+  const grouped = new Set([...groups.values()].flat().map((c) => c.name));
+  const children = [];
+  for (const c of comps) {
+    if (grouped.has(c.name)) continue;
+    const affected = groups.get(c.name);
+    if (!affected) {
+      children.push(card(c));
+      continue;
+    }
+    children.push(el('div', { class: 'group', 'data-root-cause': c.name, 'data-health': c.health },
+      el('p', { class: 'group-title',
+                text: `Root cause: ${shortName(c.name)} · ${affected.length} component(s) could ` +
+                      'not check what it reports' }),
+      card(c),
+      el('div', { class: 'affected' }, ...affected.map((a) => card(a, true)))));
+  }
+  $('components').replaceChildren(...children);
+}
+
+// The component a state points at as the reason it could not check something, from its
+// extra_info.not_checked ("GPU 3 (0000:5d:00.0) lost, see accelerator-nvidia-info"; "all GPUs: <NVML
+// error>" is NVML's, whose faults accelerator-nvidia-info reports); undefined when none.
+function rootCauseOf(s) {
+  const raw = s && s.extra_info && s.extra_info.not_checked;
+  if (typeof raw !== 'string') return undefined;
+  let list;
+  try {
+    list = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(list) || !list.length) return undefined;
+  const m = /see (\S+)$/.exec(String(list[0]));
+  return m ? m[1] : 'accelerator-nvidia-info';
+}
+
+function card({ name, health, state: s }, compact = false) {
+  const actions = s.suggested_actions || {};
+  const repair = Array.isArray(actions.repair_actions) ? actions.repair_actions : [];
+  const stale = staleness(name, s);
+  return el('article', { class: compact ? 'card compact' : 'card', 'data-component': name,
+                         'data-health': health, 'data-stale': stale ? 'true' : undefined,
+                         title: `${name}: ${s.reason || s.error || health}` +
+                                (stale ? ` (stale: ${stale})` : '') },
+    el('header', {},
+       el('h3', { text: shortName(name) }),
+       el('span', { class: 'badge', 'data-health': health, text: stale ? `${health} · stale` : health })),
+    compact ? null : el('p', { class: 'reason', text: s.reason || s.error || '' }),
+    !compact && (repair.length || actions.description)
+      ? el('p', { class: 'action' },
+           el('strong', { text: 'Suggested: ' }),
+           repair.length ? el('code', { text: repair.join(', ') }) : null,
+           actions.description ? ` ${actions.description}` : null)
+      : null);
+}
+
+// Why a component's state is stale ("checked 5m ago, every 1m"), or undefined when it is live: a
+// state older than two of its component's intervals is not what the component sees now.
+function staleness(name, s) {
+  const comp = state.states.find((c) => c.component === name);
+  const interval = comp && comp.interval_seconds;
+  if (!interval || !s || !s.time) return undefined;
+  const t = new Date(s.time);
+  const age = (Date.now() - t.getTime()) / 1000;
+  if (!(age > 2 * interval)) return undefined;
+  return `checked ${fmtAgo(t)}, every ${interval < 60 ? `${interval} s` : fmtDuration(interval)}`;
 }
 
 // ---- GPUs ----
@@ -145,6 +206,12 @@ function gpuRows() {
   each('remapped-rows', (r, g) => { r.remap = g; });
   each('persistence-mode', (r, g) => { r.persistence = g; });
   each('nvlink', (r, g) => { r.nvlink = g; });
+  // The info component lists every GPU NVML enumerates, a lost one too ("state": "lost").
+  each('info', (r, g) => { r.state = g.state; });
+  for (const h of state.gpuHealth) {
+    const r = row({ bus_id: h.pci_bus_id, uuid: h.uuid, index: h.index });
+    if (r) r.health = h;
+  }
   // Machine info knows every GPU even before the components' first check.
   const info = state.machine && state.machine.gpuInfo && state.machine.gpuInfo.gpus;
   if (Array.isArray(info)) for (const g of info) {
@@ -159,8 +226,45 @@ function cell(text, level) {
   return el('td', { text: text ?? '–', 'data-level': level });
 }
 
+// Xid events of the last 24 h per GPU bus id ("0000:5d:00", the function left out).
+function xidCounts() {
+  const counts = new Map();
+  for (const e of state.events) {
+    if (e.component !== 'accelerator-nvidia-error-xid') continue;
+    const bus = busKey((e.extra_info || {}).pci_bus_id);
+    if (bus) counts.set(bus, (counts.get(bus) || 0) + 1);
+  }
+  return counts;
+}
+
+function busKey(id) {
+  if (!id) return '';
+  const m = /^(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})/i.exec(String(id).trim());
+  if (!m) return '';
+  return `${(m[1] || '0000').slice(-4)}:${m[2]}:${m[3]}`.toLowerCase();
+}
+
+// The values of a GPU row that came from a live state are remembered; a GPU that cannot be read
+// now (lost, NVML hung) shows its last ones drawn as stale, with their age, never as live.
+const VALUE_KEYS = ['temp', 'hbm', 'slowdown', 'power', 'limit', 'memUsed', 'memTotal', 'util',
+                    'memUtil', 'ecc', 'eccSupported', 'remap', 'persistence', 'nvlink'];
+
+function withLastValues(r, now) {
+  const key = r.bus_id || r.uuid;
+  const live = VALUE_KEYS.some((k) => r[k] !== undefined);
+  if (live && r.state !== 'lost') {
+    state.lastValues.set(key, { at: now, values: Object.fromEntries(VALUE_KEYS.map((k) => [k, r[k]])) });
+    return r;
+  }
+  const last = state.lastValues.get(key);
+  if (!last) return r;
+  return { ...r, ...last.values, staleSince: last.at };
+}
+
 function renderGpus() {
-  const rows = gpuRows();
+  const now = new Date();
+  const xids = xidCounts();
+  const rows = gpuRows().map((r) => withLastValues(r, now));
   $('gpus-count').textContent = rows.length ? `${rows.length}` : '';
   $('gpus-empty').hidden = rows.length > 0;
   $('gpu-table').hidden = rows.length === 0;
@@ -172,9 +276,21 @@ function renderGpus() {
     const remap = r.remap;
     const nv = r.nvlink;
     const pm = r.persistence;
-    return el('tr', { 'data-gpu': r.bus_id || r.uuid },
+    const lost = r.state === 'lost' || r.state === 'reset_required';
+    const h = r.health;
+    const xid = xids.get(busKey(r.bus_id)) || 0;
+    const stale = r.staleSince ? `stale: last read ${fmtAgo(r.staleSince, now)}` : undefined;
+    return el('tr', { 'data-gpu': r.bus_id || r.uuid, 'data-state': r.state || 'ok',
+                      'data-stale': stale ? 'true' : undefined, title: stale },
       el('td', { class: 'gpu-id', text: r.index !== undefined ? `GPU ${r.index}` : '?',
-                 title: r.uuid || '' }),
+                 title: r.uuid || '' },
+         lost ? el('span', { class: 'lost', text: r.state === 'lost' ? 'LOST' : 'RESET' }) : null),
+      el('td', { class: 'gpu-health', 'data-health': h ? h.health : undefined,
+                 title: h && h.reasons.length
+                   ? h.reasons.map((x) => `${shortName(x.component)}: ${x.reason}`).join('\n')
+                   : undefined,
+                 text: h ? h.health : '–' }),
+      el('td', { class: 'xid-count', text: String(xid), 'data-level': xid ? 'bad' : undefined }),
       cell(r.bus_id),
       cell(r.temp !== undefined ? `${num(r.temp)} °C` + (r.hbm ? ` · HBM ${num(r.hbm)} °C` : '')
                                 : undefined, tempLevel),
@@ -280,11 +396,13 @@ async function refresh() {
   try {
     const startTime = Math.floor(now / 1000) - EVENTS_WINDOW_S;
     const machineDue = !state.machine || now - state.machineAt >= MACHINE_INFO_MS;
-    const [states, events, machine] = await Promise.all([
+    const [states, events, machine, gpus] = await Promise.all([
       getJSON('/v1/states'),
       getJSON(`/v1/events?startTime=${startTime}`),
       machineDue ? getJSON('/machine-info').catch(() => state.machine) : state.machine,
+      getJSON('/v1/gpus').catch(() => []),
     ]);
+    state.gpuHealth = Array.isArray(gpus) ? gpus : [];
     if (machine) {
       state.machine = machine;
       state.machineAt = machineDue ? now : state.machineAt;
