@@ -289,6 +289,61 @@ TEST(NvmlE2E, ScanOnAHungDriverEndsWithinTheDefaultDeadline) {
   EXPECT_LT(r.out.find(root), r.out.find("accelerator-nvidia-temperature")) << r.out;
 }
 
+// NVIDIA expected (--gpu-count 8) but no NVML library: the scan names it as the root cause,
+// exits 1.
+TEST(NvmlE2E, ScanWithGpusExpectedButNoNvmlExitsOne) {
+  auto r = run_gpud({"scan", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1", "--gpu-count", "8",
+                     "--log-level", "error"},
+                    30);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("Root cause: accelerator-nvidia-info: NVIDIA GPUs expected (--gpu-count 8) "
+                       "but NVML is not usable: NVML not found: "),
+            std::string::npos)
+      << r.out;
+  // Without the expectation (and no NVIDIA device here) the same node is not a GPU node.
+  auto plain = run_gpud({"scan", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1", "--log-level",
+                         "error", "--components", "accelerator-nvidia-info,cpu"},
+                        30);
+  EXPECT_EQ(plain.out.find("accelerator-nvidia-info"), std::string::npos) << plain.out;
+}
+
+// The driver not loaded at start on a node that expects GPUs: Unhealthy, and the daemon recovers on
+// its own once the driver loads (NVML is tried again every 30 s there).
+TEST(NvmlE2E, ADriverLoadedLaterIsPickedUpWithoutARestart) {
+  std::string dir = make_temp_dir();
+  std::string scenario = dir + "-nodriver.json";
+  write_atomic(scenario, R"({"count": 8, "errors": {"nvmlInit": "DRIVER_NOT_LOADED"}})");
+  auto args = fake_args();
+  args.insert(args.end(), {"--gpu-count", "8"});
+  DaemonProcess d(dir, args, true, {"FAKE_NVML_SCENARIO=" + scenario});
+  ASSERT_TRUE(d.ready()) << d.log();
+  std::map<std::string, nlohmann::json> last;
+  EXPECT_TRUE(wait_states(
+      d,
+      [](const auto& s) {
+        auto it = s.find("accelerator-nvidia-info");
+        return it != s.end() && it->second.value("health", "") == "Unhealthy" &&
+               it->second.value("reason", "").find("Driver Not Loaded") != std::string::npos;
+      },
+      15s, &last))
+      << nlohmann::json(last).dump();
+  write_atomic(scenario, slurp(fixture("h100x8-healthy.json")));
+  EXPECT_TRUE(wait_states(
+      d,
+      [](const auto& s) {
+        auto it = s.find("accelerator-nvidia-info");
+        return it != s.end() && it->second.value("health", "") == "Healthy" &&
+               all_nvidia(s, "Healthy");
+      },
+      50s, &last))
+      << nlohmann::json(last).dump();
+  auto mi = parse_json(d.get("/machine-info")->body);
+  EXPECT_EQ(mi["gpuInfo"]["gpus"].size(), 8U) << mi.dump();
+  d.stop();
+  std::filesystem::remove(scenario);
+  std::filesystem::remove_all(dir);
+}
+
 // A driver whose init does not return: the daemon serves /healthz and the API meanwhile, the NVIDIA
 // components read Initializing, then the init's own finding names the call.
 TEST(NvmlE2E, TheApiAnswersWhileNvmlInitIsPending) {
