@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 
+#include "kmsg/rules.h"
 #include "kmsg/writer.h"
 
 namespace gpud::kmsg {
@@ -91,8 +92,13 @@ Result<std::string> inject_fault(const FaultRequest& req, const std::string& pat
   WriteOptions opts;
   opts.path = path;
   opts.level = req.level;
+  opts.suffix = kInjectedMarker;
   if (auto r = write_kmsg(line, opts); !r) return r.error();
-  return line;
+  // What the kernel log now holds: the line as written, cut and marked, without "<P>" and "\n".
+  std::string written = format_kmsg_write(line, opts.level, opts.facility, opts.suffix);
+  written.erase(0, written.find('>') + 1);
+  written.pop_back();
+  return written;
 }
 
 }  // namespace gpud::kmsg

@@ -26,7 +26,8 @@ std::optional<int> parse_kernel_log_level(std::string_view s);
 // An error (status 400) for anything else.
 [[nodiscard]] Result<FaultRequest> parse_fault_request(const nlohmann::json& body);
 
-// Renders and writes the request's line into `path` (/dev/kmsg); returns the line written.
+// Renders and writes the request's line, marked with kInjectedMarker, into `path` (/dev/kmsg);
+// returns the line written (marker included, without the "<P>" prefix).
 [[nodiscard]] Result<std::string> inject_fault(const FaultRequest& req, const std::string& path);
 
 }  // namespace gpud::kmsg

@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "kmsg/rules.h"
+#include "kmsg/writer.h"
+
 namespace gpud::kmsg {
 namespace {
 
@@ -61,7 +64,14 @@ TEST(Fault, InjectWritesTheKernelLineToThePath) {
   ss << in.rdbuf();
   EXPECT_EQ(ss.str(), "<43>" + *line + "\n");
   EXPECT_NE(line->find("NVRM: Xid (PCI:0000:3b:00): 79"), std::string::npos) << *line;
+  EXPECT_TRUE(line->ends_with(kInjectedMarker)) << *line;
   std::remove(path);
+}
+
+TEST(Fault, ALongMessageIsCutBeforeTheMarker) {
+  const std::string w = format_kmsg_write(std::string(2000, 'y'), 6, 0, kInjectedMarker);
+  EXPECT_EQ(w.size(), std::string("<6>\n").size() + kMaxWriteBytes);
+  EXPECT_TRUE(w.ends_with("..." + std::string(kInjectedMarker) + "\n")) << w;
 }
 
 TEST(Fault, UnwritablePathIsAClearError) {

@@ -189,12 +189,18 @@ std::vector<std::string> RuleMatcher::keywords() const { return prefilter_->keyw
 
 std::vector<Match> RuleMatcher::feed(std::string_view s) {
   std::vector<Match> out;
+  const bool injected = s.ends_with(kInjectedMarker);
+  if (injected) s.remove_suffix(kInjectedMarker.size());
   const bool open = pending();
   const bool hit = prefilter_->may_match(s);
   if (!open && !hit) return out;
   auto take = [&](std::optional<Match> m, size_t owner) {
     if (!m) return;
     m->component = rules_[owner].component;
+    if (injected) {
+      m->extra_info["injected"] = true;
+      m->message += " (injected)";
+    }
     out.push_back(std::move(*m));
   };
   for (Open& o : sequences_)

@@ -88,6 +88,12 @@ struct ComponentRules {
 LineRule pattern_rule(std::vector<Literal> literals, std::string name, std::string_view pattern,
                       std::string message, std::string group_key = "");
 
+// What `gpud inject-fault` and POST /inject-fault put at the end of every line they write, so an
+// injected fault is never taken for a real one. The matcher runs the rules on the line without it
+// and marks each event the line makes: extra_info["injected"] = true and " (injected)" after the
+// message (which every component's reason shows). No kernel or driver prints it.
+inline constexpr std::string_view kInjectedMarker = " [gpud inject-fault]";
+
 // "s contains needle".
 inline bool contains(std::string_view s, std::string_view needle) {
   return s.find(needle) != std::string_view::npos;

@@ -81,6 +81,24 @@ TEST(RuleMatcher, SequenceSeesEveryLineWhileOpen) {
   EXPECT_FALSE(m.pending());
 }
 
+TEST(RuleMatcher, InjectedLineMatchesAndItsEventIsMarked) {
+  RuleMatcher m(rules());
+  auto v = m.feed(std::string("Kernel panic - oops") + std::string(kInjectedMarker));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].name, "panic");
+  EXPECT_EQ(v[0].message, "panic: oops (injected)");
+  EXPECT_EQ(v[0].extra_info["injected"], true);
+  EXPECT_EQ(v[0].extra_info["why"], "oops") << "the marker is not part of the line the rule sees";
+  v = m.feed("Kernel panic - oops");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].message, "panic: oops");
+  EXPECT_FALSE(v[0].extra_info.contains("injected"));
+  // Only a marker at the end counts.
+  v = m.feed(std::string("Kernel panic - oops") + std::string(kInjectedMarker) + " later");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_FALSE(v[0].extra_info.contains("injected"));
+}
+
 TEST(RuleMatcher, KeywordsAreTheRulesLiterals) {
   RuleMatcher m(rules());
   auto k = m.keywords();

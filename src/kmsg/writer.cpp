@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "catalog/sxid_catalog.h"
@@ -12,16 +13,18 @@
 
 namespace gpud::kmsg {
 
-std::string format_kmsg_write(std::string_view message, int level, int facility) {
+std::string format_kmsg_write(std::string_view message, int level, int facility,
+                              std::string_view suffix) {
   std::string msg(message.substr(0, message.find('\n')));
   for (char& c : msg)
     if (c == '\t' || c == '\r') c = ' ';
-  if (msg.size() > kMaxWriteBytes) {
-    msg.resize(kMaxWriteBytes - 3);
+  const size_t room = kMaxWriteBytes - std::min(suffix.size(), kMaxWriteBytes - 3);
+  if (msg.size() > room) {
+    msg.resize(room - 3);
     msg += "...";
   }
   const int prio = ((facility & 0xFF) << 3) | (level & 7);
-  return "<" + std::to_string(prio) + ">" + msg + "\n";
+  return "<" + std::to_string(prio) + ">" + msg + std::string(suffix) + "\n";
 }
 
 Result<void> write_kmsg(std::string_view message, const WriteOptions& opts) {
@@ -31,7 +34,7 @@ Result<void> write_kmsg(std::string_view message, const WriteOptions& opts) {
         "cannot open " + opts.path + " for writing: " + std::strerror(errno) +
         (errno == EACCES || errno == EPERM ? " (writing the kernel log needs root)" : ""));
   }
-  const std::string line = format_kmsg_write(message, opts.level, opts.facility);
+  const std::string line = format_kmsg_write(message, opts.level, opts.facility, opts.suffix);
   const ssize_t n = ::write(fd, line.data(), line.size());
   const int err = errno;
   ::close(fd);

@@ -16,11 +16,14 @@ struct WriteOptions {
   std::string path = "/dev/kmsg";
   int level = 6;  // KERN_EMERG 0 .. KERN_DEBUG 7
   int facility = kLogSyslog;
+  std::string_view suffix;  // kept whole after the message, e.g. kInjectedMarker
 };
 
-// "<P>message\n" with P = facility << 3 | level; tabs become spaces, newlines end the message,
-// longer messages are cut to kMaxWriteBytes ending in "...".
-std::string format_kmsg_write(std::string_view message, int level, int facility);
+// "<P>message<suffix>\n" with P = facility << 3 | level; tabs become spaces, newlines end the
+// message, a longer message is cut, ending in "...", so that the whole line (suffix included) is
+// at most kMaxWriteBytes.
+std::string format_kmsg_write(std::string_view message, int level, int facility,
+                              std::string_view suffix = {});
 [[nodiscard]] Result<void> write_kmsg(std::string_view message, const WriteOptions& opts = {});
 
 // "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."

@@ -185,8 +185,24 @@ TEST(KmsgE2E, PostInjectFaultFlowsThroughTheDaemon) {
   EXPECT_EQ(parse_json(ok->body).value("message", ""), "fault injected");
   EXPECT_NE(read_file(kmsg).find("NVRM: Xid (PCI:" + pci.substr(0, pci.size() - 2) + "): 79"),
             std::string::npos);
+  EXPECT_NE(read_file(kmsg).find("[gpud inject-fault]"), std::string::npos) << read_file(kmsg);
   nlohmann::json event;
-  EXPECT_GE(wait_for_xid(d, pci, Ms(3000), &event).count(), 0) << d.log();
+  ASSERT_GE(wait_for_xid(d, pci, Ms(3000), &event).count(), 0) << d.log();
+  // An injected fault says so, in its event and in the component's reason ...
+  EXPECT_EQ(event["extra_info"].value("injected", false), true) << event.dump();
+  auto state_field = [&](const char* key) {
+    const nlohmann::json s = xid_state(d);
+    return s.is_object() ? s.value(key, "") : std::string();
+  };
+  EXPECT_NE(state_field("reason").find("(injected)"), std::string::npos) << xid_state(d).dump();
+  // ... and set-healthy clears it as any other.
+  auto cleared = d.post(std::string("/v1/health-states/set-healthy?components=") + kXid);
+  ASSERT_TRUE(cleared);
+  EXPECT_EQ(cleared->status, 200) << cleared->body;
+  auto start = std::chrono::steady_clock::now();
+  while (state_field("health") != "Healthy" && std::chrono::steady_clock::now() - start < Ms(3000))
+    std::this_thread::sleep_for(Ms(50));
+  EXPECT_EQ(state_field("health"), "Healthy") << xid_state(d).dump();
   d.stop();
   std::filesystem::remove_all(dir);
 }

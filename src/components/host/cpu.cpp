@@ -104,7 +104,7 @@ kmsg::ComponentRules cpu_kernel_log_rules() {
                          R"((?:INFO: )?task (\S+:\d+) .*blocked for more than \d+ seconds)",
                          "CPU task blocked for more than 120 seconds ({})", "task"),
       kmsg::pattern_rule({{"soft lockup", "lockup"}}, "cpu_soft_lockup",
-                         R"(soft lockup - CPU#\d+ stuck for \d+s! \[([^:]+:\d+)\])",
+                         R"(soft lockup - CPU#\d+ stuck for \d+s! \[(.+:\d+)\])",
                          "CPU soft lockup detected, not reporting for potentially too long ({})",
                          "task"),
   };

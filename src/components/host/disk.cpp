@@ -235,9 +235,18 @@ kmsg::ComponentRules disk_kernel_log_rules() {
       kmsg::pattern_rule({{"available path", "e path"}}, "nvme_path_failure",
                          R"(block (nvme\S*): no available path - failing I/O)",
                          "NVMe path failure detected ({})", "device"),
-      kmsg::pattern_rule({{"reset controller", "contro"}}, "nvme_controller_timeout",
-                         R"(nvme (nvme[0-9]+): I/O .* timeout, reset controller)",
-                         "NVMe controller timeout ({})", "device"),
+      // "I/O 123 QID 4" before 6.5, "I/O tag 123 (007b) opcode 0x2 (Read) QID 4" since.
+      kmsg::pattern_rule(
+          {{"timeout, aborting"}, {"reset controller", "contro"}, {"disable controller", "contro"}},
+          "nvme_controller_timeout",
+          R"(nvme (nvme[0-9]+): I/O .* timeout, (?:aborting|reset controller|disable controller))",
+          "NVMe controller timeout ({})", "device"),
+      // nvme_log_error (5.18+): "I/O Cmd(0x2) ... I/O Error" or, with NVME_VERBOSE_ERRORS,
+      // "Read(0x2) ... Unrecovered Read Error"; admin commands have no LBA and are left out.
+      kmsg::pattern_rule(
+          {{" / sc 0x"}}, "nvme_io_error",
+          R"((nvme[0-9]+(?:c[0-9]+)?n[0-9]+): .*\(0x[0-9a-fA-F]+\) @ LBA [0-9]+, [0-9]+ blocks, .*\(sct 0x[0-9a-fA-F]+ / sc 0x[0-9a-fA-F]+\))",
+          "NVMe I/O error ({})", "device"),
       kmsg::pattern_rule({{"after reset failure", "reset "}}, "nvme_device_disabled",
                          R"(nvme (nvme[0-9]+): Disabling device after reset failure)",
                          "NVMe device disabled after reset failure ({})", "device"),

@@ -51,40 +51,93 @@ TEST(DiskKernelLog, MergedIntoTheSnapshotRule) {
   EXPECT_TRUE(r.states[0].suggested_actions);
 }
 
-TEST(NfsRule, ServerNotRespondingWithoutOkIsAHang) {
-  auto v =
-      evaluate_nfs({ev("nfs", "nfs_server_not_responding", 1, "", {{"server", "10.0.0.5"}})}, {});
+// An NFS event `after` the base time, for `server`.
+Event nfs_at(std::string name, std::chrono::seconds after, std::string server = "10.0.0.5",
+             bool injected = false) {
+  Event e = ev("nfs", std::move(name), 0, "", {{"server", std::move(server)}});
+  e.time = kT0 + after;
+  if (injected) e.extra_info["injected"] = true;
+  return e;
+}
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+TEST(NfsRule, OneNotRespondingIsDegradedUntilFiveMinutesPassWithoutOk) {
+  const std::vector<Event> events = {nfs_at("nfs_server_not_responding", seconds(0))};
+  auto v = evaluate_nfs(events, {}, kT0 + minutes(4));
+  EXPECT_EQ(v.health, Health::kDegraded);
+  EXPECT_NE(v.reason.find("server 10.0.0.5 not responding for 240s, no OK yet"), std::string::npos)
+      << v.reason;
+  EXPECT_FALSE(v.actions);
+  v = evaluate_nfs(events, {}, kT0 + minutes(5));
   EXPECT_EQ(v.health, Health::kUnhealthy);
-  EXPECT_NE(v.reason.find("NFS hang detected"), std::string::npos);
-  EXPECT_NE(v.reason.find("10.0.0.5"), std::string::npos);
+  EXPECT_NE(v.reason.find("NFS hang detected: server 10.0.0.5 not responding, no OK within 5 "
+                          "minutes"),
+            std::string::npos)
+      << v.reason;
   EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kRebootSystem});
 }
 
-TEST(NfsRule, ServerOkAfterwardsIsNoHang) {
-  EXPECT_EQ(evaluate_nfs({ev("nfs", "nfs_server_not_responding", 1, "", {{"server", "a"}}),
-                          ev("nfs", "nfs_server_ok", 2, "", {{"server", "a"}})},
-                         {})
+TEST(NfsRule, NotRespondingTwiceWithoutOkIsAHangAtOnce) {
+  auto v = evaluate_nfs({nfs_at("nfs_server_not_responding", seconds(0)),
+                         nfs_at("nfs_server_not_responding", seconds(30))},
+                        {}, kT0 + minutes(1));
+  EXPECT_EQ(v.health, Health::kUnhealthy);
+  EXPECT_NE(v.reason.find("server 10.0.0.5 not responding (2 times, no OK)"), std::string::npos)
+      << v.reason;
+}
+
+TEST(NfsRule, OkWithinFiveMinutesIsNoHangAndStartsAfresh) {
+  EXPECT_EQ(evaluate_nfs({nfs_at("nfs_server_not_responding", seconds(0)),
+                          nfs_at("nfs_server_ok", minutes(4))},
+                         {}, kT0 + minutes(30))
                 .health,
             Health::kHealthy);
+  // An OK in the same second answers the line before it.
+  EXPECT_EQ(evaluate_nfs({nfs_at("nfs_server_ok", seconds(0)),
+                          nfs_at("nfs_server_not_responding", seconds(0))},
+                         {}, kT0 + minutes(30))
+                .health,
+            Health::kHealthy);
+  // After an OK, one new "not responding" is a single one again, and other servers count apart.
+  auto v = evaluate_nfs(
+      {nfs_at("nfs_server_not_responding", seconds(0)), nfs_at("nfs_server_ok", seconds(20)),
+       nfs_at("nfs_server_not_responding", seconds(40)),
+       nfs_at("nfs_server_ok", seconds(50), "10.0.0.6")},
+      {}, kT0 + minutes(1));
+  EXPECT_EQ(v.health, Health::kDegraded) << v.reason;
+}
+
+TEST(NfsRule, InjectedNotRespondingSaysSoInTheReason) {
+  auto v = evaluate_nfs({nfs_at("nfs_server_not_responding", seconds(0), "10.0.0.5", true)}, {},
+                        kT0 + minutes(10));
+  EXPECT_EQ(v.health, Health::kUnhealthy);
+  EXPECT_NE(v.reason.find("(injected)"), std::string::npos) << v.reason;
 }
 
 TEST(NfsRule, OneWritebackHintIsNotEnoughTwoAre) {
-  EXPECT_EQ(evaluate_nfs({ev("nfs", "nfs_writeback_hang", 1)}, {}).health, Health::kHealthy);
-  EXPECT_EQ(
-      evaluate_nfs({ev("nfs", "nfs_writeback_hang", 1), ev("nfs", "nfs_writeback_hang", 2)}, {})
-          .health,
-      Health::kUnhealthy);
+  EXPECT_EQ(evaluate_nfs({ev("nfs", "nfs_writeback_hang", 1)}, {}, at(3)).health, Health::kHealthy);
+  EXPECT_EQ(evaluate_nfs({ev("nfs", "nfs_writeback_hang", 1), ev("nfs", "nfs_writeback_hang", 2)},
+                         {}, at(3))
+                .health,
+            Health::kUnhealthy);
 }
 
 TEST(NfsRule, EventsBeforeTheLatestRebootDoNotCount) {
-  EXPECT_EQ(evaluate_nfs({ev("nfs", "nfs_lock_reclaim_failed", 1)}, {at(2)}).health,
+  EXPECT_EQ(evaluate_nfs({ev("nfs", "nfs_lock_reclaim_failed", 1)}, {at(2)}, at(3)).health,
+            Health::kHealthy);
+  EXPECT_EQ(evaluate_nfs({nfs_at("nfs_server_not_responding", seconds(0)),
+                          nfs_at("nfs_server_not_responding", seconds(1))},
+                         {at(2)}, at(3))
+                .health,
             Health::kHealthy);
 }
 
 TEST(NfsRule, HangsAcrossRebootsNeedInspection) {
   auto v = evaluate_nfs(
       {ev("nfs", "nfs_lock_reclaim_failed", 2), ev("nfs", "nfs_lock_reclaim_failed", 4)},
-      {at(1), at(3)});
+      {at(1), at(3)}, at(5));
   EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kHardwareInspection});
 }
 

@@ -90,41 +90,54 @@ CheckResult MemoryComponent::check() {
 
 namespace {
 
-// "invoked oom-killer", then the victim: "oom-kill:...task_memcg=...,task=...,pid=..." or the
-// older "[Task in X killed as a result of limit of Y]" and "Kill(ed) process N (comm)".
+// One OOM kill is one event, whichever of its lines the log kept. A full report opens with
+// "invoked oom-killer" and names its victim in one to three lines: "oom-kill:...,task=X,pid=N"
+// (4.19+), "[Memory cgroup ]Out of memory: Kill process N (X) score S or sacrifice child" (before
+// 5.1) and "[...]Killed process N (X)[, UID U], total-vm:..."; the legacy memcg report adds "Task
+// in /A killed as a result of limit of /B". The header is rate-limited by the kernel, so a victim
+// line also stands alone; the victim lines that follow the first one of the same kill (the same
+// pid, or the child sacrificed instead) are not a second OOM.
 class OomReport : public kmsg::LineSequence {
  public:
   std::optional<kmsg::Match> feed(std::string_view s) override {
     if (kmsg::contains(s, "invoked oom-killer")) {
       pending_ = true;
       task_memcg_.clear();
+      last_pid_ = -1;
+      sacrificed_ = false;
       return std::nullopt;
     }
-    if (!pending_) return std::nullopt;
-    static const RE2 kOomKill(R"(oom-kill:.*?task_memcg=([^,]*),task=([^,]+),pid=(\d+))");
+    static const RE2 kOomKill(R"(oom-kill:.*?(?:task_memcg=([^,]*),)?task=([^,]+),pid=(\d+))");
     static const RE2 kOomMemcg(R"(oom_memcg=([^,]*))");
     static const RE2 kTaskIn(R"(Task in (.*) killed as a result of limit of (.*))");
-    static const RE2 kKilled(R"(Kill(?:ed)? process (\d+) \(([^)]*)\))");
+    static const RE2 kKilled(R"(Kill(?:ed)? process (\d+),? (?:UID \d+, )?\((.*?)\)(?:[ ,]|$))");
     const re2::StringPiece in(s.data(), s.size());
     std::string oom_memcg, task_memcg, name, memcg, limit;
     long long pid = 0;
-    bool victim = false;
     bool cgroup = false;
     if (kmsg::contains(s, "oom-kill:") &&
         RE2::PartialMatch(in, kOomKill, &task_memcg, &name, &pid)) {
-      victim = true;
       (void)RE2::PartialMatch(in, kOomMemcg, &oom_memcg);
       cgroup = !oom_memcg.empty() && oom_memcg != "/";
-    } else if (kmsg::contains(s, "killed as a result of limit") &&
+    } else if (pending_ && kmsg::contains(s, "killed as a result of limit") &&
                RE2::PartialMatch(in, kTaskIn, &memcg, &limit)) {
       task_memcg_ = memcg;
-    } else if (kmsg::contains(s, "ill") && RE2::PartialMatch(in, kKilled, &pid, &name)) {
-      victim = true;
-      cgroup = !task_memcg_.empty() && task_memcg_ != "/";
+      return std::nullopt;
+    } else if (kmsg::contains(s, "ill") && RE2::PartialMatch(in, kKilled, &pid, &name) &&
+               (pending_ || kmsg::contains(s, "or sacrifice child") ||
+                kmsg::contains(s, "total-vm:"))) {
+      // Outside a report only the kernel's own shapes count, not any "Killed process" text.
+      cgroup = kmsg::contains(s, "Memory cgroup out of memory") ||
+               (!task_memcg_.empty() && task_memcg_ != "/");
       task_memcg = task_memcg_;
+    } else {
+      return std::nullopt;
     }
-    if (!victim) return std::nullopt;
     pending_ = false;
+    const bool same_kill = pid == last_pid_ || (sacrificed_ && kmsg::contains(s, "Killed process"));
+    last_pid_ = pid;
+    sacrificed_ = kmsg::contains(s, "or sacrifice child");
+    if (same_kill) return std::nullopt;
     kmsg::Match m;
     m.name = "OOM";
     m.message =
@@ -141,7 +154,9 @@ class OomReport : public kmsg::LineSequence {
 
  private:
   bool pending_ = false;
-  std::string task_memcg_;  // legacy "Task in X killed as a result of limit"
+  std::string task_memcg_;   // legacy "Task in X killed as a result of limit"
+  long long last_pid_ = -1;  // the victim of the latest kill
+  bool sacrificed_ = false;  // its line offered to "sacrifice child": a child may die instead
 };
 
 }  // namespace
@@ -149,7 +164,9 @@ class OomReport : public kmsg::LineSequence {
 kmsg::ComponentRules memory_kernel_log_rules() {
   kmsg::ComponentRules r;
   r.component = "memory";
-  r.sequences.push_back({{{"oom-killer"}}, [] { return std::make_unique<OomReport>(); }});
+  r.sequences.push_back(
+      {{{"oom-killer"}, {"oom-kill:constraint"}, {"Kill process"}, {"Killed process"}},
+       [] { return std::make_unique<OomReport>(); }});
   return r;
 }
 

@@ -11,7 +11,9 @@
 
 namespace gpud::components {
 
-// The OOM killer's report in the kernel log ("invoked oom-killer", then the victim's line).
+// The OOM killer's kills in the kernel log: a report ("invoked oom-killer", then the victim's
+// lines) or a victim line alone ("Out of memory: Kill process ...", "Killed process ...
+// total-vm:...", "oom-kill:constraint=...", "Memory cgroup out of memory: ..."), one event a kill.
 kmsg::ComponentRules memory_kernel_log_rules();
 
 using MemorySnapshot = host::MemInfo;

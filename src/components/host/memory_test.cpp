@@ -105,7 +105,35 @@ TEST(MemoryKernelLogRule, ModernAndLegacySequences) {
   EXPECT_EQ(v[0].message, "OOM encountered, victim process: java, pid: 4242");
   EXPECT_EQ(v[0].extra_info["task_memcg"], "/kubepods/pod1");
   EXPECT_TRUE(match_lines(memory_kernel_log_rules(), {"Killed process 1 (x)"}).empty())
-      << "no start line";
+      << "no start line and not the kernel's shape";
+}
+
+// The kernel rate-limits the report's header, not the victim's lines: each kill is one event,
+// whichever of its lines (one to three) the log holds.
+TEST(MemoryKernelLogRule, EachKillIsOneEventWithOrWithoutTheHeader) {
+  auto v = match_lines(
+      memory_kernel_log_rules(),
+      {"Out of memory: Kill process 27438 (R) score 31 or sacrifice child",
+       "Killed process 27438 (R) total-vm:38349780kB, anon-rss:1041924kB, file-rss:4kB",
+       "Memory cgroup out of memory: Kill process 42453 (memcg_test_1) score 0 or sacrifice child",
+       "Killed process 42453 (memcg_test_1), UID 0, total-vm:7296kB, anon-rss:96kB",
+       "Out of memory: Killed process 15784 (python3) total-vm:11964kB, anon-rss:4288kB"});
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].message, "System OOM encountered, victim process: R, pid: 27438");
+  EXPECT_EQ(v[1].message, "OOM encountered, victim process: memcg_test_1, pid: 42453");
+  EXPECT_EQ(v[2].extra_info["pid"], 15784);
+
+  // 4.19-5.0: the summary, the choice and the kill of the same pid; a child sacrificed instead.
+  v = match_lines(memory_kernel_log_rules(),
+                  {"java invoked oom-killer: gfp_mask=0x6200ca(GFP_HIGHUSER_MOVABLE), order=0",
+                   "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,"
+                   "global_oom,task_memcg=/,task=java,pid=4242,uid=0",
+                   "Out of memory: Kill process 4242 (java) score 900 or sacrifice child",
+                   "Killed process 4243 (java-child) total-vm:1kB, anon-rss:1kB",
+                   "Out of memory: Killed process 5151 (python3) total-vm:1kB, anon-rss:1kB"});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].extra_info["pid"], 4242);
+  EXPECT_EQ(v[1].extra_info["pid"], 5151);
 }
 
 }  // namespace

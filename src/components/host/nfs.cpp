@@ -11,38 +11,87 @@
 
 namespace gpud::components {
 
+namespace {
+
+bool injected(const Event& e) { return e.extra_info.value("injected", false); }
+std::string injected_note(bool any) { return any ? " (injected)" : ""; }
+
+}  // namespace
+
 KernelLogVerdict evaluate_nfs(const std::vector<Event>& events,
-                              const std::vector<TimePoint>& reboots) {
+                              const std::vector<TimePoint>& reboots, TimePoint now) {
   TimePoint last_reboot{};
   for (TimePoint r : reboots) last_reboot = std::max(last_reboot, r);
-  std::vector<std::string> findings;
-  std::map<std::string, TimePoint> not_responding, ok;
+  // Oldest first; an "OK" in the same second as "not responding" comes after it (and answers it).
+  std::vector<const Event*> sorted;
+  for (const Event& e : events) sorted.push_back(&e);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Event* a, const Event* b) {
+    const bool a_ok = a->name == "nfs_server_ok", b_ok = b->name == "nfs_server_ok";
+    return a->time != b->time ? a->time < b->time : !a_ok && b_ok;
+  });
+  // Per server, the "not responding" lines since its latest "OK".
+  struct Outage {
+    TimePoint first{};
+    int count = 0;
+    bool injected = false;
+  };
+  std::map<std::string, Outage> outages;
   int lock_failures = 0, writeback = 0;
+  bool lock_injected = false, writeback_injected = false;
   std::vector<TimePoint> failures;
-  for (const Event& e : events) {
-    const bool hang_kind = e.name == "nfs_lock_reclaim_failed" ||
-                           e.name == "nfs_server_not_responding" || e.name == "nfs_writeback_hang";
-    if (hang_kind) failures.push_back(e.time);
-    if (e.time <= last_reboot) continue;
-    const std::string server = e.extra_info.value("server", std::string());
-    if (e.name == "nfs_lock_reclaim_failed") ++lock_failures;
-    if (e.name == "nfs_writeback_hang") ++writeback;
-    if (e.name == "nfs_server_not_responding")
-      not_responding[server] = std::max(not_responding[server], e.time);
-    if (e.name == "nfs_server_ok") ok[server] = std::max(ok[server], e.time);
+  for (const Event* e : sorted) {
+    const bool hang_kind = e->name == "nfs_lock_reclaim_failed" ||
+                           e->name == "nfs_server_not_responding" ||
+                           e->name == "nfs_writeback_hang";
+    if (hang_kind) failures.push_back(e->time);
+    if (e->time <= last_reboot) continue;
+    const std::string server = e->extra_info.value("server", std::string());
+    if (e->name == "nfs_lock_reclaim_failed") {
+      ++lock_failures;
+      lock_injected |= injected(*e);
+    }
+    if (e->name == "nfs_writeback_hang") {
+      ++writeback;
+      writeback_injected |= injected(*e);
+    }
+    if (e->name == "nfs_server_not_responding") {
+      Outage& o = outages[server];
+      if (o.count++ == 0) o.first = e->time;
+      o.injected |= injected(*e);
+    }
+    if (e->name == "nfs_server_ok") outages.erase(server);
   }
-  if (lock_failures > 0) findings.push_back(fmt::format("{} lock reclaim failures", lock_failures));
-  for (const auto& [server, t] : not_responding) {
-    auto it = ok.find(server);
-    if (it == ok.end() || it->second < t)
-      findings.push_back(fmt::format("server {} not responding", server));
+  std::vector<std::string> hangs, waiting;
+  if (lock_failures > 0)
+    hangs.push_back(
+        fmt::format("{} lock reclaim failures{}", lock_failures, injected_note(lock_injected)));
+  for (const auto& [server, o] : outages) {
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - o.first);
+    if (o.count >= 2)
+      hangs.push_back(fmt::format("server {} not responding ({} times, no OK){}", server, o.count,
+                                  injected_note(o.injected)));
+    else if (waited >= kNfsOkWithin)
+      hangs.push_back(fmt::format("server {} not responding, no OK within {} minutes{}", server,
+                                  kNfsOkWithin.count(), injected_note(o.injected)));
+    else
+      waiting.push_back(fmt::format("server {} not responding for {}s, no OK yet{}", server,
+                                    std::max<int64_t>(waited.count(), 0),
+                                    injected_note(o.injected)));
   }
-  if (writeback >= 2) findings.push_back(fmt::format("{} writeback hang stack traces", writeback));
+  if (writeback >= 2)
+    hangs.push_back(fmt::format("{} writeback hang stack traces{}", writeback,
+                                injected_note(writeback_injected)));
   KernelLogVerdict v;
-  if (findings.empty()) return v;
+  if (hangs.empty() && waiting.empty()) return v;
+  if (hangs.empty()) {
+    v.health = Health::kDegraded;
+    v.reason = fmt::format("NFS server not responding: {}", fmt::join(waiting, "; "));
+    return v;
+  }
+  hangs.insert(hangs.end(), waiting.begin(), waiting.end());
   auto action = evaluate_suggested_actions(reboots, failures);
   v.health = Health::kUnhealthy;
-  v.reason = fmt::format("NFS hang detected: {}", fmt::join(findings, "; "));
+  v.reason = fmt::format("NFS hang detected: {}", fmt::join(hangs, "; "));
   v.actions = SuggestedActions{"NFS hang requires immediate reboot; drain may hang on NFS volumes",
                                {action.value_or(RepairAction::kRebootSystem)}};
   return v;
@@ -52,7 +101,7 @@ CheckResult NfsComponent::check() {
   const TimePoint now = Clock::now();
   const TimePoint since = ctx().scan_mode ? TimePoint{} : now - std::chrono::hours(72);
   auto h = kernel_log_history(ctx(), name(), since);
-  KernelLogVerdict v = h ? evaluate_nfs(h->events, h->reboots) : unreadable_history(h.error());
+  KernelLogVerdict v = h ? evaluate_nfs(h->events, h->reboots, now) : unreadable_history(h.error());
   return single_state(name(), v.health, v.reason, v.actions, {}, now);
 }
 

@@ -2,6 +2,7 @@
 // failures, writeback stack hints), judged with the reboot-history rule.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,11 +17,16 @@ namespace gpud::components {
 // NFS writeback functions) in the kernel log.
 kmsg::ComponentRules nfs_kernel_log_rules();
 
-// GPUd's hang rule over 3 days of events: a lock-reclaim failure, a server still not responding
-// (no later "OK"), or >= 2 writeback stack hints, counting only events after the newest reboot;
-// then the reboot-history rule picks REBOOT_SYSTEM or HARDWARE_INSPECTION.
+// How long a server that stopped responding has to say "OK" before it counts as a hang.
+inline constexpr std::chrono::minutes kNfsOkWithin{5};
+
+// The hang rule over 3 days of events, counting only events after the newest reboot: a
+// lock-reclaim failure, >= 2 writeback stack hints, or a server that is not responding (no "OK"
+// since) and either said so twice or has not said "OK" within kNfsOkWithin of `now` -> Unhealthy,
+// with the reboot-history rule picking REBOOT_SYSTEM or HARDWARE_INSPECTION. A single "not
+// responding" younger than that is Degraded.
 KernelLogVerdict evaluate_nfs(const std::vector<Event>& events,
-                              const std::vector<TimePoint>& reboots);
+                              const std::vector<TimePoint>& reboots, TimePoint now);
 
 class NfsComponent : public Component {
  public:

@@ -57,12 +57,17 @@ CheckResult PciComponent::check() {
 
 namespace {
 
-std::optional<kmsg::Match> match_aer(std::string_view s) {
-  static const RE2 kRe(
-      R"(AER: (?:Multiple )?(Corrected|Correctable|Uncorrected \(Non-Fatal\)|Uncorrectable \(Non-Fatal\)|Uncorrected \(Fatal\)|Uncorrectable \(Fatal\)) error (?:message )?received(?: from)?:? (?:id=)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]|[0-9a-fA-F]{4}))");
-  const re2::StringPiece in(s.data(), s.size());
-  std::string sev, dev;
-  if (!RE2::PartialMatch(in, kRe, &sev, &dev)) return std::nullopt;
+// The severities the kernel prints: "Uncorrected"/"Corrected" until 6.x, "Uncorrectable"/
+// "Correctable" since.
+const std::string kSeverity =
+    R"((Corrected|Correctable|Uncorrected \(Non-Fatal\)|Uncorrectable \(Non-Fatal\)|)"
+    R"(Uncorrected \(Fatal\)|Uncorrectable \(Fatal\)))";
+const std::string kBdf = R"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])";
+
+// An AER event of severity `sev` on `dev` (a bus id, or the 4-hex-digit requester id that kernels
+// before 4.x print): both lines of one error name the same device and so make the same message,
+// which the dispatcher's deduper keeps once.
+kmsg::Match aer_match(const std::string& sev, std::string dev, std::string_view s) {
   kmsg::Match m;
   m.type = EventType::kWarning;
   m.name = "pcie_aer_corrected";
@@ -80,11 +85,38 @@ std::optional<kmsg::Match> match_aer(std::string_view s) {
   } else {
     m.extra_info["requester_id"] = dev;
   }
-  static const RE2 kPort(R"(([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): AER:)");
+  m.message = "PCIe AER " + what + " error on " + dev;
+  return m;
+}
+
+// "pcieport 0000:80:01.1: AER: Uncorrected (Fatal) error received: 0000:86:00.0"
+std::optional<kmsg::Match> match_aer(std::string_view s) {
+  static const RE2 kRe("AER: (?:Multiple )?" + kSeverity +
+                       " error (?:message )?received(?: from)?:? (?:id=)?(" + kBdf +
+                       "|[0-9a-fA-F]{4})");
+  const re2::StringPiece in(s.data(), s.size());
+  std::string sev, dev;
+  if (!RE2::PartialMatch(in, kRe, &sev, &dev)) return std::nullopt;
+  kmsg::Match m = aer_match(sev, dev, s);
+  static const RE2 kPort("(" + kBdf + "): AER:");
   std::string port;
   if (RE2::PartialMatch(in, kPort, &port))
     m.extra_info["reporting_port"] = normalize_pci_bus_id(port);
-  m.message = "PCIe AER " + what + " error on " + dev;
+  return m;
+}
+
+// The detail line, alone in some logs: "pcieport 0000:40:01.1: PCIe Bus Error:
+// severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)" (5.x+: "AER: " before
+// "PCIe", the device that logged it first; before 4.x ", id=0018(Receiver ID)").
+std::optional<kmsg::Match> match_bus_error(std::string_view s) {
+  static const RE2 kRe("(" + kBdf + "): (?:AER: )?PCIe Bus Error: severity=" + kSeverity +
+                       ", type=([^,]+)(?:, id=([0-9a-fA-F]{4}))?");
+  const re2::StringPiece in(s.data(), s.size());
+  std::string dev, sev, type, id;
+  if (!RE2::PartialMatch(in, kRe, &dev, &sev, &type, &id)) return std::nullopt;
+  kmsg::Match m = aer_match(sev, id.empty() ? dev : id, s);
+  m.extra_info["error_type"] = type;
+  if (!id.empty()) m.extra_info["pci_bus_id"] = normalize_pci_bus_id(dev);
   return m;
 }
 
@@ -94,6 +126,7 @@ kmsg::ComponentRules pci_kernel_log_rules() {
   kmsg::ComponentRules r;
   r.component = "pci";
   r.lines.push_back({{{"AER: Corr"}, {"AER: Unco"}, {"AER: Mult"}}, match_aer});
+  r.lines.push_back({{{"PCIe Bus Error"}}, match_bus_error});
   return r;
 }
 
