@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 namespace gpud::components {
 
 std::vector<unsigned int> gpm_capable_gpus(const nvml::NvmlSnapshot& snapshot) {
@@ -95,11 +98,22 @@ CheckResult GpmComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   std::vector<unsigned int> capable = gpm_capable_gpus(snapshot);
   if (capable.empty()) return render_verdict(name(), evaluate_gpm(snapshot));
   auto sampled = source().gpm_sample(capable);
-  if (MetricRegistry* m = ctx().metrics; m != nullptr && sampled.ok()) {
-    for (const auto& r : *sampled) {
-      if (r.index >= snapshot.gpus.size()) continue;
-      Labels l = gpu_labels(snapshot.gpus[r.index]);
-      for (const auto& [k, v] : r.values) m->set(kGpmName, gpm_metric_name(k), v, l);
+  if (MetricRegistry* m = ctx().metrics; m != nullptr) {
+    // Each family replaced as a whole: a GPU not sampled this time (lost, or a failed sample) has
+    // no series rather than its last value. The snapshot may leave GPUs out (those that do not
+    // answer), so a GPU is found by its index, not its position.
+    std::map<std::string, std::vector<std::pair<Labels, double>>> series;
+    if (sampled.ok())
+      for (const auto& r : *sampled) {
+        auto g = std::find_if(snapshot.gpus.begin(), snapshot.gpus.end(),
+                              [&](const auto& x) { return x.index == r.index; });
+        if (g == snapshot.gpus.end()) continue;
+        for (const auto& [k, v] : r.values)
+          series[gpm_metric_name(k)].emplace_back(gpu_labels(*g), v);
+      }
+    for (const auto& spec : nvml::kGpmMetrics) {
+      const std::string metric = gpm_metric_name(spec.name);
+      m->replace_series(kGpmName, metric, series[metric]);
     }
   }
   return render_verdict(name(), evaluate_gpm(snapshot, &sampled));

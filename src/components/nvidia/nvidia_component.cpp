@@ -63,9 +63,13 @@ CheckResult NvidiaComponent::check() {
     const nvml::NvmlSnapshot* published = snap && publishes_metrics(**snap) ? snap->get() : nullptr;
     publish_gpu_metrics(*ctx().metrics, name(), metrics_, published);
   }
+  auto early = nvidia_preamble(name(), in, snap);
+  // Nothing read, nothing served: every series the component set from an earlier snapshot goes
+  // (those of its evaluate() too), never its last value.
+  if (early && ctx().metrics != nullptr) ctx().metrics->clear_component(name());
   if (in.owner && ctx().metrics != nullptr)
     ctx().metrics->set(name(), kNvmlUpMetric, snap.ok() ? 1 : 0);
-  if (auto early = nvidia_preamble(name(), in, snap)) return *early;
+  if (early) return *early;
   const nvml::NvmlSnapshot& full = **snap;
   auto unreachable = unreachable_gpus(full);
   if (unreachable.empty() || sees_every_gpu()) return evaluate(full);

@@ -310,6 +310,41 @@ TEST(GpuStateScenarios, HungDriverIsOneFindingThatNamesTheCall) {
       contains(text, "accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 0\n"));
 }
 
+// A driver that hangs after serving values: every per-GPU series goes (those a component sets in
+// its rule, like GPM's, too), none stays at its last value, and NVML reads as down.
+TEST(GpuStateScenarios, AHangMidRunLeavesNoFrozenSeries) {
+  auto path =
+      std::filesystem::temp_directory_path() / ("gpud-hang-" + std::to_string(getpid()) + ".json");
+  auto use = [&](const char* fixture) {
+    auto tmp = path;
+    tmp += ".tmp";
+    std::filesystem::copy_file(fixture_dir() + fixture, tmp,
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::rename(tmp, path);
+  };
+  use("h100x8-healthy.json");
+  GpuStateRig rig(path.string(), false, 300ms, 0, 0ms);
+  GpmComponent gpm(rig.ctx);
+  auto check_all = [&] {
+    for (const auto& name : gpu_state_components()) rig.check(name);
+    gpm.check();
+  };
+  check_all();
+  check_all();  // GPM's values need a baseline sample first
+  std::string before = rig.metrics.prometheus_text();
+  ASSERT_TRUE(contains(before, "accelerator_nvidia_gpm_gpu_sm_occupancy_percent{gpu=\"0\""))
+      << before;
+  ASSERT_TRUE(contains(before, "accelerator_nvidia_temperature_current_celsius{gpu=\"2\""));
+  use("h100x8-hung-driver.json");
+  std::this_thread::sleep_for(150ms);  // the fake looks at its file at most every 100 ms
+  check_all();
+  std::string after = rig.metrics.prometheus_text();
+  EXPECT_FALSE(contains(after, "gpu=\"")) << after;
+  EXPECT_TRUE(contains(
+      after, "accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 0\n"));
+  std::filesystem::remove(path);
+}
+
 // NVIDIA expected but NVML unusable: the info component (and only it) is shown and Unhealthy with
 // NVML's exact error, what made GPUs expected and a suggested action; the others stay hidden.
 struct NoNvmlRig {
