@@ -249,23 +249,32 @@ TEST(GpuStateScenarios, GpuLostIsOneFindingOfTheInfoComponent) {
       contains(text, "accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 1\n"));
 }
 
-// A GPU lost while the daemon runs keeps the identity it had: the finding names its bus id, UUID
-// and serial from the last good snapshot.
-TEST(GpuStateScenarios, AGpuLostMidRunIsNamedWithItsLastKnownIdentity) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("gpud-lost-" + std::to_string(getpid()) + ".json");
-  auto copy = [&](const char* fixture) {
-    auto tmp = dir;
+// A scenario file the fake NVML follows while loaded: use() replaces it atomically with a fixture
+// and waits until the fake can have seen the change (it looks at most every 100 ms).
+struct LiveScenario {
+  explicit LiveScenario(const std::string& tag)
+      : path(std::filesystem::temp_directory_path() /
+             ("gpud-" + tag + "-" + std::to_string(getpid()) + ".json")) {}
+  ~LiveScenario() { std::filesystem::remove(path); }
+  void use(const char* fixture) {
+    auto tmp = path;
     tmp += ".tmp";
     std::filesystem::copy_file(fixture_dir() + fixture, tmp,
                                std::filesystem::copy_options::overwrite_existing);
-    std::filesystem::rename(tmp, dir);
-  };
-  copy("h100x8-healthy.json");
-  GpuStateRig rig(dir.string(), false, 5s, 0, 0ms);
+    std::filesystem::rename(tmp, path);
+    std::this_thread::sleep_for(150ms);
+  }
+  std::filesystem::path path;
+};
+
+// A GPU lost while the daemon runs keeps the identity it had: the finding names its bus id, UUID
+// and serial from the last good snapshot.
+TEST(GpuStateScenarios, AGpuLostMidRunIsNamedWithItsLastKnownIdentity) {
+  LiveScenario scenario("lost");
+  scenario.use("h100x8-healthy.json");
+  GpuStateRig rig(scenario.path.string(), false, 5s, 0, 0ms);
   EXPECT_EQ(rig.check("accelerator-nvidia-info").health(), Health::kHealthy);
-  copy("h100x8-gpu-lost.json");
-  std::this_thread::sleep_for(150ms);  // the fake looks at its file at most every 100 ms
+  scenario.use("h100x8-gpu-lost.json");
   CheckResult r = rig.check("accelerator-nvidia-info");
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   EXPECT_TRUE(contains(r.summary(),
@@ -280,7 +289,6 @@ TEST(GpuStateScenarios, AGpuLostMidRunIsNamedWithItsLastKnownIdentity) {
   CheckResult t = rig.check("accelerator-nvidia-temperature");
   EXPECT_EQ(t.health(), Health::kHealthy);
   EXPECT_TRUE(contains(t.summary(), "not checked: GPU 3 (0000:5d:00.0) lost")) << t.summary();
-  std::filesystem::remove(dir);
 }
 
 // A hung driver is one finding too: accelerator-nvidia-info names the GPU and the call that did
@@ -313,17 +321,9 @@ TEST(GpuStateScenarios, HungDriverIsOneFindingThatNamesTheCall) {
 // A driver that hangs after serving values: every per-GPU series goes (those a component sets in
 // its rule, like GPM's, too), none stays at its last value, and NVML reads as down.
 TEST(GpuStateScenarios, AHangMidRunLeavesNoFrozenSeries) {
-  auto path =
-      std::filesystem::temp_directory_path() / ("gpud-hang-" + std::to_string(getpid()) + ".json");
-  auto use = [&](const char* fixture) {
-    auto tmp = path;
-    tmp += ".tmp";
-    std::filesystem::copy_file(fixture_dir() + fixture, tmp,
-                               std::filesystem::copy_options::overwrite_existing);
-    std::filesystem::rename(tmp, path);
-  };
-  use("h100x8-healthy.json");
-  GpuStateRig rig(path.string(), false, 300ms, 0, 0ms);
+  LiveScenario scenario("hang");
+  scenario.use("h100x8-healthy.json");
+  GpuStateRig rig(scenario.path.string(), false, 300ms, 0, 0ms);
   GpmComponent gpm(rig.ctx);
   auto check_all = [&] {
     for (const auto& name : gpu_state_components()) rig.check(name);
@@ -335,14 +335,12 @@ TEST(GpuStateScenarios, AHangMidRunLeavesNoFrozenSeries) {
   ASSERT_TRUE(contains(before, "accelerator_nvidia_gpm_gpu_sm_occupancy_percent{gpu=\"0\""))
       << before;
   ASSERT_TRUE(contains(before, "accelerator_nvidia_temperature_current_celsius{gpu=\"2\""));
-  use("h100x8-hung-driver.json");
-  std::this_thread::sleep_for(150ms);  // the fake looks at its file at most every 100 ms
+  scenario.use("h100x8-hung-driver.json");
   check_all();
   std::string after = rig.metrics.prometheus_text();
   EXPECT_FALSE(contains(after, "gpu=\"")) << after;
   EXPECT_TRUE(contains(
       after, "accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 0\n"));
-  std::filesystem::remove(path);
 }
 
 // NVIDIA expected but NVML unusable: the info component (and only it) is shown and Unhealthy with
