@@ -98,7 +98,7 @@ Result<void> Daemon::start() {
   // record re-read after a restart becomes the identical row and is not stored twice. NVML opens
   // on its own thread: a driver whose init hangs delays this by kNvmlStartWait at most, and the
   // NVIDIA components show Initializing until it answers (watch_nvidia).
-  nvidia_expected_ = host::nvidia_gpu_present(fs) || config_.gpu_count > 0;
+  nvidia_expected_ = runtime_->nvidia_pci_present || config_.gpu_count > 0;
   runtime_->nvidia->wait_opened(kNvmlStartWait);
   nvidia_ready_ = runtime_->nvidia->status() == nvml::NvmlStatus::kReady;
   runtime_->nvidia->fill_machine_info(machine_info_);

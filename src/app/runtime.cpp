@@ -27,7 +27,8 @@ Result<std::unique_ptr<Runtime>> build_runtime(const Config& config, RuntimeMode
     rt->nvidia->open_async();
 
   components::ComponentContext ctx{&config, rt->events.get(), &rt->metrics, scan};
-  ctx.nvidia_pci_present = host::nvidia_gpu_present(host::HostFs(config.host_root));
+  rt->nvidia_pci_present = host::nvidia_gpu_present(host::HostFs(config.host_root));
+  ctx.nvidia_pci_present = rt->nvidia_pci_present;
   ctx.nvidia = rt->nvidia.get();
   ctx.kernel_log_scan = scan && !config.kernel_logs.empty();
   if (!scan) {

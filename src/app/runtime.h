@@ -44,6 +44,7 @@ struct Runtime {
   std::unique_ptr<store::Database> db;
   std::unique_ptr<store::EventStore> events;
   std::unique_ptr<nvml::NvidiaSource> nvidia;  // opened
+  bool nvidia_pci_present = false;             // NVIDIA GPUs in sysfs, read once at build
   components::GpudProbes gpud_probes;          // what the gpud component reads (daemon only)
   Registry registry;                           // the components config.components enables
   std::unique_ptr<kmsg::KernelLogDispatcher> dispatcher;  // stores into events, for registry
