@@ -93,10 +93,12 @@ TEST(KmsgE2E, XidInRealKmsgMakesXidUnhealthyWithinTwoSeconds) {
                     "skipped";
   std::string dir = make_temp_dir();
   {
-    DaemonProcess d(dir, {}, false);
+    DaemonProcess d(dir, {}, false, {"GPUD_KMSG_PATH=/dev/kmsg"});
     ASSERT_TRUE(d.ready()) << d.log();
     const std::string pci = unique_pci();
+    ::setenv("GPUD_KMSG_PATH", "/dev/kmsg", 1);
     auto w = run_gpud({"inject-fault", "--xid", "79", "--pci", pci});
+    ::unsetenv("GPUD_KMSG_PATH");
     ASSERT_EQ(w.exit_code, 0) << w.out;
     nlohmann::json event;
     Ms took = wait_for_xid(d, pci, Ms(2000), &event);

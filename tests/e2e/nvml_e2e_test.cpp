@@ -464,12 +464,12 @@ TEST(DeviceCheckScript, RunsGpudScanOnTheFakeDriver) {
   std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
   std::string src = GPUD_SOURCE_DIR;
   std::string out;
-  int rc = run_shell("cd " + src +
-                         " && DEVICE_CHECK_ALLOW_MISSING=1 GPUD=" GPUD_BINARY
-                         " GPUD_NVML_LIBRARY_PATH=" GPUD_FAKE_NVML " FAKE_NVML_SCENARIO=" +
-                         fixture("h100x8-healthy.json") + " NVIDIA_SMI=" + smi +
-                         " bash scripts/device-check.sh",
-                     &out);
+  int rc = run_shell(
+      "cd " + src +
+          " && GPUD_KMSG_PATH=/dev/null DEVICE_CHECK_ALLOW_MISSING=1 GPUD=" GPUD_BINARY
+          " GPUD_NVML_LIBRARY_PATH=" GPUD_FAKE_NVML " FAKE_NVML_SCENARIO=" +
+          fixture("h100x8-healthy.json") + " NVIDIA_SMI=" + smi + " bash scripts/device-check.sh",
+      &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("8 GPU(s), 0 difference(s)"), std::string::npos) << out;
   EXPECT_NE(out.find("persistence   Enabled"), std::string::npos) << out;
