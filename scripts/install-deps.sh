@@ -20,6 +20,8 @@ packages=(
   umoci jq docker.io prometheus-alertmanager
   # A hung FUSE mount (testing/hung_fuse) shows that no check waits on a mount that does not answer.
   libfuse3-dev fuse3
+  # `gpud scan --kernel-log-tz Europe/Berlin` reads the zone's rules from /usr/share/zoneinfo.
+  tzdata
 )
 
 # The manifests test renders deploy/kubernetes with `kubectl kustomize`: any kubectl does (one from

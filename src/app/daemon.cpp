@@ -189,8 +189,12 @@ void Daemon::start_kernel_log() {
     opts.parse.boot_time = *boot;
   else
     opts.parse.boot_time = kmsg::estimate_boot_time();
-  follower_ = std::make_unique<kmsg::KmsgFollower>(
-      opts, [this](const kmsg::KmsgRecord& r) { runtime_->dispatcher->feed(r); });
+  follower_ = std::make_unique<kmsg::KmsgFollower>(opts, [this](const kmsg::KmsgRecord& r) {
+    // /dev/kmsg stamps every record; a followed file's line without a stamp (the "<3>msg" a
+    // test writes) happened when it arrived, which is then a time the daemon knows.
+    const TimePoint now = Clock::now();
+    runtime_->dispatcher->feed_message(r.message, r.time.value_or(now), now, r.boot_offset_us);
+  });
   if (auto r = follower_->start(); !r) {
     logger("kmsg")->warn("kernel log not followed ({}); kernel-log components see no new events",
                          r.error().message);

@@ -1,5 +1,7 @@
 #include "app/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -33,19 +35,87 @@ std::string actions_text(const HealthState& s) {
   return out;
 }
 
-}  // namespace
-
-nlohmann::json scan_json(const nlohmann::json& machine_info,
-                         const std::vector<ScanEntry>& entries) {
-  nlohmann::json comps = nlohmann::json::array();
-  for (const auto& e : entries)
-    comps.push_back({{"component", e.component},
-                     {"states", to_json(e.result.states)},
-                     {"events", to_json(e.events)}});
-  return {{"machine_info", machine_info}, {"components", comps}};
+bool time_known(const Event& e) {
+  auto it = e.extra_info.find("time_known");
+  return it == e.extra_info.end() || !it->is_boolean() || it->get<bool>();
 }
 
-std::string scan_text(const nlohmann::json& mi, const std::vector<ScanEntry>& entries) {
+std::string boot_offset_text(double seconds) { return fmt::format("boot + {:.2f} s", seconds); }
+
+// "first/last" of one summary row: wall clock when the line gave it, else the boot offset.
+std::string seen_text(const std::optional<TimePoint>& wall,
+                      const std::optional<int64_t>& offset_us) {
+  if (wall) return format_rfc3339(*wall);
+  if (offset_us) return boot_offset_text(static_cast<double>(*offset_us) / 1e6);
+  return "time unknown";
+}
+
+nlohmann::json occurrences_json(const std::vector<kmsg::Occurrences>& occurrences) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const kmsg::Occurrences& o : occurrences) {
+    nlohmann::json j = {{"pci_bus_id", o.pci_bus_id},
+                        {"component", o.component},
+                        {"kind", o.kind},
+                        {"code", o.code},
+                        {"count", o.count}};
+    if (!o.gpu_uuid.empty()) j["gpu_uuid"] = o.gpu_uuid;
+    if (o.first_time) j["first_time"] = format_rfc3339(*o.first_time);
+    if (o.last_time) j["last_time"] = format_rfc3339(*o.last_time);
+    if (o.first_boot_offset_us)
+      j["first_boot_offset_seconds"] = static_cast<double>(*o.first_boot_offset_us) / 1e6;
+    if (o.last_boot_offset_us)
+      j["last_boot_offset_seconds"] = static_cast<double>(*o.last_boot_offset_us) / 1e6;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+void occurrences_text(std::ostringstream& out, const std::vector<kmsg::Occurrences>& occurrences) {
+  if (occurrences.empty()) return;
+  out << "\nKernel-log Xid/SXid per GPU (every occurrence, repeats included):\n";
+  std::string bus;
+  for (const kmsg::Occurrences& o : occurrences) {
+    if (o.pci_bus_id != bus) {
+      bus = o.pci_bus_id;
+      out << "  " << bus << (o.gpu_uuid.empty() ? "" : " (" + o.gpu_uuid + ")") << "\n";
+    }
+    out << "    " << pad(o.kind + " " + std::to_string(o.code), 11) << " " << o.count
+        << (o.count == 1 ? " time " : " times") << "  first "
+        << seen_text(o.first_time, o.first_boot_offset_us) << ", last "
+        << seen_text(o.last_time, o.last_boot_offset_us) << "\n";
+  }
+}
+
+}  // namespace
+
+std::string event_time_text(const Event& e) {
+  if (time_known(e)) return format_rfc3339(e.time);
+  auto it = e.extra_info.find("boot_offset_seconds");
+  if (it != e.extra_info.end() && it->is_number()) return boot_offset_text(it->get<double>());
+  return "time unknown";
+}
+
+nlohmann::json scan_json(const nlohmann::json& machine_info, const std::vector<ScanEntry>& entries,
+                         const std::vector<kmsg::Occurrences>& occurrences) {
+  nlohmann::json comps = nlohmann::json::array();
+  for (const auto& e : entries) {
+    nlohmann::json events = nlohmann::json::array();
+    for (const Event& ev : e.events) {
+      nlohmann::json j = to_json(ev);
+      if (!time_known(ev)) j.erase("time");  // never the scan's own clock
+      events.push_back(std::move(j));
+    }
+    comps.push_back({{"component", e.component},
+                     {"states", to_json(e.result.states)},
+                     {"events", std::move(events)}});
+  }
+  return {{"machine_info", machine_info},
+          {"components", comps},
+          {"kernel_log_summary", occurrences_json(occurrences)}};
+}
+
+std::string scan_text(const nlohmann::json& mi, const std::vector<ScanEntry>& entries,
+                      const std::vector<kmsg::Occurrences>& occurrences) {
   std::ostringstream out;
   out << "gpud scan of " << str(mi, "hostname") << " (" << str(mi, "osImage") << ", kernel "
       << str(mi, "kernelVersion") << ")\n";
@@ -97,9 +167,10 @@ std::string scan_text(const nlohmann::json& mi, const std::vector<ScanEntry>& en
       for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
     }
     for (const auto& ev : e.events)
-      out << "  event " << format_rfc3339(ev.time) << " " << to_string(ev.type) << " " << ev.name
+      out << "  event " << event_time_text(ev) << " " << to_string(ev.type) << " " << ev.name
           << ": " << ev.message << "\n";
   }
+  occurrences_text(out, occurrences);
   out << "\n"
       << (degraded + unhealthy == 0 ? "✔" : "✘") << " scan complete: " << entries.size()
       << " components, " << degraded << " degraded, " << unhealthy << " unhealthy\n";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "app/options.h"
+#include "core/time_util.h"
 
 namespace gpud::app {
 namespace {
@@ -46,6 +47,78 @@ TEST(ScanReport, JsonHasMachineInfoAndComponentsWithStatesAndEvents) {
   EXPECT_EQ(j["components"][1]["states"][0]["health"], "Degraded");
   EXPECT_EQ(j["components"][1]["events"][0]["name"], "filesystem_read_only");
   EXPECT_TRUE(j["components"][0]["events"].is_array());
+}
+
+// A line that gave only its offset since boot reads "boot + N s" in the text and has no "time" in
+// the JSON: the scan's own clock is never shown as the fault's time.
+TEST(ScanReport, EventsWithoutAWallClockTimeShowTheirBootOffsetNeverTheScansClock) {
+  auto entries = sample_entries();
+  Event e = entries[1].events.front();
+  e.time = from_unix_seconds(1'790'000'000);
+  e.extra_info = {{"boot_offset_seconds", 1005.03}, {"time_known", false}};
+  Event no_time = e;
+  no_time.extra_info = {{"time_known", false}};
+  Event known = e;
+  known.extra_info = {{"boot_offset_seconds", 12.5}};
+  entries[1].events = {e, no_time, known};
+  std::string text = scan_text({}, entries);
+  EXPECT_NE(text.find("event boot + 1005.03 s Warning filesystem_read_only"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("event time unknown Warning"), std::string::npos) << text;
+  EXPECT_NE(text.find("event " + format_rfc3339(known.time)), std::string::npos) << text;
+  EXPECT_EQ(text.find(format_rfc3339(e.time)), text.find("event " + format_rfc3339(known.time)) + 6)
+      << "the stored time shows only for the event whose line gave it";
+  auto j = scan_json({}, entries);
+  const auto& events = j["components"][1]["events"];
+  EXPECT_FALSE(events[0].contains("time"));
+  EXPECT_EQ(events[0]["extra_info"]["boot_offset_seconds"], 1005.03);
+  EXPECT_FALSE(events[1].contains("time"));
+  EXPECT_TRUE(events[2].contains("time"));
+}
+
+// Per GPU, each Xid/SXid code with how many times, first and last seen, in text and JSON alike.
+TEST(ScanReport, SummarisesEveryXidCodePerGpu) {
+  kmsg::Occurrences lost{"accelerator-nvidia-error-xid",
+                         "Xid",
+                         79,
+                         "0000:db:00.0",
+                         "GPU-db",
+                         14,
+                         std::nullopt,
+                         std::nullopt,
+                         1'005'030'000,
+                         3'605'000'000};
+  kmsg::Occurrences once{"accelerator-nvidia-error-sxid",
+                         "SXid",
+                         12028,
+                         "0000:db:00.0",
+                         "",
+                         1,
+                         from_unix_seconds(1'790'000'000),
+                         from_unix_seconds(1'790'000'000),
+                         std::nullopt,
+                         std::nullopt};
+  std::string text = scan_text({}, sample_entries(), {lost, once});
+  auto at = text.find("Kernel-log Xid/SXid per GPU");
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_NE(text.find("  0000:db:00.0 (GPU-db)\n", at), std::string::npos) << text;
+  EXPECT_NE(text.find("Xid 79      14 times  first boot + 1005.03 s, last boot + 3605.00 s", at),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("SXid 12028  1 time   first " + format_rfc3339(from_unix_seconds(1'790'000'000))),
+      std::string::npos)
+      << text;
+  auto j = scan_json({}, sample_entries(), {lost, once});
+  ASSERT_EQ(j["kernel_log_summary"].size(), 2u);
+  EXPECT_EQ(j["kernel_log_summary"][0]["count"], 14);
+  EXPECT_EQ(j["kernel_log_summary"][0]["code"], 79);
+  EXPECT_EQ(j["kernel_log_summary"][0]["first_boot_offset_seconds"], 1005.03);
+  EXPECT_EQ(j["kernel_log_summary"][0]["gpu_uuid"], "GPU-db");
+  EXPECT_FALSE(j["kernel_log_summary"][0].contains("first_time"));
+  EXPECT_EQ(j["kernel_log_summary"][1]["last_time"],
+            format_rfc3339(from_unix_seconds(1'790'000'000)));
+  EXPECT_TRUE(scan_json({}, sample_entries())["kernel_log_summary"].empty());
 }
 
 TEST(StatusReport, WorstStatePerComponent) {

@@ -1,5 +1,8 @@
 // `gpud scan`: runs every supported component's check once, without the daemon, and reports.
 
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,6 +14,7 @@
 #include "app/verbs.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/time_util.h"
 #include "host/machine_info.h"
 #include "host/os_info.h"
 #include "kmsg/dispatcher.h"
@@ -23,7 +27,9 @@ namespace {
 // Feeds the saved logs (or, without any, the /dev/kmsg ring when readable) through the components'
 // kernel-log rules into the scan's in-memory store.
 Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs,
+                             std::optional<TimePoint> saved_log_boot_time,
                              kmsg::KernelLogDispatcher& dispatcher) {
+  dispatcher.keep_occurrences();
   if (config.kernel_logs.empty()) {
     kmsg::ParseOptions parse;
     parse.boot_time = host::read_boot_time(fs);
@@ -38,6 +44,9 @@ Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs,
   for (const std::string& path : config.kernel_logs) {
     auto cb = [&](const kmsg::KmsgRecordView& rec) { dispatcher.feed(rec, now); };
     kmsg::ReadOptions opts;
+    // A saved log's "[  1005.03]" stamps are wall-clock times only with its boot's time.
+    opts.parse.boot_time = saved_log_boot_time;
+    opts.parse.now = now;
     opts.want_line = [&](std::string_view raw) { return dispatcher.wants(raw); };
     auto r =
         path == "-" ? kmsg::read_saved_log(0, cb, opts) : kmsg::read_saved_log_file(path, cb, opts);
@@ -45,6 +54,29 @@ Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs,
     logger("scan")->info("{}: {} lines, {} kernel-log events so far", path, r->lines,
                          dispatcher.stored());
   }
+  return {};
+}
+
+// The zone of a saved log's dmesg -T and syslog dates: a zoneinfo name ("Europe/Berlin", "UTC")
+// or a POSIX TZ string ("CET-1CEST,M3.5.0,M10.5.0/3"). glibc reads an unknown name as UTC without
+// a word, so a name must exist under the zoneinfo directory.
+Result<void> use_log_zone(const std::string& zone) {
+  const bool posix = zone.find_first_of("0123456789") != std::string::npos &&
+                     zone.find('/') == std::string::npos &&
+                     std::isalpha(static_cast<unsigned char>(zone[0])) != 0;
+  if (zone.empty() || zone.find("..") != std::string::npos || zone[0] == '/')
+    return make_error("--kernel-log-tz \"" + zone + "\": not a time zone");
+  if (!posix && zone != "UTC") {
+    const char* dir = std::getenv("TZDIR");
+    const std::string path =
+        std::string(dir != nullptr && *dir != '\0' ? dir : "/usr/share/zoneinfo") + "/" + zone;
+    if (!std::filesystem::is_regular_file(path))
+      return make_error("--kernel-log-tz \"" + zone + "\": unknown time zone (no " + path +
+                        "; install tzdata, or give a POSIX TZ string such as EST5EDT)");
+  }
+  // Set before any thread starts; every local date this process reads is in this zone.
+  ::setenv("TZ", zone.c_str(), 1);
+  ::tzset();
   return {};
 }
 
@@ -62,11 +94,19 @@ void add_scan(CLI::App& app, int* exit_code) {
   cmd->add_option("--kernel-log", flags->config.kernel_logs,
                   "Scan this saved kernel log (dmesg, dmesg -T, journalctl -k, kern.log, raw "
                   "/dev/kmsg; repeatable; - for stdin) instead of /dev/kmsg");
+  auto boot_time = std::make_shared<std::string>();
+  cmd->add_option("--boot-time", *boot_time,
+                  "When the saved log's machine booted (RFC 3339 or Unix seconds): its [ 1005.03] "
+                  "stamps become wall-clock times; without it they read \"boot + 1005.03 s\"");
+  auto log_zone = std::make_shared<std::string>();
+  cmd->add_option("--kernel-log-tz", *log_zone,
+                  "Time zone of the saved log's dmesg -T and syslog dates (zoneinfo name or POSIX "
+                  "TZ; default: this machine's zone)");
   cmd->add_option("--log-level,-l", flags->config.log_level, "debug, info, warn or error")
       ->capture_default_str();
   auto config_file = std::make_shared<std::string>();
   add_config_option(*cmd, *config_file);
-  cmd->callback([cmd, flags, json, config_file, exit_code] {
+  cmd->callback([cmd, flags, json, config_file, boot_time, log_zone, exit_code] {
     if (auto r = apply_config_file(*cmd, *config_file); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
@@ -76,6 +116,25 @@ void add_scan(CLI::App& app, int* exit_code) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
       return;
+    }
+    std::optional<TimePoint> saved_log_boot_time;
+    if (!boot_time->empty() || !log_zone->empty()) {
+      std::string problem;
+      if (flags->config.kernel_logs.empty())
+        problem = "--boot-time and --kernel-log-tz describe a saved log: give --kernel-log FILE";
+      if (problem.empty() && !boot_time->empty()) {
+        saved_log_boot_time = parse_time(*boot_time);
+        if (!saved_log_boot_time)
+          problem = "--boot-time \"" + *boot_time +
+                    "\": not a time (RFC 3339 such as 2026-11-30T08:00:00Z, or Unix seconds)";
+      }
+      if (problem.empty() && !log_zone->empty())
+        if (auto r = use_log_zone(*log_zone); !r) problem = r.error().message;
+      if (!problem.empty()) {
+        std::cerr << "✘ " << problem << "\n";
+        *exit_code = kExitUsage;
+        return;
+      }
     }
     flags->config.data_dir = "-";  // scan keeps nothing on disk
     if (auto r = finalize(*flags); !r) {
@@ -91,7 +150,7 @@ void add_scan(CLI::App& app, int* exit_code) {
     }
     Runtime& rt = **runtime;
     host::HostFs fs(flags->config.host_root);
-    if (auto r = scan_kernel_log(flags->config, fs, *rt.dispatcher); !r) {
+    if (auto r = scan_kernel_log(flags->config, fs, saved_log_boot_time, *rt.dispatcher); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
       return;
@@ -104,7 +163,8 @@ void add_scan(CLI::App& app, int* exit_code) {
       ScanEntry e;
       e.component = std::string(c->name());
       e.result = c->check();
-      auto ev = c->events(TimePoint::min(), Clock::now());
+      // Every event, a future-dated one too: the text and --json list the same.
+      auto ev = c->events(TimePoint::min(), TimePoint::max());
       if (ev) e.events = std::move(*ev);
       entries.push_back(std::move(e));
     }
@@ -113,9 +173,9 @@ void add_scan(CLI::App& app, int* exit_code) {
       if (e.result.health() != Health::kHealthy) all_healthy = false;
 
     if (*json) {
-      std::cout << scan_json(info, entries).dump(2) << "\n";
+      std::cout << scan_json(info, entries, rt.dispatcher->occurrences()).dump(2) << "\n";
     } else {
-      std::cout << scan_text(info, entries);
+      std::cout << scan_text(info, entries, rt.dispatcher->occurrences());
     }
     *exit_code = all_healthy ? kExitOk : kExitUnhealthy;
   });

@@ -2,6 +2,7 @@
 
 #include <mutex>
 #include <string>
+#include <utility>
 
 namespace gpud {
 
@@ -20,6 +21,16 @@ std::shared_ptr<spdlog::logger> logger(std::string_view component) {
     if (auto existing = spdlog::get(name)) return existing;
   }
   return l;
+}
+
+std::optional<uint64_t> LogRateLimiter::admit(SteadyClock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (last_ && now - *last_ < interval_) {
+    ++suppressed_;
+    return std::nullopt;
+  }
+  last_ = now;
+  return std::exchange(suppressed_, 0);
 }
 
 }  // namespace gpud

@@ -1,5 +1,7 @@
 #include "kmsg/dispatcher.h"
 
+#include <fmt/format.h>
+
 #include <vector>
 
 #include "core/log.h"
@@ -35,15 +37,15 @@ KernelLogDispatcher::KernelLogDispatcher(std::vector<ComponentRules> rules, Even
 }
 
 int KernelLogDispatcher::feed(const KmsgRecord& r, TimePoint now) {
-  return feed_message(r.message, r.time, now);
+  return feed_message(r.message, r.time, now, r.boot_offset_us);
 }
 
 int KernelLogDispatcher::feed(const KmsgRecordView& r, TimePoint now) {
-  return feed_message(r.message, r.time, now);
+  return feed_message(r.message, r.time, now, r.boot_offset_us);
 }
 
 int KernelLogDispatcher::feed_message(std::string_view message, std::optional<TimePoint> time,
-                                      TimePoint now) {
+                                      TimePoint now, std::optional<int64_t> boot_offset_us) {
   std::lock_guard lock(mu_);
   // One record is the unit of failure: whatever a line does to a matcher or to the JSON it builds,
   // it is counted and dropped, and the next record is read as usual.
@@ -51,7 +53,7 @@ int KernelLogDispatcher::feed_message(std::string_view message, std::optional<Ti
     std::vector<Match> ms = matcher_.feed(message);
     pending_.store(matcher_.pending(), std::memory_order_relaxed);
     int n = 0;
-    for (const Match& m : ms) n += dispatch_locked(m, time.value_or(now));
+    for (const Match& m : ms) n += dispatch_locked(m, {time, boot_offset_us, now});
     return n;
   } catch (const std::exception& e) {
     record_parse_error_locked(message, e.what());
@@ -64,33 +66,51 @@ int KernelLogDispatcher::feed_message(std::string_view message, std::optional<Ti
 void KernelLogDispatcher::record_parse_error_locked(std::string_view message,
                                                     std::string_view what) {
   ++parse_errors_;  // reported by the gpud component (gpud_kernel_log_parse_errors_total)
-  // The first, then one in a thousand: a flood of hostile lines must not flood the log too.
-  if (parse_errors_ == 1 || parse_errors_ % 1000 == 0)
-    logger("kmsg")->warn("kernel-log record skipped ({} so far): {}: {:.200}", parse_errors_, what,
-                         sanitize_utf8(message));
+  // At most one line a minute: a flood of hostile lines must not flood the log too.
+  if (auto left_out = parse_error_log_.admit())
+    logger("kmsg")->warn(
+        "kernel-log record skipped ({} so far, {} not logged since the last): {}: "
+        "{:.200}",
+        parse_errors_, *left_out, what, sanitize_utf8(message));
 }
 
 int KernelLogDispatcher::dispatch(const Match& m, TimePoint t) {
   std::lock_guard lock(mu_);
-  return dispatch_locked(m, t);
+  return dispatch_locked(m, {t, std::nullopt, t});
 }
 
-int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
+int KernelLogDispatcher::dispatch_locked(const Match& m, const RecordTime& when) {
   ++matched_;
   if (accept_ && !accept_(m.component)) return 0;
-  if (deduper_.is_duplicate(m.component, m.name, m.message, t)) return 0;
   const std::string bus = m.extra_info.value("pci_bus_id", std::string());
-  BusIdentity id;
-  if (m.extra_info.contains("gpu_uuid")) {  // NVML named the GPU itself
-    id.known = true;
-    id.uuid = m.extra_info.value("gpu_uuid", std::string());
-  } else if (identify_bus_ && !bus.empty()) {
-    id = identify_bus_(bus);
-  }
+  auto identify = [&] {
+    BusIdentity id;
+    if (m.extra_info.contains("gpu_uuid")) {  // NVML named the GPU itself
+      id.known = true;
+      id.uuid = m.extra_info.value("gpu_uuid", std::string());
+    } else if (identify_bus_ && !bus.empty()) {
+      id = identify_bus_(bus);
+    }
+    return id;
+  };
+  if (keep_occurrences_) count_occurrence_locked(m, when, identify().uuid);
+  // Repeats of a line are dropped only within the window of its own time: the wall clock, else
+  // the offset since boot (a saved log of an unknown boot), else the reader's clock.
+  const TimePoint own_time =
+      when.wall             ? *when.wall
+      : when.boot_offset_us ? TimePoint{} + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::microseconds(*when.boot_offset_us))
+                            : when.now;
+  if (deduper_.is_duplicate(m.component, m.name, m.message, own_time)) return 0;
+  const BusIdentity id = identify();
   const std::string& uuid = id.uuid;
   // The event keeps the raw bus id; only the counter's label is folded.
   const std::string bus_label = id.known ? bus : std::string(kUnknownBusLabel);
-  Event e = to_event(m, t, uuid);
+  Event e = to_event(m, when.wall.value_or(when.now), uuid);
+  if (when.boot_offset_us)
+    e.extra_info["boot_offset_seconds"] = static_cast<double>(*when.boot_offset_us) / 1e6;
+  // Stored at the reader's time only because an event needs one; readers show it as unknown.
+  if (!when.wall) e.extra_info["time_known"] = false;
   auto inserted = events_.insert(e);
   if (!inserted) {
     logger("kmsg")->warn("failed to store {} event {}: {}", m.component, m.name,
@@ -105,6 +125,51 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, TimePoint t) {
     if (c.component == m.component && c.count) c.count(metrics_, {m, uuid, bus_label});
   if (on_event_) on_event_(m.component);
   return 1;
+}
+
+void KernelLogDispatcher::count_occurrence_locked(const Match& m, const RecordTime& when,
+                                                  std::string_view uuid) {
+  // Bounded: a log naming endless bus ids cannot grow the summary past this many rows.
+  constexpr size_t kMaxOccurrenceKeys = 10000;
+  const char* kind = m.extra_info.contains("xid")    ? "Xid"
+                     : m.extra_info.contains("sxid") ? "SXid"
+                                                     : nullptr;
+  const std::string bus = m.extra_info.value("pci_bus_id", std::string());
+  if (kind == nullptr || bus.empty()) return;
+  const nlohmann::json& code_json = m.extra_info[kind[0] == 'X' ? "xid" : "sxid"];
+  if (!code_json.is_number_integer()) return;
+  const int code = code_json.get<int>();
+  std::string key = fmt::format("{}\x1f{}\x1f{:011}\x1f{}", bus, kind, code, m.component);
+  auto it = occurrences_.find(key);
+  if (it == occurrences_.end()) {
+    if (occurrences_.size() >= kMaxOccurrenceKeys) return;
+    Occurrences o;
+    o.component = m.component;
+    o.kind = kind;
+    o.code = code;
+    o.pci_bus_id = bus;
+    o.gpu_uuid = std::string(uuid);
+    o.first_time = when.wall;
+    o.first_boot_offset_us = when.boot_offset_us;
+    it = occurrences_.emplace(std::move(key), std::move(o)).first;
+  }
+  Occurrences& o = it->second;
+  ++o.count;
+  o.last_time = when.wall;
+  o.last_boot_offset_us = when.boot_offset_us;
+}
+
+void KernelLogDispatcher::keep_occurrences() {
+  std::lock_guard lock(mu_);
+  keep_occurrences_ = true;
+}
+
+std::vector<Occurrences> KernelLogDispatcher::occurrences() const {
+  std::lock_guard lock(mu_);
+  std::vector<Occurrences> out;
+  out.reserve(occurrences_.size());
+  for (const auto& [key, o] : occurrences_) out.push_back(o);
+  return out;
 }
 
 bool KernelLogDispatcher::wants(std::string_view raw_line) const {

@@ -6,11 +6,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/event_log.h"
+#include "core/log.h"
 #include "core/metrics.h"
 #include "kmsg/deduper.h"
 #include "kmsg/record.h"
@@ -23,6 +26,26 @@ inline constexpr std::string_view kEventsTotal = "gpud_kernel_log_events_total";
 // Builds the event a match becomes: time cut to the second (so a ring re-read after a restart
 // yields the identical row), gpu_uuid added when known.
 Event to_event(const Match& m, TimePoint t, std::string_view gpu_uuid = {});
+
+// Every occurrence of one Xid or SXid code on one device, repeats the deduper drops included:
+// what a post-mortem summarises per GPU. First and last are in the log's order.
+struct Occurrences {
+  std::string component;
+  std::string kind;  // "Xid" or "SXid"
+  int code = 0;
+  std::string pci_bus_id;
+  std::string gpu_uuid;  // when the node knows the bus
+  uint64_t count = 0;
+  std::optional<TimePoint> first_time, last_time;  // wall clock, when the line gave one
+  std::optional<int64_t> first_boot_offset_us, last_boot_offset_us;
+};
+
+// When a record happened, as far as its line says.
+struct RecordTime {
+  std::optional<TimePoint> wall;
+  std::optional<int64_t> boot_offset_us;
+  TimePoint now;  // the reader's clock, for records with neither
+};
 
 class KernelLogDispatcher {
  public:
@@ -41,7 +64,7 @@ class KernelLogDispatcher {
   int feed(const KmsgRecord& record, TimePoint now = Clock::now());
   int feed(const KmsgRecordView& record, TimePoint now = Clock::now());
   int feed_message(std::string_view message, std::optional<TimePoint> time,
-                   TimePoint now = Clock::now());
+                   TimePoint now = Clock::now(), std::optional<int64_t> boot_offset_us = {});
   // Stores one match (e.g. an Xid NVML reported) through the same dedup, metrics and callback;
   // m.component must be one of the rules' owners for its counters to be kept.
   int dispatch(const Match& m, TimePoint t);
@@ -54,8 +77,14 @@ class KernelLogDispatcher {
   uint64_t stored() const;
   uint64_t parse_errors() const;  // records dropped because matching them threw
 
+  // Counts every Xid/SXid occurrence per device from now on (`gpud scan`; bounded in keys).
+  void keep_occurrences();
+  // Sorted by bus id, kind and code.
+  std::vector<Occurrences> occurrences() const;
+
  private:
-  int dispatch_locked(const Match& m, TimePoint t);
+  int dispatch_locked(const Match& m, const RecordTime& when);
+  void count_occurrence_locked(const Match& m, const RecordTime& when, std::string_view uuid);
   void record_parse_error_locked(std::string_view message, std::string_view what);
 
   EventLog& events_;
@@ -72,6 +101,9 @@ class KernelLogDispatcher {
   uint64_t matched_ = 0;
   uint64_t stored_ = 0;
   uint64_t parse_errors_ = 0;
+  LogRateLimiter parse_error_log_{std::chrono::minutes(1)};
+  bool keep_occurrences_ = false;
+  std::map<std::string, Occurrences> occurrences_;
 };
 
 }  // namespace gpud::kmsg

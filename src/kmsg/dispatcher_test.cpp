@@ -8,6 +8,7 @@
 
 #include "store/database.h"
 #include "store/event_store.h"
+#include "testing/log_capture.h"
 
 namespace gpud::kmsg {
 namespace {
@@ -101,6 +102,18 @@ TEST(Dispatcher, ThrowDuringARecordIsCountedAndTheNextRecordFlows) {
   EXPECT_EQ(d.parse_errors(), 1u);
 }
 
+// A flood of records that throw is counted whole but logged once a minute at most.
+TEST(Dispatcher, RecordsThatThrowAreLoggedAtMostOnceAMinute) {
+  Fixture f;
+  testing::LogCapture log("kmsg");
+  KernelLogDispatcher d(test_rules(), f.events, f.metrics,
+                        [](std::string_view) { throw std::runtime_error("consumer failed"); });
+  for (int i = 0; i < 500; ++i) d.feed_message(gpu_fault("0000:3b:" + std::to_string(i)), kT);
+  EXPECT_EQ(d.parse_errors(), 500u);
+  EXPECT_EQ(log.count("kernel-log record skipped"), 1u) << log.text();
+  EXPECT_NE(log.text().find("consumer failed"), std::string::npos) << log.text();
+}
+
 TEST(Dispatcher, IdenticalMessageWithinAMinuteIsOneEvent) {
   Fixture f;
   KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
@@ -174,12 +187,92 @@ TEST(Dispatcher, UnknownBusesReachTheCountersAsOneLabel) {
   EXPECT_EQ(buses.count("unknown"), 0u);
 }
 
-TEST(Dispatcher, RecordWithoutTimeUsesNow) {
+// A line with no time is stored at the reader's clock (an event needs a time) and says so, so that
+// no report passes the reader's clock off as the fault's.
+TEST(Dispatcher, RecordWithoutTimeUsesNowAndSaysTheTimeIsUnknown) {
   Fixture f;
   KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
   d.feed_message(gpu_fault("0000:3b:00.0"), std::nullopt, kT);
-  EXPECT_EQ(f.events.query("", TimePoint{}, TimePoint::max())->front().time,
-            std::chrono::time_point_cast<std::chrono::seconds>(kT));
+  const Event e = f.events.query("", TimePoint{}, TimePoint::max())->front();
+  EXPECT_EQ(e.time, std::chrono::time_point_cast<std::chrono::seconds>(kT));
+  EXPECT_EQ(e.extra_info["time_known"], false);
+  EXPECT_FALSE(e.extra_info.contains("boot_offset_seconds"));
+  d.feed_message(gpu_fault("0000:3c:00.0"), kT, kT);
+  EXPECT_FALSE(
+      f.events.query("", TimePoint{}, TimePoint::max())->front().extra_info.contains("time_known"));
+}
+
+// A saved log of an unknown boot: each line's offset since boot is its time. Repeats of a line are
+// dropped within a minute of *that* time, not of the reader's clock, so an hour of repeats read in
+// one second is an hour of events.
+TEST(Dispatcher, RepeatsAreDroppedOnlyWithinAMinuteOfTheirOwnBootOffset) {
+  Fixture f;
+  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  const std::string line = gpu_fault("0000:3b:00.0");
+  EXPECT_EQ(d.feed_message(line, std::nullopt, kT, 1'005'030'000), 1);
+  EXPECT_EQ(d.feed_message(line, std::nullopt, kT, 1'035'000'000), 0) << "30 s later: a repeat";
+  EXPECT_EQ(d.feed_message(line, std::nullopt, kT, 1'105'000'000), 1) << "100 s later: new";
+  EXPECT_EQ(d.feed_message(line, std::nullopt, kT, 3'605'000'000), 1);
+  auto events = *f.events.query("", TimePoint{}, TimePoint::max());
+  ASSERT_EQ(events.size(), 3u);
+  std::set<double> offsets;
+  for (const Event& e : events) {
+    offsets.insert(e.extra_info.value("boot_offset_seconds", -1.0));
+    EXPECT_EQ(e.extra_info["time_known"], false);
+  }
+  EXPECT_EQ(offsets, (std::set<double>{1005.03, 1105.0, 3605.0}));
+}
+
+// Rules whose matches name an Xid code and a bus: what the post-mortem summary counts.
+std::vector<ComponentRules> xid_rules() {
+  ComponentRules xid;
+  xid.component = "xids";
+  xid.lines.push_back({{{"Xid "}}, [](std::string_view line) -> std::optional<Match> {
+                         // "Xid <code> on <bus>"
+                         const auto at = line.find("Xid ");
+                         const auto on = line.find(" on ");
+                         if (at == std::string_view::npos || on == std::string_view::npos)
+                           return std::nullopt;
+                         Match m;
+                         m.name = "error_xid";
+                         m.type = EventType::kFatal;
+                         m.message = std::string(line.substr(at));
+                         m.extra_info["xid"] =
+                             std::stoi(std::string(line.substr(at + 4, on - at - 4)));
+                         m.extra_info["pci_bus_id"] = std::string(line.substr(on + 4));
+                         return m;
+                       }});
+  return {xid};
+}
+
+// Every occurrence is counted per device and code, the repeats the deduper drops too, with the
+// first and last time each was seen; without keep_occurrences() nothing is kept.
+TEST(Dispatcher, OccurrencesCountEveryRepeatPerDeviceAndCode) {
+  Fixture f;
+  KernelLogDispatcher quiet(xid_rules(), f.events, f.metrics, {});
+  quiet.feed_message("Xid 79 on 0000:db:00.0", kT);
+  EXPECT_TRUE(quiet.occurrences().empty());
+
+  Fixture g;
+  KernelLogDispatcher d(xid_rules(), g.events, g.metrics, {});
+  d.keep_occurrences();
+  for (int64_t s : {100, 110, 120})
+    d.feed_message("Xid 79 on 0000:db:00.0", std::nullopt, kT, s * 1'000'000);
+  d.feed_message("Xid 8 on 0000:db:00.0", std::nullopt, kT, 130'000'000);
+  d.feed_message("Xid 48 on 0000:3b:00.0", kT, kT, 140'000'000);
+  EXPECT_EQ(d.stored(), 3u) << "two of the three Xid 79 lines are repeats within a minute";
+  auto occ = d.occurrences();
+  ASSERT_EQ(occ.size(), 3u);
+  EXPECT_EQ(occ[0].pci_bus_id, "0000:3b:00.0");
+  EXPECT_EQ(occ[0].count, 1u);
+  EXPECT_EQ(occ[0].first_time, kT);
+  EXPECT_EQ(occ[1].code, 8) << "codes in numeric order";
+  EXPECT_EQ(occ[2].code, 79);
+  EXPECT_EQ(occ[2].kind, "Xid");
+  EXPECT_EQ(occ[2].count, 3u);
+  EXPECT_EQ(occ[2].first_boot_offset_us, 100'000'000);
+  EXPECT_EQ(occ[2].last_boot_offset_us, 120'000'000);
+  EXPECT_FALSE(occ[2].first_time);
 }
 
 // A match made elsewhere (NVML's event stream) goes through the same dedup and counters; one that

@@ -65,7 +65,10 @@ TimePoint since_boot(TimePoint boot, uint64_t micros) {
                                                                                        : t;
 }
 
-std::optional<TimePoint> make_time(int year, int mon0, int day, int h, int m, int s,
+// A date's fields in UTC (timegm) or in the process's local zone (mktime, which picks DST
+// itself); nullopt for fields out of their range.
+enum class Zone { kUtc, kLocal };
+std::optional<TimePoint> make_time(Zone zone, int year, int mon0, int day, int h, int m, int s,
                                    int64_t micros = 0, int64_t offset_s = 0) {
   if (mon0 < 0 || mon0 > 11 || day < 1 || day > 31 || h > 23 || m > 59 || s > 60) {
     return std::nullopt;
@@ -79,15 +82,29 @@ std::optional<TimePoint> make_time(int year, int mon0, int day, int h, int m, in
   t.tm_hour = h;
   t.tm_min = m;
   t.tm_sec = s;
-  const time_t secs = timegm(&t);
+  t.tm_isdst = -1;
+  const time_t secs = zone == Zone::kUtc ? timegm(&t) : mktime(&t);
   return checked_time(static_cast<int64_t>(secs) - offset_s, micros);
 }
 
-int current_year() {
-  const time_t now = time(nullptr);
+int local_year(TimePoint now) {
+  const time_t secs = static_cast<time_t>(to_unix_seconds(now));
   struct tm t {};
-  gmtime_r(&now, &t);
+  localtime_r(&secs, &t);
   return t.tm_year + 1900;
+}
+
+// A syslog date has no year: the given one, else now's, else (a date more than an hour ahead of
+// now, which cannot have been logged yet) the year before.
+std::optional<TimePoint> syslog_time(const ParseOptions& opts, int mon0, int day, int h, int m,
+                                     int s) {
+  if (opts.year != 0) return make_time(Zone::kLocal, opts.year, mon0, day, h, m, s);
+  const TimePoint now = opts.now.value_or(Clock::now());
+  const int year = local_year(now);
+  auto t = make_time(Zone::kLocal, year, mon0, day, h, m, s);
+  if (t && *t != kOutOfRange && *t > now + std::chrono::hours(1))
+    t = make_time(Zone::kLocal, year - 1, mon0, day, h, m, s);
+  return t;
 }
 
 // "HH:MM:SS" at s[i..].
@@ -146,7 +163,7 @@ bool parse_ctime_prefix(std::string_view s, size_t& i, std::optional<TimePoint>&
   if (!read_fixed(s, j, 4, year)) return false;
   if (j >= s.size() || s[j++] != ']') return false;
   if (j < s.size() && s[j] == ' ') ++j;
-  out = make_time(year, mon, static_cast<int>(day), h, m, sec);
+  out = make_time(Zone::kLocal, year, mon, static_cast<int>(day), h, m, sec);
   i = j;
   return true;
 }
@@ -185,13 +202,14 @@ bool parse_iso_prefix(std::string_view s, size_t& i, std::optional<TimePoint>& o
   }
   if (j < s.size() && s[j] != ' ') return false;
   if (j < s.size()) ++j;
-  out = make_time(y, mo - 1, d, h, m, sec, micros, offset);
+  out = make_time(Zone::kUtc, y, mo - 1, d, h, m, sec, micros, offset);
   i = j;
   return true;
 }
 
 // "Jan 01 00:00:00 " / "Jan  1 00:00:00 "
-bool parse_syslog_date(std::string_view s, size_t& i, int year, std::optional<TimePoint>& out) {
+bool parse_syslog_date(std::string_view s, size_t& i, const ParseOptions& opts,
+                       std::optional<TimePoint>& out) {
   size_t j = i;
   if (s.size() < j + 16) return false;
   const int mon = month_index(s.substr(j, 3));
@@ -210,7 +228,7 @@ bool parse_syslog_date(std::string_view s, size_t& i, int year, std::optional<Ti
     (void)read_uint(s, j, ignored, 9);
   }
   if (j >= s.size() || s[j++] != ' ') return false;
-  out = make_time(year == 0 ? current_year() : year, mon, static_cast<int>(day), h, m, sec);
+  out = syslog_time(opts, mon, static_cast<int>(day), h, m, sec);
   i = j;
   return true;
 }
@@ -281,6 +299,7 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
         r.priority = static_cast<int>(prio & 7);
         r.facility = static_cast<int>(prio >> 3);
         r.seq = seq;
+        if (usec <= static_cast<uint64_t>(INT64_MAX)) r.boot_offset_us = static_cast<int64_t>(usec);
         if (opts.boot_time) r.time = since_boot(*opts.boot_time, usec);
         i = semi + 1;
       }
@@ -310,6 +329,7 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
     std::optional<TimePoint> t;
     if (parse_dmesg_prefix(line, i, micros)) {
       r.format = Format::kDmesg;
+      r.boot_offset_us = micros;
       if (opts.boot_time) r.time = since_boot(*opts.boot_time, static_cast<uint64_t>(micros));
     } else if (parse_ctime_prefix(line, i, t)) {
       r.format = Format::kDmesgCtime;
@@ -318,7 +338,7 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
   } else if (r.format == Format::kBare && c0 >= 'A' && c0 <= 'S') {
     std::optional<TimePoint> t;
     size_t j = 0;
-    if (parse_syslog_date(line, j, opts.year, t) && skip_host_and_tag(line, j)) {
+    if (parse_syslog_date(line, j, opts, t) && skip_host_and_tag(line, j)) {
       r.format = Format::kSyslog;
       r.time = t;
       i = j;
@@ -327,8 +347,8 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
   // kern.log often repeats the dmesg timestamp after "kernel: ".
   if ((r.format == Format::kSyslog || r.format == Format::kSyslogIso) && i < line.size() &&
       line[i] == '[') {
-    int64_t ignored = 0;
-    (void)parse_dmesg_prefix(line, i, ignored);
+    int64_t micros = 0;
+    if (parse_dmesg_prefix(line, i, micros)) r.boot_offset_us = micros;
   }
 
   if (r.time == kOutOfRange) return std::nullopt;
@@ -345,6 +365,7 @@ KmsgRecord to_record(const KmsgRecordView& v) {
   r.facility = v.facility;
   r.seq = v.seq;
   r.time = v.time;
+  r.boot_offset_us = v.boot_offset_us;
   r.message = sanitize_utf8(v.message);
   r.format = v.format;
   return r;

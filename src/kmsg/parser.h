@@ -16,9 +16,17 @@ struct ParseOptions {
   // Boot time: raw /dev/kmsg and plain dmesg lines carry time since boot. Without it they get
   // no time.
   std::optional<TimePoint> boot_time;
-  // The year for syslog lines, which carry none (0: the current UTC year).
+  // The year for syslog lines, which carry none. 0: the year of `now` in the log's zone, or the
+  // year before when the date would be more than an hour after `now` (a December line read in
+  // January).
   int year = 0;
+  // "Now" for that choice (default: the clock).
+  std::optional<TimePoint> now;
 };
+
+// dmesg -T and syslog dates carry no zone: they are read in the process's local zone (TZ, else
+// /etc/localtime), which `gpud scan --kernel-log-tz` sets to the log's zone. ISO dates carry their
+// offset and raw/dmesg stamps are since boot, so neither depends on it.
 
 // Parses a line (without its '\n'; a trailing '\r' is stripped). nullopt for lines that carry no
 // record: empty lines and /dev/kmsg continuation lines (" KEY=VALUE").

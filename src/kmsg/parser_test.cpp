@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <ctime>
+#include <optional>
+#include <string>
+
 #include "core/time_util.h"
 
 namespace gpud::kmsg {
@@ -9,15 +14,35 @@ namespace {
 
 const TimePoint kBoot = from_unix_seconds(1700000000);
 
+// dmesg -T and syslog dates are read in the process's zone: each test that reads one says which.
+class ScopedTz {
+ public:
+  explicit ScopedTz(const char* zone) {
+    if (const char* old = std::getenv("TZ")) old_ = old;
+    ::setenv("TZ", zone, 1);
+    ::tzset();
+  }
+  ~ScopedTz() {
+    if (old_)
+      ::setenv("TZ", old_->c_str(), 1);
+    else
+      ::unsetenv("TZ");
+    ::tzset();
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
 TEST(KmsgParser, RawKmsgRecord) {
-  auto r = parse_line("6,1234,5678901,-;NVRM: hello", {kBoot, 0});
+  auto r = parse_line("6,1234,5678901,-;NVRM: hello", {kBoot, 0, {}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->format, Format::kRawKmsg);
   EXPECT_EQ(r->priority, 6);
   EXPECT_EQ(r->seq, 1234u);
   EXPECT_EQ(r->message, "NVRM: hello");
   EXPECT_EQ(*r->time, kBoot + std::chrono::microseconds(5678901));
-  auto f = parse_line("43,7,1,c;syslog facility", {kBoot, 0});
+  auto f = parse_line("43,7,1,c;syslog facility", {kBoot, 0, {}});
   EXPECT_EQ(f->facility, 5);
   EXPECT_EQ(f->priority, 3);
 }
@@ -30,7 +55,7 @@ TEST(KmsgParser, ContinuationAndEmptyLinesCarryNoRecord) {
 }
 
 TEST(KmsgParser, Dmesg) {
-  auto r = parse_line("[  123.456789] msg here", {kBoot, 0});
+  auto r = parse_line("[  123.456789] msg here", {kBoot, 0, {}});
   EXPECT_EQ(r->format, Format::kDmesg);
   EXPECT_EQ(r->message, "msg here");
   EXPECT_EQ(*r->time, kBoot + std::chrono::microseconds(123456789));
@@ -38,6 +63,7 @@ TEST(KmsgParser, Dmesg) {
 }
 
 TEST(KmsgParser, DmesgCtime) {
+  ScopedTz utc("UTC");
   auto r = parse_line("[Mon Jan  1 00:00:05 2024] msg");
   EXPECT_EQ(r->format, Format::kDmesgCtime);
   EXPECT_EQ(r->message, "msg");
@@ -52,11 +78,12 @@ TEST(KmsgParser, DmesgIso) {
 }
 
 TEST(KmsgParser, SyslogAndJournal) {
-  auto r = parse_line("Jan 01 00:00:00 host kernel: msg a", {std::nullopt, 2024});
+  ScopedTz utc("UTC");
+  auto r = parse_line("Jan 01 00:00:00 host kernel: msg a", {std::nullopt, 2024, {}});
   EXPECT_EQ(r->format, Format::kSyslog);
   EXPECT_EQ(r->message, "msg a");
   EXPECT_EQ(to_unix_seconds(*r->time), 1704067200);
-  auto s = parse_line("Feb  3 04:05:06 gpu-7 kernel: [  12.000] msg b", {std::nullopt, 2024});
+  auto s = parse_line("Feb  3 04:05:06 gpu-7 kernel: [  12.000] msg b", {std::nullopt, 2024, {}});
   EXPECT_EQ(s->message, "msg b");
   auto iso = parse_line("2024-01-01T00:00:00.123456+00:00 host kernel: msg c");
   EXPECT_EQ(iso->format, Format::kSyslogIso);
@@ -66,25 +93,75 @@ TEST(KmsgParser, SyslogAndJournal) {
 // A date TimePoint cannot hold rejects its line (no record), instead of overflowing into a
 // wrapped time; the edges of the range still parse.
 TEST(KmsgParser, DatesOutsideTheRangeRejectTheLine) {
+  ScopedTz utc("UTC");
   EXPECT_FALSE(parse_line("[Mon Jan  1 00:00:05 2300] NVRM: Xid (PCI:0000:3b:00): 79, x"));
   EXPECT_FALSE(parse_line("2300-01-01T00:00:00,000000+00:00 NVRM: Xid (PCI:0000:3b:00): 79"));
   EXPECT_FALSE(parse_line("9999-12-31T23:59:59Z host kernel: msg"));
   EXPECT_FALSE(parse_line("1969-12-31T23:59:59Z host kernel: msg"));
-  EXPECT_FALSE(parse_line("Jan 01 00:00:00 host kernel: msg", {std::nullopt, 2300}));
-  EXPECT_FALSE(parse_line("Jan 01 00:00:00 host kernel: msg", {std::nullopt, 1969}));
-  EXPECT_FALSE(parse_line("Jan 01 00:00:00 host kernel: msg", {std::nullopt, 2'000'000'000}));
+  EXPECT_FALSE(parse_line("Jan 01 00:00:00 host kernel: msg", {std::nullopt, 2300, {}}));
+  EXPECT_FALSE(parse_line("Jan 01 00:00:00 host kernel: msg", {std::nullopt, 1969, {}}));
+  EXPECT_FALSE(parse_line("Jan 01 00:00:00 host kernel: msg", {std::nullopt, 2'000'000'000, {}}));
   // Monotonic stamps that take the boot time past 2262.
   const TimePoint late_boot = from_unix_seconds(kMaxUnixSeconds - 10);
-  EXPECT_FALSE(parse_line("[999999999999.000000] msg", {late_boot, 0}));
-  EXPECT_FALSE(parse_line("6,1,99999999999999999999,-;msg", {kBoot, 0}));
-  EXPECT_FALSE(parse_line("6,1,18446744073709551615,-;msg", {kBoot, 0}));
-  EXPECT_TRUE(parse_line("[5.000000] msg", {late_boot, 0}));
+  EXPECT_FALSE(parse_line("[999999999999.000000] msg", {late_boot, 0, {}}));
+  EXPECT_FALSE(parse_line("6,1,99999999999999999999,-;msg", {kBoot, 0, {}}));
+  EXPECT_FALSE(parse_line("6,1,18446744073709551615,-;msg", {kBoot, 0, {}}));
+  EXPECT_TRUE(parse_line("[5.000000] msg", {late_boot, 0, {}}));
   auto edge = parse_line("2262-04-11T23:47:16Z host kernel: msg");
   ASSERT_TRUE(edge);
   EXPECT_EQ(to_unix_seconds(*edge->time), kMaxUnixSeconds);
   auto epoch = parse_line("[Thu Jan  1 00:00:00 1970] msg");
   ASSERT_TRUE(epoch);
   EXPECT_EQ(to_unix_seconds(*epoch->time), 0);
+}
+
+// dmesg -T and syslog print the machine's local time without a zone: read in the log's zone (the
+// process's TZ, which `scan --kernel-log-tz` sets), they give the instant it was logged.
+TEST(KmsgParser, LocalDatesAreReadInTheLogsZone) {
+  ScopedTz new_york("EST5EDT,M3.2.0,M11.1.0");  // POSIX form: needs no tzdata
+  // 09:00:05 EST (UTC-5) in winter, 09:00:05 EDT (UTC-4) in summer.
+  auto winter = parse_line("[Mon Jan  1 09:00:05 2024] msg");
+  ASSERT_TRUE(winter && winter->time);
+  EXPECT_EQ(to_unix_seconds(*winter->time), 1704117605);  // 2024-01-01T14:00:05Z
+  auto summer = parse_line("Jul  4 09:00:05 host kernel: msg", {std::nullopt, 2024, {}});
+  ASSERT_TRUE(summer && summer->time);
+  EXPECT_EQ(to_unix_seconds(*summer->time), 1720098005);  // 2024-07-04T13:00:05Z
+  // ISO dates carry their offset: the zone does not move them.
+  EXPECT_EQ(to_unix_seconds(*parse_line("2024-01-01T00:00:00Z host kernel: m")->time), 1704067200);
+}
+
+// Syslog dates have no year: now's year, unless that puts the line more than an hour ahead of
+// now, when it was logged last year (a December log read in January).
+TEST(KmsgParser, AYearlessDateAfterNowIsLastYear) {
+  ScopedTz utc("UTC");
+  ParseOptions jan;
+  jan.now = from_unix_seconds(1735693200);  // 2025-01-01T01:00:00Z
+  auto december = parse_line("Dec 31 23:59:00 host kernel: msg", jan);
+  ASSERT_TRUE(december && december->time);
+  EXPECT_EQ(to_unix_seconds(*december->time), 1735689540);  // 2024-12-31T23:59:00Z
+  auto today = parse_line("Jan  1 00:30:00 host kernel: msg", jan);
+  EXPECT_EQ(to_unix_seconds(*today->time), 1735691400);  // 2025-01-01T00:30:00Z
+  // Within the hour of slack (a clock a little behind the log's): still this year.
+  auto soon = parse_line("Jan  1 01:30:00 host kernel: msg", jan);
+  EXPECT_EQ(to_unix_seconds(*soon->time), 1735695000);
+}
+
+// "[  1005.030000]" and raw /dev/kmsg stamps are kept as the offset since boot, with or without
+// the boot time that makes them wall-clock times; kern.log's repeated stamp too.
+TEST(KmsgParser, StampsSinceBootAreKeptWithoutTheBootTime) {
+  auto d = parse_line("[ 1005.030000] NVRM: Xid");
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->time);
+  EXPECT_EQ(d->boot_offset_us, 1005030000);
+  auto raw = parse_line("3,7,1005030000,-;NVRM: Xid", {kBoot, 0, {}});
+  EXPECT_EQ(raw->boot_offset_us, 1005030000);
+  EXPECT_EQ(*raw->time, kBoot + std::chrono::seconds(1005) + std::chrono::milliseconds(30));
+  auto kern =
+      parse_line("Feb  3 04:05:06 gpu-7 kernel: [   12.500000] msg b", {std::nullopt, 2024, {}});
+  EXPECT_EQ(kern->boot_offset_us, 12500000);
+  EXPECT_TRUE(kern->time);
+  EXPECT_FALSE(parse_line("[Mon Jan  1 09:00:05 2024] msg")->boot_offset_us);
+  EXPECT_FALSE(parse_line("NVRM: bare")->boot_offset_us);
 }
 
 TEST(KmsgParser, BareAndUnknownPrefixesKeepTheWholeLine) {

@@ -170,12 +170,17 @@ void KmsgFollower::deliver(std::string_view line) {
     ++records_;
     cb_(to_record(*v));
   } catch (const std::exception& e) {
-    if (record_errors_.fetch_add(1) == 0)
-      logger("kmsg")->warn("kernel-log record skipped: {}", e.what());
+    record_error(e.what());
   } catch (...) {
-    if (record_errors_.fetch_add(1) == 0)
-      logger("kmsg")->warn("kernel-log record skipped: unknown exception");
+    record_error("unknown exception");
   }
+}
+
+void KmsgFollower::record_error(std::string_view what) {
+  const uint64_t n = record_errors_.fetch_add(1) + 1;
+  if (auto left_out = record_error_log_.admit())  // at most one line a minute
+    logger("kmsg")->warn("kernel-log record skipped ({} so far, {} not logged since the last): {}",
+                         n, *left_out, what);
 }
 
 void KmsgFollower::run() {

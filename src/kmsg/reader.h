@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "core/log.h"
 #include "core/result.h"
 #include "kmsg/parser.h"
 #include "kmsg/record.h"
@@ -86,6 +87,7 @@ class KmsgFollower {
   void run();
   bool wait(std::chrono::milliseconds timeout, bool on_fd);  // false: stop requested
   void deliver(std::string_view line);
+  void record_error(std::string_view what);
 
   Options opts_;
   Callback cb_;
@@ -99,6 +101,7 @@ class KmsgFollower {
   std::atomic<uint64_t> overruns_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> record_errors_{0};
+  LogRateLimiter record_error_log_{std::chrono::minutes(1)};
 };
 
 }  // namespace gpud::kmsg

@@ -86,7 +86,7 @@ TEST(KmsgRing, LongLinesAreCutOnceAndTheNextLineIsRead) {
   TempFile f;
   f.append("6,1,100,-;" + std::string(3 << 20, 'a') + "\n6,2,200,-;short\n");
   std::vector<size_t> sizes;
-  auto r = read_kmsg_ring(f.path(), ParseOptions{TimePoint{}, 0},
+  auto r = read_kmsg_ring(f.path(), ParseOptions{TimePoint{}, 0, {}},
                           [&](const KmsgRecord& rec) { sizes.push_back(rec.message.size()); });
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->truncated_lines, 1u);

@@ -27,7 +27,10 @@ struct KmsgRecord {
   int facility = -1;
   uint64_t seq = 0;               // /dev/kmsg sequence number (0 for other formats)
   std::optional<TimePoint> time;  // absent when the line has no usable timestamp
-  std::string message;            // valid UTF-8, no CR/LF, at most kMaxMessageBytes
+  // Microseconds since boot, from the "[  1005.030000]" or raw /dev/kmsg stamp; a saved log
+  // carries it even when the boot time (and so `time`) is unknown.
+  std::optional<int64_t> boot_offset_us;
+  std::string message;  // valid UTF-8, no CR/LF, at most kMaxMessageBytes
   Format format = Format::kBare;
 };
 
@@ -38,6 +41,7 @@ struct KmsgRecordView {
   int facility = -1;
   uint64_t seq = 0;
   std::optional<TimePoint> time;
+  std::optional<int64_t> boot_offset_us;
   std::string_view message;
   Format format = Format::kBare;
 };

@@ -188,16 +188,6 @@ std::string escape_for_log(std::string_view s, size_t max_bytes) {
   return out;
 }
 
-std::optional<uint64_t> LogRateLimiter::admit(SteadyClock::time_point now) {
-  std::lock_guard lock(mu_);
-  if (last_ && now - *last_ < interval_) {
-    ++suppressed_;
-    return std::nullopt;
-  }
-  last_ = now;
-  return std::exchange(suppressed_, 0);
-}
-
 void answer_request_exception(const httplib::Request& req, httplib::Response& res,
                               std::exception_ptr ep, MetricRegistry* metrics) {
   std::string what = "unknown exception";

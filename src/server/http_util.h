@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/log.h"
 #include "core/metrics.h"
 #include "core/result.h"
 
@@ -91,24 +92,6 @@ void write_error(const httplib::Request& req, httplib::Response& res, int status
 
 // Client-supplied text made safe for one log line: control characters as \xNN, cut at max_bytes.
 std::string escape_for_log(std::string_view s, size_t max_bytes = 256);
-
-// Which of a stream of alike warnings (one per refused request, say) reach the log: the first,
-// then at most one per interval, so a client that repeats a refused request cannot flood the log;
-// each line that is logged carries how many were left out before it.
-class LogRateLimiter {
- public:
-  using SteadyClock = std::chrono::steady_clock;
-  explicit LogRateLimiter(SteadyClock::duration interval) : interval_(interval) {}
-  // nullopt: leave this one out (it is counted); else log it, with the number left out since the
-  // last one logged.
-  std::optional<uint64_t> admit(SteadyClock::time_point now = SteadyClock::now());
-
- private:
-  const SteadyClock::duration interval_;
-  std::mutex mu_;
-  std::optional<SteadyClock::time_point> last_;
-  uint64_t suppressed_ = 0;
-};
 
 inline constexpr std::string_view kRequestErrorsTotal = "gpud_http_request_errors_total";
 // The boundary of one request: whatever its handler threw becomes a 500 with the reason, a count
