@@ -244,7 +244,7 @@ kmsg::ComponentRules disk_kernel_log_rules() {
       // nvme_log_error (5.18+): "I/O Cmd(0x2) ... I/O Error" or, with NVME_VERBOSE_ERRORS,
       // "Read(0x2) ... Unrecovered Read Error"; admin commands have no LBA and are left out.
       kmsg::pattern_rule(
-          {{" / sc 0x"}}, "nvme_io_error",
+          {{" blocks, "}}, "nvme_io_error",
           R"((nvme[0-9]+(?:c[0-9]+)?n[0-9]+): .*\(0x[0-9a-fA-F]+\) @ LBA [0-9]+, [0-9]+ blocks, .*\(sct 0x[0-9a-fA-F]+ / sc 0x[0-9a-fA-F]+\))",
           "NVMe I/O error ({})", "device"),
       kmsg::pattern_rule({{"after reset failure", "reset "}}, "nvme_device_disabled",
