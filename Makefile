@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 ARGS ?=
 
-.PHONY: all deps build run run-fake test test-asan bench clean format deb image
+.PHONY: all deps build run run-fake test test-asan fuzz bench clean format deb image
 
 all: build
 
@@ -41,6 +41,14 @@ test-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 600 \
 	  --label-exclude external
 
+# The libFuzzer targets (fuzz/), built with clang, ASan and UBSan in $(FUZZ_BUILD), each run for
+# FUZZ_SECONDS from seeds made of the fixtures; a crash fails it and leaves its input in
+# $(FUZZ_BUILD)/crashes/<target>/.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) ./scripts/fuzz.sh
+
 # The container image (OCI layout + docker-archive in one tarball), $(BUILD)/image/gpud-image.tar,
 # tagged gpud:<version>: `docker load -i` / `podman load -i` / `ctr images import` it. Builds only
 # the gpud binary, then scripts/build-image.sh assembles the image with umoci (as root).
@@ -58,7 +66,7 @@ bench: build
 	./bench/run-bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
 
 format:
 	find src tests bench testing -name '*.cpp' -o -name '*.h' | xargs clang-format -i

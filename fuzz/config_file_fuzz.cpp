@@ -1,0 +1,29 @@
+// Any bytes as /etc/gpud/gpud.yaml: parsed, applied to `gpud run`'s options and validated, as
+// `gpud run --config FILE` does. A bad file is an error that names it, never a crash.
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include "app/config_file.h"
+#include "app/options.h"
+
+using namespace gpud;  // NOLINT(google-build-using-namespace)
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  (void)app::parse_config_yaml(text, "fuzz.yaml");
+  static const std::string path =
+      "/dev/shm/gpud-config-fuzz-" + std::to_string(::getpid()) + ".yaml";
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+  }
+  app::RunCommandLine cmd;
+  if (!cmd.parse({})) return 0;
+  if (app::apply_config_file(cmd.app, path)) (void)app::validate_run_flags(cmd.flags, cmd.sample);
+  return 0;
+}
