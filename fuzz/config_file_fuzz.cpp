@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -16,8 +17,9 @@ using namespace gpud;  // NOLINT(google-build-using-namespace)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   (void)app::parse_config_yaml(text, "fuzz.yaml");
-  static const std::string path =
-      "/dev/shm/gpud-config-fuzz-" + std::to_string(::getpid()) + ".yaml";
+  static const std::string path = (std::filesystem::temp_directory_path() /
+                                   ("gpud-config-fuzz-" + std::to_string(::getpid()) + ".yaml"))
+                                      .string();
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;
