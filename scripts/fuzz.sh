@@ -71,4 +71,5 @@ for target in "$build"/fuzz/*_fuzz; do
     echo "  log: $log"
   fi
 done
+rm -f "${TMPDIR:-/tmp}"/gpud-config-fuzz-*.yaml  # config_file_fuzz's input file
 exit $failed
