@@ -16,11 +16,12 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
 fi
 cmake --build "$build" -j "$jobs" --target gpud_fuzz_targets
 
-# Seeds: kernel logs of every format (in chunks of 40 lines), the shipped configuration, flag lists
-# and query strings of the docs.
+# Seeds: kernel logs of every format (in chunks of 40 lines), the NVML scenarios, the shipped
+# configuration, flag lists and query strings of the docs.
 seeds=$build/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{kernel_log_line_fuzz,saved_log_reader_fuzz,config_file_fuzz,run_flags_fuzz,api_query_params_fuzz}
+mkdir -p "$seeds"/{kernel_log_line_fuzz,saved_log_reader_fuzz,config_file_fuzz,run_flags_fuzz,api_query_params_fuzz,fake_nvml_scenario_fuzz}
+cp testing/fixtures/nvml/*.json "$seeds/fake_nvml_scenario_fuzz/"
 for f in testing/fixtures/kmsg/*; do
   split -l 40 -d -a 3 "$f" "$seeds/kernel_log_line_fuzz/$(basename "$f")."
 done
@@ -55,7 +56,7 @@ for target in "$build"/fuzz/*_fuzz; do
   crashes=$build/crashes/$name
   mkdir -p "$corpus" "$crashes"
   log=$build/fuzz-$name.log
-  if "$target" -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+  if "$target" -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 \
     -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" "$seeds/$name" >"$log" 2>&1; then
     status=ok
   else
@@ -71,5 +72,6 @@ for target in "$build"/fuzz/*_fuzz; do
     echo "  log: $log"
   fi
 done
-rm -f "${TMPDIR:-/tmp}"/gpud-config-fuzz-*.yaml  # config_file_fuzz's input file
+# The targets' input files (config_file_fuzz, fake_nvml_scenario_fuzz).
+rm -f "${TMPDIR:-/tmp}"/gpud-config-fuzz-*.yaml "${TMPDIR:-/tmp}"/gpud-fake-nvml-fuzz-*.json
 exit $failed

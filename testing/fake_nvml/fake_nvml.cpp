@@ -176,6 +176,12 @@ Scenario build(const json& doc) {
       }
     }
   }
+  // More GPUs than any machine holds is a typo (or a fuzzer's "count": 4294967295), not a scenario.
+  constexpr unsigned int kMaxGpus = 256;
+  if (count > kMaxGpus) {
+    std::fprintf(stderr, "fake_nvml: %u GPUs asked for, %u made\n", count, kMaxGpus);
+    count = kMaxGpus;
+  }
   std::string uuid_prefix = doc.value("uuid_prefix", "GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e");
   for (unsigned int i = 0; i < count; ++i) {
     json g = base;

@@ -1,0 +1,60 @@
+// Any bytes as a fake NVML scenario (testing/fake_nvml): loaded by the fake's own loader, then
+// every GPU it describes read through gpud's NVML path, the resolve_api and read_gpu the daemon
+// uses, with the fake's entry points resolved from this executable. Whatever a driver answers,
+// gpud reads it without a crash. Delays are a test knob that would only make the fuzzer wait: they
+// are cleared after loading.
+
+// The fake's loader and exported entry points, in this executable.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "nvml/device.h"
+#include "nvml/loader.h"
+#include "testing/fake_nvml/fake_nvml.cpp"  // NOLINT(bugprone-suspicious-include)
+
+namespace {
+
+gpud::nvml::Library load_self(const std::string& scenario) {
+  ::setenv("FAKE_NVML_SCENARIO", scenario.c_str(), 1);
+  gpud::nvml::Library lib;
+  auto dl = gpud::nvml::DynamicLibrary::open("");  // "": this executable
+  if (!dl) std::abort();
+  lib.api = gpud::nvml::resolve_api(**dl);
+  lib.dl = std::move(*dl);
+  return lib;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::string path = (std::filesystem::temp_directory_path() /
+                                   ("gpud-fake-nvml-fuzz-" + std::to_string(::getpid()) + ".json"))
+                                      .string();
+  static const gpud::nvml::Library lib = load_self(path);
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  }
+  {
+    std::lock_guard lock(g_mu);
+    g_have_scenario = false;  // load this input now, whatever the file's time stamp
+    maybe_reload_locked();
+    g_sc.delays = json::object();
+    for (json& g : g_sc.gpus)
+      if (g.is_object()) g.erase("delays_ms");
+  }
+  if (lib.api.init == nullptr || lib.api.init() != NVML_SUCCESS) return 0;
+  unsigned int count = 0;
+  if (lib.api.device_count != nullptr && lib.api.device_count(&count) == NVML_SUCCESS) {
+    for (unsigned int i = 0; i < std::min(count, 64U); ++i) {
+      nvmlDevice_t device{};
+      if (lib.api.handle_by_index(i, &device) == NVML_SUCCESS)
+        (void)gpud::nvml::read_gpu(lib, device, i);
+    }
+  }
+  if (lib.api.shutdown != nullptr) lib.api.shutdown();
+  return 0;
+}
