@@ -24,8 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;
   }
+  // `gpud run --config FILE`: the verb's options, its --config named on the command line.
   app::RunCommandLine cmd;
-  if (!cmd.parse({})) return 0;
-  if (app::apply_config_file(cmd.app, path)) (void)app::validate_run_flags(cmd.flags, cmd.sample);
+  std::string config;
+  app::add_config_option(cmd.app, config);
+  if (!cmd.parse({"--config", path})) return 0;
+  if (app::apply_config_file(cmd.app, config)) (void)app::validate_run_flags(cmd.flags, cmd.sample);
   return 0;
 }

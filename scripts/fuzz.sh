@@ -29,7 +29,6 @@ for f in "$seeds"/kernel_log_line_fuzz/*; do
   { printf '\x10\x40'; cat "$f"; } >"$seeds/saved_log_reader_fuzz/$(basename "$f")"
 done
 cp deploy/config/gpud.yaml "$seeds/config_file_fuzz/shipped.yaml"
-cp tests/e2e/testdata/gpud.yaml "$seeds/config_file_fuzz/e2e.yaml"
 i=0
 while IFS= read -r line; do
   # One flag list per line, arguments separated by spaces here and by NUL in the seed.
