@@ -12,6 +12,7 @@
 #include "app/options.h"
 #include "core/files.h"
 #include "core/parse_number.h"
+#include "kmsg/parser.h"
 
 namespace gpud::app {
 namespace {
@@ -77,6 +78,15 @@ void emit_text(YAML::Emitter& out, const std::string& v) {
 
 Result<std::vector<ConfigEntry>> parse_config_yaml(std::string_view text,
                                                    const std::string& source) {
+  // Flag values become command-line text and JSON (JSON-valued flags), which must be UTF-8.
+  for (size_t start = 0, line = 1; start < text.size(); ++line) {
+    const size_t nl = text.find('\n', start);
+    const std::string_view l = text.substr(start, nl == std::string_view::npos ? nl : nl - start);
+    if (kmsg::sanitize_utf8(l) != l)
+      return make_error(source + ":" + std::to_string(line) + ": not valid UTF-8 text");
+    if (nl == std::string_view::npos) break;
+    start = nl + 1;
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
@@ -96,6 +106,8 @@ Result<std::vector<ConfigEntry>> parse_config_yaml(std::string_view text,
     ConfigEntry e;
     e.flag = flag_name(key.Scalar());
     e.line = key.Mark().is_null() ? 0 : key.Mark().line + 1;
+    if (e.flag.find_first_not_of('-') == std::string::npos)
+      return make_error(where(source, key.Mark()) + ": a key must be a flag name");
     if (e.flag.starts_with("-"))
       return make_error(where(source, key.Mark()) + ": write the flag name without dashes (\"" +
                         e.flag.substr(e.flag.find_first_not_of('-')) + "\")");

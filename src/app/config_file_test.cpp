@@ -101,6 +101,28 @@ TEST(ConfigYaml, BrokenFilesAreErrorsThatSayWhere) {
       << dashed.error().message;
 }
 
+// Found by fuzz/config_file_fuzz: a map value with bytes that are not UTF-8 became JSON that
+// nlohmann refuses to print (std::terminate); a key of dashes only ran substr past its end.
+TEST(ConfigYaml, NonUtf8TextAndKeysOfDashesAreErrorsNotCrashes) {
+  auto bytes = parse_config_yaml("gpu-count: 8\nxid-thresholds: {\"79\": \"\xff\xfe\"}\n", "f");
+  ASSERT_FALSE(bytes);
+  EXPECT_EQ(bytes.error().message, "f:2: not valid UTF-8 text");
+  auto nul = parse_config_yaml(std::string("log-level: in\0fo\n", 17), "f");
+  ASSERT_FALSE(nul);
+  EXPECT_EQ(nul.error().message, "f:1: not valid UTF-8 text");
+  for (const char* text : {"\"--\": 8\n", "\"-\": 8\n", "\"---\": x\n"}) {
+    auto dashes = parse_config_yaml(text, "f");
+    ASSERT_FALSE(dashes) << text;
+    EXPECT_NE(dashes.error().message.find("a key must be a flag name"), std::string::npos)
+        << dashes.error().message;
+  }
+  EXPECT_TRUE(
+      parse_config_yaml("log-level: \"d\xc3\xa9"
+                        "bug\"\n",
+                        "f"))
+      << "UTF-8 itself is fine";
+}
+
 TEST(ConfigFile, SetsWhatTheCommandLineDidNotAndTheCommandLineWins) {
   TempFile f(R"(gpu-count: 8
 log-level: debug
