@@ -117,6 +117,13 @@ TEST(AllKernelLogRules, EveryLiteralPassesThePrefilterAtEveryAlignment) {
       EXPECT_TRUE(m.may_match(std::string(pad, 'x') + k + " tail")) << k << " " << pad;
 }
 
+// The shortest literal of all rules sets the prefilter's stride (every len - 3 bytes): at 6 bytes
+// `scan --kernel-log` fell below grep's speed (docs/COMPONENTS.md, "Throughput").
+TEST(AllKernelLogRules, EveryLiteralIsAtLeastNineBytes) {
+  kmsg::RuleMatcher m(all_kernel_log_rules());
+  for (const std::string& k : m.keywords()) EXPECT_GE(k.size(), 9u) << "\"" << k << "\"";
+}
+
 TEST(AllKernelLogRules, PrefilterRejectsOrdinaryLines) {
   kmsg::RuleMatcher m(all_kernel_log_rules());
   EXPECT_FALSE(m.may_match("usb 1-1: new high-speed USB device number 2 using xhci_hcd"));
