@@ -20,6 +20,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = (std::filesystem::temp_directory_path() /
                                    ("gpud-config-fuzz-" + std::to_string(::getpid()) + ".yaml"))
                                       .string();
+  // The input file goes with the process (libFuzzer and the regression test both exit normally).
+  static const struct RemoveAtExit {
+    ~RemoveAtExit() {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+    }
+  } remove_at_exit;
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;

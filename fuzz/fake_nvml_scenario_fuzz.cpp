@@ -33,6 +33,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = (std::filesystem::temp_directory_path() /
                                    ("gpud-fake-nvml-fuzz-" + std::to_string(::getpid()) + ".json"))
                                       .string();
+  // The input file goes with the process (libFuzzer and the regression test both exit normally).
+  static const struct RemoveAtExit {
+    ~RemoveAtExit() {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+    }
+  } remove_at_exit;
   static const gpud::nvml::Library lib = load_self(path);
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
