@@ -5,12 +5,11 @@
 // are cleared after loading.
 
 // The fake's loader and exported entry points, in this executable.
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 
+#include "fuzz/input_file.h"
 #include "nvml/device.h"
 #include "nvml/loader.h"
 #include "testing/fake_nvml/fake_nvml.cpp"  // NOLINT(bugprone-suspicious-include)
@@ -30,21 +29,9 @@ gpud::nvml::Library load_self(const std::string& scenario) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = (std::filesystem::temp_directory_path() /
-                                   ("gpud-fake-nvml-fuzz-" + std::to_string(::getpid()) + ".json"))
-                                      .string();
-  // The input file goes with the process (libFuzzer and the regression test both exit normally).
-  static const struct RemoveAtExit {
-    ~RemoveAtExit() {
-      std::error_code ignored;
-      std::filesystem::remove(path, ignored);
-    }
-  } remove_at_exit;
-  static const gpud::nvml::Library lib = load_self(path);
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  }
+  static const gpud::fuzz::InputFile file("gpud-fake-nvml-fuzz", ".json");
+  static const gpud::nvml::Library lib = load_self(file.path());
+  file.write(data, size);
   {
     std::lock_guard lock(g_mu);
     g_have_scenario = false;  // load this input now, whatever the file's time stamp
