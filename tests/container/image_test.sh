@@ -108,7 +108,7 @@ run_gpud() {
     -v "$fake_nvml:/opt/gpud-test/libnvidia-ml.so.1:ro" -v "$scenario:/opt/gpud-test/scenario.json:ro"
     -e FAKE_NVML_SCENARIO=/opt/gpud-test/scenario.json)
   local args=(run --host-root=/host --data-dir=/var/lib/gpud --listen-address=127.0.0.1:0
-    --nvml-lib=/opt/gpud-test/libnvidia-ml.so.1)
+    --metrics-listen-address=127.0.0.1:0 --nvml-lib=/opt/gpud-test/libnvidia-ml.so.1)
   local out
   if out=$(docker run -d --name "$container" --privileged "${settings[@]}" "$image" "${args[@]}" 2>&1); then
     return 0
@@ -154,6 +154,20 @@ run_gpud gpud-image-test
 url=$(wait_for_url gpud-image-test)
 healthz=$(curl -sk --max-time 5 "$url/healthz")
 [[ $(jq -r .status <<<"$healthz") == ok ]] || fail "/healthz: $healthz"
+
+# The plain-HTTP metrics-only listener the DaemonSet's PodMonitor scrapes (--metrics-listen-address).
+for _ in $(seq 50); do
+  metrics_port=$(docker logs gpud-image-test 2>&1 |
+    sed -n 's/.*serving \/metrics over plain http on .* (port \([0-9]*\)).*/\1/p' | head -1)
+  [[ -n $metrics_port ]] && break
+  sleep 0.1
+done
+[[ -n $metrics_port ]] || fail "no plain-http metrics listener: $(docker logs gpud-image-test 2>&1 | tail -5)"
+plain=$(curl -s --max-time 5 "http://127.0.0.1:$metrics_port/metrics")
+[[ $plain == *'accelerator_nvidia_temperature_current_celsius{gpu="0"'* ]] ||
+  fail "plain-http /metrics has no GPU series: ${plain:0:300}"
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$metrics_port/v1/states")
+[[ $code == 404 ]] || fail "the metrics-only listener answered /v1/states with $code, not 404"
 
 # The host's identity, read through /host.
 info=$(curl -sk --max-time 5 "$url/machine-info")

@@ -9,9 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "tests/e2e/daemon_process.h"
 
@@ -73,6 +76,15 @@ Ms wait_for_xid(const DaemonProcess& d, const std::string& pci, Ms limit, nlohma
     std::this_thread::sleep_for(Ms(50));
   }
   return Ms(-1);
+}
+
+// gpud following a private, empty kernel-log file (dir/kmsg), with POST /inject-fault enabled.
+std::unique_ptr<DaemonProcess> start_with_fault_injection(const std::string& dir) {
+  const std::string kmsg = dir + "/kmsg";
+  { std::ofstream(kmsg).flush(); }
+  return std::make_unique<DaemonProcess>(dir + "/data",
+                                         std::vector<std::string>{"--enable-fault-injection"},
+                                         false, std::vector<std::string>{"GPUD_KMSG_PATH=" + kmsg});
 }
 
 bool kmsg_writable() {
@@ -181,10 +193,8 @@ TEST(KmsgE2E, RestartRereadsTheRingWithoutDuplicatingEvents) {
 TEST(KmsgE2E, PostInjectFaultFlowsThroughTheDaemon) {
   std::string dir = make_temp_dir();
   const std::string kmsg = dir + "/kmsg";
-  { std::ofstream(kmsg).flush(); }
-  ::setenv("GPUD_KMSG_PATH", kmsg.c_str(), 1);
-  DaemonProcess d(dir + "/data", {"--enable-fault-injection"}, false);
-  ::unsetenv("GPUD_KMSG_PATH");
+  auto daemon = start_with_fault_injection(dir);
+  DaemonProcess& d = *daemon;
   ASSERT_TRUE(d.ready()) << d.log();
   httplib::Client cli(d.url());
   auto bad = cli.Post("/inject-fault", "{\"xid\":{}}", "application/json");
@@ -219,6 +229,62 @@ TEST(KmsgE2E, PostInjectFaultFlowsThroughTheDaemon) {
   while (state_field("health") != "Healthy" && std::chrono::steady_clock::now() - start < Ms(3000))
     std::this_thread::sleep_for(Ms(50));
   EXPECT_EQ(state_field("health"), "Healthy") << xid_state(d).dump();
+  d.stop();
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 11's scenario through the daemon: an Xid 79 on one GPU, then an Xid 48 on another. The
+// newer error must not hide the first: the reason names both GPUs, the action is the strongest,
+// extra_info.devices lists both, and the turn to Unhealthy is logged once.
+TEST(KmsgE2E, AnXidOnAnotherGpuDoesNotHideTheFirstAndTheTurnIsLoggedOnce) {
+  std::string dir = make_temp_dir();
+  auto daemon = start_with_fault_injection(dir);
+  DaemonProcess& d = *daemon;
+  ASSERT_TRUE(d.ready()) << d.log();
+  httplib::Client cli(d.url());
+  const std::string lost = unique_pci(), other = unique_pci();
+  auto inject = [&](int xid, const std::string& pci) {
+    auto r = cli.Post("/inject-fault",
+                      "{\"xid\":{\"id\":" + std::to_string(xid) + ",\"pci\":\"" + pci + "\"}}",
+                      "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+  };
+  inject(79, lost);
+  nlohmann::json event;
+  ASSERT_GE(wait_for_xid(d, lost, Ms(3000), &event).count(), 0) << d.log();
+  inject(48, other);
+  ASSERT_GE(wait_for_xid(d, other, Ms(3000), &event).count(), 0) << d.log();
+  nlohmann::json s;
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    s = xid_state(d);
+    if (s.is_object() && s.value("reason", "").find(other) != std::string::npos) break;
+    std::this_thread::sleep_for(Ms(50));
+  } while (std::chrono::steady_clock::now() - start < Ms(3000));
+  ASSERT_TRUE(s.is_object()) << d.log();
+  const std::string reason = s.value("reason", "");
+  EXPECT_EQ(s.value("health", ""), "Unhealthy") << s.dump();
+  ASSERT_NE(reason.find(lost), std::string::npos) << "the Xid 79 GPU is hidden: " << reason;
+  ASSERT_NE(reason.find(other), std::string::npos) << reason;
+  // Both need a reboot, so neither outranks the other: the order between them is not checked.
+  EXPECT_EQ(s["suggested_actions"]["repair_actions"][0], "REBOOT_SYSTEM") << s.dump();
+  const auto devices = parse_json(s["extra_info"].value("devices", "[]"));
+  std::set<std::string> buses;
+  for (const auto& dev : devices) buses.insert(dev.value("pci_bus_id", ""));
+  EXPECT_EQ(buses.count(lost), 1U) << devices.dump();
+  EXPECT_EQ(buses.count(other), 1U) << devices.dump();
+  // One log line for the turn to Unhealthy (the second Xid changes the reason, not the health);
+  // from Healthy, or from Initializing if the first check came after the first Xid.
+  std::istringstream log(d.log());
+  std::vector<std::string> turns;
+  for (std::string line; std::getline(log, line);)
+    if (line.find("component accelerator-nvidia-error-xid: ") != std::string::npos &&
+        line.find(" -> Unhealthy: ") != std::string::npos)
+      turns.push_back(line);
+  ASSERT_EQ(turns.size(), 1U) << d.log();
+  EXPECT_NE(turns[0].find(lost), std::string::npos) << turns[0];
+  EXPECT_NE(turns[0].find("(suggested: REBOOT_SYSTEM)"), std::string::npos) << turns[0];
   d.stop();
   std::filesystem::remove_all(dir);
 }

@@ -192,7 +192,9 @@ TEST(GpuStateScenarios, EveryScenarioGivesTheExpectedVerdicts) {
   auto files = scenario_files();
   ASSERT_GE(files.size(), 12U);
   for (const auto& file : files) {
-    if (file == "h100x8-gpu-lost.json" || file == "h100x8-hung-driver.json") continue;
+    if (file == "h100x8-gpu-lost.json" || file == "h100x8-hung-driver.json" ||
+        file == "h100x8-gpu-reset-required.json")
+      continue;
     SCOPED_TRACE(file);
     GpuStateRig rig(file);
     ASSERT_EQ(rig.source->status(), nvml::NvmlStatus::kReady) << rig.source->message();
@@ -247,6 +249,37 @@ TEST(GpuStateScenarios, GpuLostIsOneFindingOfTheInfoComponent) {
   EXPECT_TRUE(contains(text, "accelerator_nvidia_temperature_current_celsius{gpu=\"2\""));
   EXPECT_TRUE(
       contains(text, "accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 1\n"));
+}
+
+// A GPU that needs a reset (NVML answers RESET_REQUIRED to its queries, its identity still reads)
+// is the same one finding: accelerator-nvidia-info names it with bus id, UUID, serial and the call;
+// the others judge the seven that answer and list GPU 5 as not checked.
+TEST(GpuStateScenarios, AGpuThatNeedsAResetIsOneFindingWithItsIdentity) {
+  GpuStateRig rig("h100x8-gpu-reset-required.json");
+  for (const auto& name : gpu_state_components()) {
+    CheckResult r = rig.check(name);
+    if (name == "accelerator-nvidia-info") {
+      EXPECT_EQ(r.health(), Health::kUnhealthy) << r.summary();
+      EXPECT_TRUE(contains(r.summary(), "GPU 5 (0000:ab:00.0, GPU-")) << r.summary();
+      EXPECT_TRUE(contains(r.summary(), ") requires a reset: ")) << r.summary();
+      EXPECT_TRUE(contains(r.summary(), "answered 'GPU requires reset'")) << r.summary();
+      EXPECT_TRUE(contains(r.summary(), ", serial ")) << r.summary();
+      EXPECT_EQ(action_of(r), RepairAction::kRebootSystem);
+      auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+      EXPECT_EQ(data["gpus"][5]["state"], "reset_required");
+      EXPECT_EQ(data["gpus_answering"], 7);
+      continue;
+    }
+    EXPECT_EQ(r.health(), Health::kHealthy) << name << ": " << r.summary();
+    EXPECT_EQ(action_of(r), std::nullopt) << name;
+    if (name == "accelerator-nvidia-gpu-counts") continue;  // NVML still enumerates GPU 5
+    EXPECT_EQ(not_checked(r),
+              R"(["GPU 5 (0000:ab:00.0) requires reset, see accelerator-nvidia-info"])")
+        << name;
+  }
+  std::string text = rig.metrics.prometheus_text();
+  EXPECT_FALSE(contains(text, "accelerator_nvidia_temperature_current_celsius{gpu=\"5\"")) << text;
+  EXPECT_TRUE(contains(text, "accelerator_nvidia_temperature_current_celsius{gpu=\"4\""));
 }
 
 // A scenario file the fake NVML follows while loaded: use() replaces it atomically with a fixture
@@ -416,6 +449,24 @@ TEST(NvmlUnusable, NoPermissionNamesTheFix) {
   CheckResult t = rig.temperature->check();
   EXPECT_EQ(t.health(), Health::kHealthy);
   EXPECT_TRUE(contains(t.summary(), "not checked: NVML initialization error")) << t.summary();
+}
+
+// A driver upgraded without a reboot: NVML's library and the loaded module differ. One finding,
+// NVML's own words, and the action says why a reboot.
+TEST(NvmlUnusable, LibraryAndKernelModuleMismatchAsksForAReboot) {
+  NoNvmlRig rig(GPUD_FAKE_NVML,
+                R"({"count": 8, "errors": {"nvmlInit": "LIB_RM_VERSION_MISMATCH"}})", true, 0);
+  ASSERT_EQ(rig.source->status(), nvml::NvmlStatus::kErrored);
+  EXPECT_TRUE(rig.info->supported());
+  CheckResult r = rig.info->check();
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_TRUE(contains(r.summary(), "RM has detected an NVML/RM version mismatch")) << r.summary();
+  EXPECT_EQ(action_of(r), RepairAction::kRebootSystem);
+  EXPECT_TRUE(
+      contains(r.states[0].suggested_actions->description, "driver upgraded without a reboot"));
+  CheckResult t = rig.temperature->check();
+  EXPECT_EQ(t.health(), Health::kHealthy);
+  EXPECT_TRUE(contains(t.summary(), "not checked: ")) << t.summary();
 }
 
 TEST(NvmlUnusable, NoNvidiaAnywhereIsNotApplicable) {
