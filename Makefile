@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 ARGS ?=
 
-.PHONY: all deps build run run-fake test test-asan fuzz bench clean format deb image
+.PHONY: all deps build run run-fake test asan-configure test-asan fuzz bench clean format deb image
 
 all: build
 
@@ -30,24 +30,29 @@ run-fake: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
-$(ASAN_BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUD_SANITIZE=ON $(CMAKE_FLAGS)
+# The sanitizer build: clang, ASan and UBSan, with the libFuzzer targets (fuzz/) in the same build,
+# so `make test-asan` and `make fuzz` share one instrumented build. A build folder configured
+# otherwise (an older gcc sanitizer build) is configured afresh.
+ASAN_CONFIGURE = CC=clang-14 CXX=clang++-14 cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+  -DGPUD_SANITIZE=ON -DGPUD_FUZZ=ON $(CMAKE_FLAGS)
+asan-configure: deps
+	@if ! grep -qs '^GPUD_FUZZ:BOOL=ON' $(ASAN_BUILD)/CMakeCache.txt; then \
+	  $(ASAN_CONFIGURE) --fresh; fi
 
 # Leaves out the tests labelled "external" (their subject is another program: promtool,
 # Prometheus, Alertmanager, docker, kubectl, chromium, cpack; see CMakeLists.txt).
-test-asan: deps $(ASAN_BUILD)/CMakeCache.txt
+test-asan: asan-configure
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS) --timeout 600 \
 	  --label-exclude external
 
-# The libFuzzer targets (fuzz/), built with clang, ASan and UBSan in $(FUZZ_BUILD), each run for
-# FUZZ_SECONDS from seeds made of the fixtures; a crash fails it and leaves its input in
-# $(FUZZ_BUILD)/crashes/<target>/.
-FUZZ_BUILD ?= build-fuzz
+# The libFuzzer targets (fuzz/) of the sanitizer build, each run for FUZZ_SECONDS from seeds made
+# of the fixtures and the checked-in regressions; a crash fails it and leaves its input in
+# $(ASAN_BUILD)/fuzz-crashes/<target>/.
 FUZZ_SECONDS ?= 60
-fuzz: deps
-	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) ./scripts/fuzz.sh
+fuzz: asan-configure
+	FUZZ_BUILD=$(ASAN_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) ./scripts/fuzz.sh
 
 # The container image (OCI layout + docker-archive in one tarball), $(BUILD)/image/gpud-image.tar,
 # tagged gpud:<version>: `docker load -i` / `podman load -i` / `ctr images import` it. Builds only

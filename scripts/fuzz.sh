@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
-# `make fuzz`: builds the libFuzzer targets of fuzz/ with clang, ASan and UBSan in $FUZZ_BUILD
-# (default build-fuzz) and runs each for $FUZZ_SECONDS (default 60) on one core, starting from
-# seeds made of the repository's fixtures. A crash, a leak or undefined behaviour fails the run; the
-# input that caused it is left in $FUZZ_BUILD/crashes/<target>/ (replay it with
+# `make fuzz`: builds the libFuzzer targets of fuzz/ in the sanitizer build $FUZZ_BUILD (clang, ASan
+# and UBSan, configured by `make asan-configure`; the same build `make test-asan` uses) and runs each
+# for $FUZZ_SECONDS (default 60) on one core, starting from seeds made of the repository's fixtures
+# and the checked-in regression inputs. A crash, a leak or undefined behaviour fails the run; the
+# input that caused it is left in $FUZZ_BUILD/fuzz-crashes/<target>/ (replay it with
 # `$FUZZ_BUILD/fuzz/<target> <file>`). Prints each target's executions per second and total runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${FUZZ_BUILD:-build-fuzz}
+build=${FUZZ_BUILD:-build-asan}
 secs=${FUZZ_SECONDS:-60}
 jobs=${JOBS:-$(nproc)}
 
-if [[ ! -f $build/CMakeCache.txt ]]; then
-  CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUD_FUZZ=ON \
-    -DGPUD_WEB=OFF >/dev/null
+if ! grep -qs '^GPUD_FUZZ:BOOL=ON' "$build/CMakeCache.txt"; then
+  echo "fuzz.sh: $build is not a fuzzing build; run \`make fuzz\` (it configures one)" >&2
+  exit 2
 fi
 cmake --build "$build" -j "$jobs" --target gpud_fuzz_targets
 
 # Seeds: kernel logs of every format (in chunks of 40 lines), the NVML scenarios, the shipped
 # configuration, flag lists and query strings of the docs.
-seeds=$build/seeds
+seeds=$build/fuzz-seeds
 rm -rf "$seeds"
 mkdir -p "$seeds"/{kernel_log_line_fuzz,saved_log_reader_fuzz,config_file_fuzz,run_flags_fuzz,api_query_params_fuzz,fake_nvml_scenario_fuzz}
 cp testing/fixtures/nvml/*.json "$seeds/fake_nvml_scenario_fuzz/"
@@ -51,12 +52,12 @@ done
 failed=0
 for target in "$build"/fuzz/*_fuzz; do
   name=$(basename "$target")
-  corpus=$build/corpus/$name
-  crashes=$build/crashes/$name
+  corpus=$build/fuzz-corpus/$name
+  crashes=$build/fuzz-crashes/$name
   mkdir -p "$corpus" "$crashes"
   log=$build/fuzz-$name.log
   if "$target" -max_total_time="$secs" -max_len=8192 -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 \
-    -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" "$seeds/$name" >"$log" 2>&1; then
+    -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" "$seeds/$name" "fuzz/regressions/$name" >"$log" 2>&1; then
     status=ok
   else
     status=FAILED

@@ -896,7 +896,7 @@ TEST(ServerPaging, A200kEventHistoryIsServedInPagesInBoundedMemory) {
   ASSERT_GT(before_kib, 0);
   std::cout << "peak RSS growth over one page of 10,000 events: " << (peak_kib - before_kib) / 1024
             << " MiB\n";
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(GPUD_SANITIZED)
   // AddressSanitizer keeps freed memory resident in its quarantine (256 MiB by default) and pads
   // every allocation, so RSS here measures the sanitizer, not the server: the bound is checked in
   // the plain build, and this build checks the paging itself.
