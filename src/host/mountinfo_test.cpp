@@ -122,8 +122,13 @@ TEST(MountInfo, HundredThousandLinesParseQuickly) {
   auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(t.mounts.size(), 100000u);
   EXPECT_EQ(t.malformed_lines, 0u);
-  // ~16 MB of text; generous so sanitizer builds pass, still catching quadratic behaviour.
+  // ~16 MB of text: about 0.3 s in the plain build. The bound still catches quadratic behaviour
+  // (hours); the sanitizer build (ASan, UBSan and the fuzzer's coverage at -O0) runs ~15x slower.
+#if defined(GPUD_SANITIZED)
+  EXPECT_LT(elapsed, std::chrono::seconds(30));
+#else
   EXPECT_LT(elapsed, std::chrono::seconds(5));
+#endif
 }
 
 TEST(MountInfo, SmokeThisMachineHasARootMount) {
