@@ -19,6 +19,7 @@
 #include "components/registry.h"
 #include "core/reboot_rules.h"
 #include "core/time_util.h"
+#include "host/tcp_connect.h"
 
 namespace gpud::app {
 
@@ -130,6 +131,16 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--kernel-modules", f.kernel_modules,
                  "Comma-separated kernel modules that must be loaded (kernel-module component)");
   cmd.add_option("--files", f.files, "Comma-separated files that must exist (file component)");
+  cmd.add_option("--systemd-units", f.systemd_units,
+                 "Comma-separated systemd units the systemd component watches (default: gpud "
+                 "and, where installed, containerd, docker, kubelet, nvidia-persistenced, "
+                 "nvidia-fabricmanager, nvidia-dcgm)");
+  cmd.add_option("--network-latency-targets", f.network_latency_targets,
+                 "Comma-separated host:port targets whose TCP connect latency the "
+                 "network-latency component measures (default none: not applicable)");
+  cmd.add_option("--network-latency-threshold", f.network_latency_threshold,
+                 "TCP connect latency above which network-latency is Degraded (Go duration)")
+      ->capture_default_str();
   cmd.add_option("--nvml-lib", f.config.nvml_lib,
                  "libnvidia-ml.so.1 to load (default: $GPUD_NVML_LIBRARY_PATH, else the system's)");
   // NVIDIA: NVLink expectation, check interval and NVML call deadline
@@ -238,6 +249,22 @@ Result<void> finalize(RunFlags& f) {
   c.mount_points = split_list(f.mount_points);
   c.kernel_modules = split_list(f.kernel_modules);
   c.files = split_list(f.files);
+  c.systemd_units = split_list(f.systemd_units);
+  for (const auto& u : c.systemd_units)
+    if (u.find_first_of(" \t/") != std::string::npos || u.front() == '-')
+      return make_error("invalid unit \"" + u + "\" in --systemd-units");
+  c.network_latency_targets = split_list(f.network_latency_targets);
+  for (const auto& t : c.network_latency_targets)
+    if (auto parsed = host::parse_tcp_target(t); !parsed)
+      return make_error("invalid --network-latency-targets: " + parsed.error().message);
+  auto threshold = parse_duration(f.network_latency_threshold);
+  if (!threshold || threshold->count() < 1 || *threshold > std::chrono::minutes(1))
+    return make_error("invalid --network-latency-threshold \"" + f.network_latency_threshold +
+                      "\": want a duration from 1ms to 1m such as 500ms");
+  c.network_latency_threshold = *threshold;
+  // Commands (systemctl, tailscale) are looked up where the shell that started gpud would.
+  if (const char* path = std::getenv("PATH"); path != nullptr && *path != '\0')
+    c.executable_search_path = path;
   if (c.host_root.empty()) c.host_root = "/";
   if (!std::filesystem::is_directory(c.host_root))
     return make_error("--host-root \"" + c.host_root + "\" is not a directory");

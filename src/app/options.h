@@ -19,6 +19,9 @@ struct RunFlags {
   std::string mount_points;
   std::string kernel_modules;
   std::string files;
+  std::string systemd_units;
+  std::string network_latency_targets;
+  std::string network_latency_threshold = "7s";
   // kernel log
   std::string xid_lookback;  // Go duration; "": the events retention
   std::string sxid_lookback;

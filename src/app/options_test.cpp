@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 namespace gpud::app {
 namespace {
@@ -77,6 +78,38 @@ TEST(RunFlags, TheApiSocketDefaultsIntoTheDataDirUnlessGiven) {
   none.api_socket_given = true;  // --api-socket ""
   ASSERT_TRUE(finalize(none));
   EXPECT_EQ(none.config.api_socket, "");
+}
+
+TEST(RunFlags, HostComponentFlagsReachTheConfig) {
+  RunCommandLine run;
+  ASSERT_TRUE(
+      run.parse({"--systemd-units", "containerd, kubelet.service", "--network-latency-targets",
+                 "10.0.0.1:443,[::1]:8080", "--network-latency-threshold", "250ms"}));
+  ASSERT_TRUE(finalize(run.flags));
+  const Config& c = run.flags.config;
+  EXPECT_EQ(c.systemd_units, (std::vector<std::string>{"containerd", "kubelet.service"}));
+  EXPECT_EQ(c.network_latency_targets, (std::vector<std::string>{"10.0.0.1:443", "[::1]:8080"}));
+  EXPECT_EQ(c.network_latency_threshold, std::chrono::milliseconds(250));
+  EXPECT_FALSE(c.executable_search_path.empty());
+  RunFlags defaults;
+  ASSERT_TRUE(finalize(defaults));
+  EXPECT_TRUE(defaults.config.systemd_units.empty());
+  EXPECT_TRUE(defaults.config.network_latency_targets.empty());
+  EXPECT_EQ(defaults.config.network_latency_threshold, std::chrono::seconds(7));
+}
+
+TEST(RunFlags, BadHostComponentFlagsAreRefusedWithTheFlagNamed) {
+  for (auto [flag, value, message] :
+       {std::tuple{"--network-latency-targets", "10.0.0.1", "invalid --network-latency-targets"},
+        std::tuple{"--network-latency-threshold", "0s", "invalid --network-latency-threshold"},
+        std::tuple{"--network-latency-threshold", "2m", "invalid --network-latency-threshold"},
+        std::tuple{"--systemd-units", "a b", "invalid unit \"a b\" in --systemd-units"}}) {
+    RunCommandLine run;
+    ASSERT_TRUE(run.parse({flag, value}));
+    auto r = finalize(run.flags);
+    ASSERT_FALSE(r) << flag << " " << value;
+    EXPECT_NE(r.error().message.find(message), std::string::npos) << r.error().message;
+  }
 }
 
 }  // namespace

@@ -2,10 +2,7 @@
 #include "app/service.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,6 +21,7 @@
 #include "app/verbs.h"
 #include "core/files.h"
 #include "core/strings.h"
+#include "host/command.h"
 
 namespace fs = std::filesystem;
 
@@ -41,74 +39,21 @@ std::string under(const std::string& root, const std::string& abs) {
 
 struct CommandOutput {
   int exit_code = -1;
-  std::string out;  // stdout and stderr together
+  std::string out;  // stdout, then stderr, trailing blanks dropped
 };
 
-// Runs argv (searched in PATH) with stdin from /dev/null; kills it after `timeout`.
-Result<CommandOutput> run_command(const std::vector<std::string>& argv,
-                                  std::chrono::seconds timeout) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return make_error(std::string("pipe: ") + std::strerror(errno));
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargs;
-  for (auto& a : args) cargs.push_back(a.data());
-  cargs.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int err = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return make_error(std::string("fork: ") + std::strerror(err));
-  }
-  if (pid == 0) {
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    ::execvp(cargs[0], cargs.data());
-    _exit(127);
-  }
-  ::close(fds[1]);
-  CommandOutput result;
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  bool timed_out = false;
-  char buf[4096];
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    int n = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) continue;  // the deadline check above ends the loop
-    ssize_t got = ::read(fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;  // EOF: the command closed its output
-    result.out.append(buf, static_cast<size_t>(got));
-  }
-  ::close(fds[0]);
-  if (timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out)
-    return make_error("`" + argv[0] + " " + (argv.size() > 1 ? argv[1] : "") +
-                      "` timed out after " + std::to_string(timeout.count()) + "s");
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && result.out.empty())
-    return make_error(argv[0] + " not found");
-  while (!result.out.empty() && (result.out.back() == '\n' || result.out.back() == ' '))
-    result.out.pop_back();
-  return result;
-}
-
+// systemctl (from $PATH) with a deadline.
 Result<CommandOutput> systemctl(std::vector<std::string> args,
                                 std::chrono::seconds timeout = std::chrono::seconds(150)) {
   args.insert(args.begin(), "systemctl");
-  return run_command(args, timeout);
+  const char* path = std::getenv("PATH");
+  auto r = host::run_command(
+      args, path != nullptr && *path != '\0' ? path : host::kDefaultSearchPath, timeout);
+  if (!r) return r.error();
+  CommandOutput result{r->exit_code, r->out + r->err};
+  while (!result.out.empty() && (result.out.back() == '\n' || result.out.back() == ' '))
+    result.out.pop_back();
+  return result;
 }
 
 // systemctl that must succeed.

@@ -8,12 +8,17 @@
 #include "components/host/disk.h"
 #include "components/host/fd.h"
 #include "components/host/file.h"
+#include "components/host/fuse.h"
 #include "components/host/kernel_module.h"
 #include "components/host/library.h"
 #include "components/host/memory.h"
+#include "components/host/network_latency.h"
 #include "components/host/nfs.h"
 #include "components/host/os.h"
 #include "components/host/pci.h"
+#include "components/host/power_supply.h"
+#include "components/host/systemd.h"
+#include "components/host/tailscale.h"
 #include "components/nvidia/bad_envs.h"
 #include "components/nvidia/clock_speed.h"
 #include "components/nvidia/ecc.h"
@@ -70,12 +75,17 @@ const std::vector<Entry>& all_components() {
       entry<DiskComponent>("disk", disk_kernel_log_rules),
       entry<FdComponent>("fd"),
       entry<FileComponent>("file"),
+      entry<FuseComponent>("fuse"),
       entry<GpudComponent>("gpud"),
       entry<KernelModuleComponent>("kernel-module"),
       entry<LibraryComponent>("library"),
       entry<MemoryComponent>("memory", memory_kernel_log_rules),
+      entry<NetworkLatencyComponent>("network-latency"),
       entry<NfsComponent>("nfs", nfs_kernel_log_rules),
       entry<OsComponent>("os", os_kernel_log_rules),
+      entry<PowerSupplyComponent>("power-supply"),
+      entry<SystemdComponent>("systemd"),
+      entry<TailscaleComponent>("tailscale"),
       // NVIDIA GPUs
       entry<BadEnvsComponent>("accelerator-nvidia-bad-envs"),
       entry<FabricManagerComponent>("accelerator-nvidia-fabric-manager"),

@@ -41,6 +41,19 @@ struct Config {
   std::vector<std::string> mount_points;    // disk: extra mount points to track besides "/"
   std::vector<std::string> kernel_modules;  // kernel-module: modules that must be loaded
   std::vector<std::string> files;           // file: files that must exist
+  // systemd: units to watch; empty: gpud's own and, where installed, the default set.
+  std::vector<std::string> systemd_units;
+  // network-latency: host:port targets (none: not applicable) and the Degraded threshold.
+  std::vector<std::string> network_latency_targets;
+  std::chrono::milliseconds network_latency_threshold{7000};
+  // Where commands are looked up (the daemon's $PATH, as app/ read it), and the commands the
+  // systemd and tailscale components run: names (looked up there) or paths; tests point them at
+  // scripts that print recorded output.
+  std::string executable_search_path =
+      "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  std::string systemctl_command = "systemctl";
+  std::string tailscale_command = "tailscale";
+  std::string tailscaled_command = "tailscaled";
   std::string
       nvml_lib;  // libnvidia-ml.so.1 to load; empty: $GPUD_NVML_LIBRARY_PATH, else the system's
   // NVIDIA expectations

@@ -1,0 +1,108 @@
+#include "components/host/power_supply.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <vector>
+
+namespace gpud::components {
+
+namespace {
+
+bool offline(const host::PowerSupply& s) {
+  return s.present.value_or(true) && s.online.has_value() && *s.online == 0;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const host::PowerSupplies& s) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& p : s.supplies) {
+    nlohmann::json j = {{"name", p.name}, {"type", p.type}};
+    if (p.present) j["present"] = *p.present;
+    if (p.online) j["online"] = *p.online;
+    if (!p.status.empty()) j["status"] = p.status;
+    if (p.capacity_percent) j["capacity_percent"] = *p.capacity_percent;
+    if (!p.error.empty()) j["error"] = p.error;
+    list.push_back(std::move(j));
+  }
+  return {{"power_supplies", std::move(list)}};
+}
+
+CheckResult evaluate_power_supply(const Result<host::PowerSupplies>& snapshot) {
+  if (!snapshot) {
+    CheckResult r =
+        single_state("power-supply", Health::kUnhealthy, "failed to read power supplies");
+    r.states[0].error = snapshot.error().message;
+    r.detail = "error: " + snapshot.error().message + "\n";
+    return r;
+  }
+  std::vector<std::string> unreadable, offline_names, detail;
+  for (const auto& p : snapshot->supplies) {
+    if (!p.error.empty()) unreadable.push_back(p.name + ": " + p.error);
+    if (offline(p)) offline_names.push_back(p.name + (p.type.empty() ? "" : " (" + p.type + ")"));
+    std::string line = p.name + ": " + (p.type.empty() ? "unknown type" : p.type);
+    if (p.present) line += *p.present ? ", present" : ", not present";
+    if (p.online) line += *p.online == 0 ? ", offline" : ", online";
+    if (!p.status.empty()) line += ", " + p.status;
+    if (p.capacity_percent) line += fmt::format(", {}%", *p.capacity_percent);
+    if (!p.error.empty()) line += " (" + p.error + ")";
+    detail.push_back(std::move(line));
+  }
+  Health health = Health::kHealthy;
+  std::vector<std::string> reasons;
+  if (!unreadable.empty()) {
+    health = Health::kUnhealthy;
+    reasons.push_back(fmt::format("power supply unreadable: {}", fmt::join(unreadable, "; ")));
+  }
+  if (!offline_names.empty()) {
+    health = worst(health, Health::kDegraded);
+    reasons.push_back(
+        fmt::format("power supply present but offline: {}", fmt::join(offline_names, ", ")));
+  }
+  std::string reason;
+  if (!reasons.empty())
+    reason = fmt::format("{}", fmt::join(reasons, "; "));
+  else if (snapshot->supplies.empty())
+    reason = "no power supplies";
+  else
+    reason = fmt::format("{} power supply(ies), none offline", snapshot->supplies.size());
+  CheckResult r = single_state("power-supply", health, std::move(reason), std::nullopt,
+                               {{"data", to_json(*snapshot).dump()}});
+  if (!unreadable.empty()) r.states[0].error = fmt::format("{}", fmt::join(unreadable, "; "));
+  r.detail = detail.empty() ? "no power supplies\n" : fmt::format("{}\n", fmt::join(detail, "\n"));
+  return r;
+}
+
+PowerSupplyComponent::PowerSupplyComponent(const ComponentContext& ctx)
+    : Component(ctx), fs_(ctx.config->host_root) {
+  if (ctx.metrics != nullptr) {
+    ctx.metrics->describe("power_supply_online",
+                          "Whether the power supply is online (0 offline, 1 online, 2 online "
+                          "with programmable output), where the driver reports it");
+    ctx.metrics->describe("power_supply_capacity_percent",
+                          "The power supply's (battery's) capacity in percent, where reported");
+  }
+}
+
+void PowerSupplyComponent::publish_metrics(const Result<host::PowerSupplies>& s) {
+  if (ctx().metrics == nullptr) return;
+  std::vector<std::pair<Labels, double>> online, capacity;
+  if (s) {
+    for (const auto& p : s->supplies) {
+      Labels l{{"supply", p.name}, {"type", p.type}};
+      if (p.online) online.emplace_back(l, *p.online);
+      if (p.capacity_percent) capacity.emplace_back(l, *p.capacity_percent);
+    }
+  }
+  ctx().metrics->replace_series("power-supply", "power_supply_online", online);
+  ctx().metrics->replace_series("power-supply", "power_supply_capacity_percent", capacity);
+}
+
+CheckResult PowerSupplyComponent::check() {
+  auto snapshot = host::read_power_supplies(fs_);
+  publish_metrics(snapshot);
+  return evaluate_power_supply(snapshot);
+}
+
+}  // namespace gpud::components
