@@ -19,6 +19,7 @@ struct RunFlags {
   std::string mount_points;
   std::string kernel_modules;
   std::string files;
+  std::string infiniband_exclude_devices;  // comma list
   // kernel log
   std::string xid_lookback;  // Go duration; "": the events retention
   std::string sxid_lookback;
