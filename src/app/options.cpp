@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 
@@ -169,6 +170,38 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   duration_flag("--nvidia-check-interval", &f.config.nvidia_check_interval,
                 std::chrono::seconds(1));
   duration_flag("--nvml-call-timeout", &f.config.nvml_call_timeout, std::chrono::milliseconds(10));
+  // InfiniBand: expected ports, where to read them, which adapters to leave alone
+  cmd.add_option_function<std::string>(
+      "--infiniband-expected-port-states",
+      [&f](const std::string& s) {
+        auto j = nlohmann::json::parse(s, nullptr, false);
+        auto field = [&j](const char* key) -> std::optional<int> {
+          if (!j.contains(key)) return 0;
+          if (!j[key].is_number_integer() || j[key].get<int64_t>() < 0 ||
+              j[key].get<int64_t>() > 1'000'000)
+            return std::nullopt;
+          return j[key].get<int>();
+        };
+        std::optional<int> ports, rate;
+        if (j.is_object()) ports = field("at_least_ports"), rate = field("at_least_rate");
+        if (!ports || !rate)
+          throw CLI::ValidationError(
+              "--infiniband-expected-port-states",
+              "want JSON like {\"at_least_ports\":8,\"at_least_rate\":400} (non-negative "
+              "integers, the rate in Gb/s)");
+        f.config.infiniband_expected_ports = *ports;
+        f.config.infiniband_expected_rate_gbps = *rate;
+      },
+      "Expected InfiniBand ports, e.g. '{\"at_least_ports\":8,\"at_least_rate\":400}': at "
+      "least 8 ports physically up at >= 400 Gb/s (unset: the port count is not judged)");
+  cmd.add_option("--infiniband-exclude-devices", f.infiniband_exclude_devices,
+                 "Comma-separated InfiniBand devices not to read (e.g. mlx5_0 on a restricted PF)");
+  cmd.add_option("--infiniband-class-root-dir", f.config.infiniband_class_root_dir,
+                 "Where the InfiniBand devices are (default <host-root>/sys/class/infiniband)");
+  duration_flag("--infiniband-check-interval", &f.config.infiniband_check_interval,
+                std::chrono::seconds(1));
+  duration_flag("--infiniband-drop-window", &f.config.infiniband_drop_window,
+                std::chrono::seconds(1));
   // NVIDIA expectations: GPU count and temperature margin
   cmd.add_option("--gpu-count", f.config.gpu_count,
                  "Expected number of NVIDIA GPUs; a different NVML count is Unhealthy (0: off)")
@@ -246,6 +279,7 @@ Result<void> finalize(RunFlags& f) {
     return make_error("--xid-thresholds: " + t.error().message);
   if (auto t = parse_reboot_thresholds(c.sxid_thresholds, {}); !t)
     return make_error("--sxid-thresholds: " + t.error().message);
+  c.infiniband_excluded_devices = split_list(f.infiniband_exclude_devices);
   c.mount_points = split_list(f.mount_points);
   c.kernel_modules = split_list(f.kernel_modules);
   c.files = split_list(f.files);

@@ -22,6 +22,7 @@ struct RunFlags {
   std::string systemd_units;
   std::string network_latency_targets;
   std::string network_latency_threshold = "7s";
+  std::string infiniband_exclude_devices;  // comma list
   // kernel log
   std::string xid_lookback;  // Go duration; "": the events retention
   std::string sxid_lookback;

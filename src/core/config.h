@@ -61,6 +61,15 @@ struct Config {
   int threshold_celsius_slowdown_margin = 0;  // temperature: Degraded at this margin (0: off)
   // --nvlink-expected-link-states {"at_least_gpus_with_all_links_feature_enabled": N}; 0: unset.
   int nvlink_expected_gpus_all_links = 0;
+  // accelerator-nvidia-infiniband. --infiniband-expected-port-states {"at_least_ports": N,
+  // "at_least_rate": R}: at least N InfiniBand ports physically up at >= R Gb/s (0/0: unset).
+  int infiniband_expected_ports = 0;
+  int infiniband_expected_rate_gbps = 0;
+  std::string infiniband_class_root_dir;                 // "": <host root>/sys/class/infiniband
+  std::vector<std::string> infiniband_excluded_devices;  // "mlx5_0": not read at all
+  // Hidden (tests): the check interval and how long a port stays down before it is a drop.
+  std::chrono::seconds infiniband_check_interval{30};
+  std::chrono::seconds infiniband_drop_window{std::chrono::minutes(4)};
   // Hidden: the NVIDIA components' check interval (tests use 1s) and the per-NVML-call deadline.
   std::chrono::seconds nvidia_check_interval{60};
   std::chrono::milliseconds nvml_call_timeout{10'000};

@@ -33,3 +33,23 @@ TEST(ModuleName, DashesAndUnderscoresCompareEqual) {
 
 }  // namespace
 }  // namespace gpud::host
+
+namespace gpud::host {
+namespace {
+
+TEST(ProcModulesTable, UseCountAndUsers) {
+  auto m = parse_proc_modules_table(
+      "ib_core 434176 9 nvidia_peermem,rdma_cm,ib_uverbs, Live 0x0000000000000000 (OE)\n"
+      "nvidia_peermem 16384 0 - Live 0x0000000000000000 (PO)\n"
+      "leaving 100 - - Unloading 0x0\n"
+      "short line\n");
+  ASSERT_EQ(m.size(), 3U);
+  EXPECT_EQ(m[0].name, "ib_core");
+  EXPECT_EQ(m[0].use_count, 9);
+  EXPECT_EQ(m[0].used_by, (std::vector<std::string>{"nvidia_peermem", "rdma_cm", "ib_uverbs"}));
+  EXPECT_TRUE(m[1].used_by.empty());
+  EXPECT_EQ(m[2].use_count, -1);
+}
+
+}  // namespace
+}  // namespace gpud::host

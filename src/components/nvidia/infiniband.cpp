@@ -1,8 +1,14 @@
 #include "components/nvidia/infiniband.h"
 
+#include <fmt/format.h>
 #include <re2/re2.h>
 
+#include <algorithm>
+
 #include "core/pci_address.h"
+#include "core/strings.h"
+#include "core/time_util.h"
+#include "host/pci.h"
 
 namespace gpud::components {
 namespace {
@@ -38,6 +44,383 @@ kmsg::ComponentRules infiniband_kernel_log_rules() {
                          R"(Port module event.*High Temperature)", "Overheated MLX5 adapter"),
       {{{"ACCESS_REG"}}, match_access_reg},
   };
+  return r;
+}
+
+}  // namespace gpud::components
+
+namespace gpud::components {
+namespace {
+
+constexpr const char* kComponent = "accelerator-nvidia-infiniband";
+
+bool is_port_change(const Event& e) {
+  return e.name == kIbPortDownEvent || e.name == kIbPortUpEvent;
+}
+
+std::string port_key_of(const Event& e) {
+  const auto& x = e.extra_info;
+  return x.is_object() && x.contains("device_port") && x["device_port"].is_string()
+             ? x["device_port"].get<std::string>()
+             : std::string();
+}
+
+std::optional<uint64_t> link_downed_of(const Event& e) {
+  const auto& x = e.extra_info;
+  if (!x.is_object() || !x.contains("link_downed") || !x["link_downed"].is_number_unsigned())
+    return std::nullopt;
+  return x["link_downed"].get<uint64_t>();
+}
+
+// The newest state change of each port in `history` (newest first).
+std::map<std::string, const Event*> latest_changes(const std::vector<Event>& history) {
+  std::map<std::string, const Event*> out;
+  for (const Event& e : history) {
+    if (!is_port_change(e)) continue;
+    std::string key = port_key_of(e);
+    if (!key.empty()) out.emplace(key, &e);  // the first seen is the newest
+  }
+  return out;
+}
+
+std::string port_label(const host::InfinibandPort& p) {
+  return fmt::format("{} port {}", p.device, p.port);
+}
+
+std::string state_text(const host::InfinibandPort& p) {
+  return fmt::format("{}/{}", p.state.value_or("?"), p.phys_state.value_or("?"));
+}
+
+std::string rate_text(double gbps) { return fmt::format("{:g} Gb/s", gbps); }
+
+std::string gpus_text(const NearestGpus& nearest, const std::string& device) {
+  auto it = nearest.find(device);
+  if (it == nearest.end() || it->second.empty()) return "";
+  return fmt::format(", nearest GPU{} {}", it->second.size() > 1 ? "s" : "", join(it->second, " "));
+}
+
+nlohmann::json port_info(const host::InfinibandPort& p) {
+  nlohmann::json j = {{"device", p.device}, {"port", p.port}, {"device_port", p.device_port()}};
+  if (p.state) j["state"] = *p.state;
+  if (p.phys_state) j["phys_state"] = *p.phys_state;
+  if (auto ld = p.counter("link_downed")) j["link_downed"] = *ld;
+  return j;
+}
+
+}  // namespace
+
+NearestGpus nearest_gpus(const std::vector<host::InfinibandDevice>& devices,
+                         const std::map<std::string, std::vector<std::string>>& gpu_pci_paths) {
+  NearestGpus out;
+  for (const host::InfinibandDevice& d : devices) {
+    size_t best = 0;
+    std::vector<std::string> gpus;
+    for (const auto& [bus_id, path] : gpu_pci_paths) {
+      size_t shared = host::shared_bridges(d.pci_path, path);
+      if (shared == 0 || shared < best) continue;
+      if (shared > best) gpus.clear(), best = shared;
+      gpus.push_back(bus_id);
+    }
+    if (!gpus.empty()) out[d.name] = std::move(gpus);
+  }
+  return out;
+}
+
+bool port_down(const host::InfinibandPort& p) {
+  return (p.state && *p.state == "DOWN") || (p.phys_state && !p.link_up());
+}
+
+bool port_up(const host::InfinibandPort& p) { return p.active() && p.link_up(); }
+
+std::vector<Event> port_transitions(const host::InfinibandSnapshot& snapshot,
+                                    const std::vector<Event>& history,
+                                    const std::set<std::string>& last_up, TimePoint now) {
+  std::vector<Event> out;
+  const auto latest = latest_changes(history);
+  for (const host::InfinibandPort& p : snapshot.ports) {
+    if (!p.infiniband()) continue;
+    const std::string key = p.device_port();
+    auto it = latest.find(key);
+    const Event* last = it == latest.end() ? nullptr : it->second;
+    const bool was_down = last != nullptr && last->name == kIbPortDownEvent;
+    const bool was_up = last != nullptr ? !was_down : last_up.count(key) > 0;
+    Event e;
+    e.component = kComponent;
+    e.time = now;
+    e.extra_info = port_info(p);
+    if (port_down(p)) {
+      const auto before = was_down ? link_downed_of(*last) : std::nullopt;
+      const auto downed = p.counter("link_downed");
+      const bool again = was_down && before && downed && *downed > *before;
+      if (!was_up && !again) continue;
+      e.name = kIbPortDownEvent;
+      e.type = EventType::kWarning;
+      e.message = fmt::format("InfiniBand {} went down ({}){}", port_label(p), state_text(p),
+                              again ? " again: link_downed rose while it was down" : "");
+      out.push_back(std::move(e));
+    } else if (port_up(p) && was_down) {
+      const auto down_for = std::chrono::duration_cast<std::chrono::seconds>(now - last->time);
+      e.name = kIbPortUpEvent;
+      e.type = EventType::kInfo;
+      e.message = fmt::format("InfiniBand {} is active again after {} down", port_label(p),
+                              format_duration(down_for));
+      e.extra_info["down_seconds"] = down_for.count();
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+CheckResult evaluate_infiniband(const Result<host::InfinibandSnapshot>& snapshot,
+                                const std::vector<Event>& history, const NearestGpus& nearest,
+                                const InfinibandPolicy& policy, TimePoint now) {
+  if (!snapshot)
+    return single_state(kComponent, Health::kUnhealthy,
+                        "cannot read InfiniBand ports: " + snapshot.error().message, std::nullopt,
+                        {}, now);
+  const host::InfinibandSnapshot& s = *snapshot;
+  Health health = Health::kHealthy;
+  std::vector<std::string> reasons;
+  std::optional<SuggestedActions> actions;
+  std::string detail;
+
+  // Port count at the rate.
+  int ib_ports = 0, up_at_rate = 0, active = 0, other_layer = 0;
+  std::vector<std::string> not_up;
+  for (const host::InfinibandPort& p : s.ports) {
+    detail +=
+        fmt::format("{} ({}): {} {} {}{}\n", port_label(p), p.link_layer.value_or("?"),
+                    p.state.value_or("?"), p.phys_state.value_or("?"),
+                    p.rate_gbps ? rate_text(*p.rate_gbps) : "rate ?", gpus_text(nearest, p.device));
+    if (!p.infiniband()) {
+      if (p.link_layer) ++other_layer;
+      continue;
+    }
+    ++ib_ports;
+    if (port_up(p)) ++active;
+    const bool at_rate = p.rate_gbps && *p.rate_gbps >= policy.at_least_rate_gbps;
+    if (p.link_up() && at_rate) {
+      ++up_at_rate;
+    } else if (policy.expects_ports()) {
+      std::string why = state_text(p);
+      if (p.link_up() && p.rate_gbps) why += " at " + rate_text(*p.rate_gbps);
+      not_up.push_back(port_label(p) + " " + why + gpus_text(nearest, p.device));
+    }
+  }
+  if (policy.expects_ports() && up_at_rate < policy.at_least_ports) {
+    health = Health::kUnhealthy;
+    std::string r = fmt::format("only {} port(s) are active and >={} Gb/s, expect >={} port(s)",
+                                up_at_rate, policy.at_least_rate_gbps, policy.at_least_ports);
+    if (!not_up.empty()) r += ": " + join(not_up, "; ");
+    reasons.push_back(std::move(r));
+  }
+
+  // Drops and flaps from the history of state changes.
+  const auto latest = latest_changes(history);
+  std::map<std::string, int> cycles;  // device_port -> ib_port_up events
+  std::vector<std::string> drops;
+  for (const Event& e : history) {
+    if (e.name != kIbPortUpEvent) continue;
+    const std::string key = port_key_of(e);
+    if (key.empty()) continue;
+    const auto& x = e.extra_info;
+    const auto down_s = x.value("down_seconds", int64_t{0});
+    // Only the port's newest return counts, and only while the port is still up.
+    if (++cycles[key] == 1 && down_s >= policy.drop_window.count() &&
+        now - e.time < policy.drop_sticky && latest.at(key) == &e) {
+      drops.push_back(
+          fmt::format(
+              "{} port {} (down {}, active again {} ago)", x.value("device", key),
+              x.value("port", 0), format_duration(std::chrono::seconds(down_s)),
+              format_duration(std::chrono::duration_cast<std::chrono::seconds>(now - e.time))) +
+          gpus_text(nearest, x.value("device", "")));
+    }
+  }
+  for (const host::InfinibandPort& p : s.ports) {
+    if (!p.infiniband() || !port_down(p)) continue;
+    auto it = latest.find(p.device_port());
+    if (it == latest.end() || it->second->name != kIbPortDownEvent) continue;
+    const Event& down = *it->second;
+    const auto before = link_downed_of(down);
+    const auto downed = p.counter("link_downed");
+    if (before && downed && *before != *downed) continue;  // a new down, not yet recorded
+    const auto down_for = std::chrono::duration_cast<std::chrono::seconds>(now - down.time);
+    if (down_for < policy.drop_window) continue;
+    drops.push_back(fmt::format("{} (down {}, {}{})", port_label(p), format_duration(down_for),
+                                state_text(p), gpus_text(nearest, p.device)));
+  }
+  std::vector<std::string> flaps;
+  for (const auto& [key, n] : cycles) {
+    if (n < policy.flap_cycles) continue;
+    std::string device = key.substr(0, key.rfind('_'));
+    std::string port = key.substr(key.rfind('_') + 1);
+    flaps.push_back(fmt::format("{} port {} ({} down-active cycles{})", device, port, n,
+                                gpus_text(nearest, device)));
+  }
+  if (!drops.empty()) reasons.push_back("device(s) down too long: " + join(drops, "; "));
+  if (!flaps.empty())
+    reasons.push_back("device(s) flapping between ACTIVE<>DOWN: " + join(flaps, "; "));
+  if (!drops.empty() || !flaps.empty()) {
+    health = Health::kUnhealthy;
+    actions = SuggestedActions{
+        "an InfiniBand link dropped or flapped: inspect its cable, transceiver and switch port; "
+        "set-healthy clears the verdict once repaired",
+        {RepairAction::kHardwareInspection}};
+  }
+
+  // Values that could not be read.
+  std::vector<std::string> unreadable = s.errors;
+  for (const host::InfinibandPort& p : s.ports)
+    for (const std::string& e : p.errors) unreadable.push_back(port_label(p) + " " + e);
+  if (!unreadable.empty()) {
+    health = worst(health, Health::kDegraded);
+    constexpr size_t kShown = 5;
+    std::vector<std::string> shown(unreadable.begin(),
+                                   unreadable.begin() + std::min(unreadable.size(), kShown));
+    std::string r = "unreadable: " + join(shown, "; ");
+    if (unreadable.size() > kShown) r += fmt::format(" (and {} more)", unreadable.size() - kShown);
+    reasons.push_back(std::move(r));
+  }
+
+  std::string summary;
+  if (ib_ports == 0) {
+    summary = s.class_dir_present ? "no InfiniBand ports" : "no InfiniBand devices";
+  } else if (policy.expects_ports()) {
+    summary = fmt::format("{} of {} InfiniBand port(s) LinkUp at >={} Gb/s (expect >={})",
+                          up_at_rate, ib_ports, policy.at_least_rate_gbps, policy.at_least_ports);
+  } else {
+    summary = fmt::format("{} of {} InfiniBand port(s) active (no expected port states set)",
+                          active, ib_ports);
+  }
+  if (other_layer > 0) summary += fmt::format("; {} Ethernet/other port(s) ignored", other_layer);
+  std::string reason = health == Health::kHealthy ? summary : join(reasons, "; ");
+  std::map<std::string, std::string> extra = {{"infiniband_ports", std::to_string(ib_ports)},
+                                              {"active_ports", std::to_string(active)}};
+  CheckResult r = single_state(kComponent, health, reason, actions, extra, now);
+  r.detail = detail;
+  return r;
+}
+
+InfinibandComponent::InfinibandComponent(const ComponentContext& ctx)
+    : Component(ctx),
+      fs_(ctx.config->host_root),
+      class_dir_(ctx.config->infiniband_class_root_dir.empty()
+                     ? fs_.path("/sys/class/infiniband")
+                     : ctx.config->infiniband_class_root_dir) {
+  policy_.at_least_ports = ctx.config->infiniband_expected_ports;
+  policy_.at_least_rate_gbps = ctx.config->infiniband_expected_rate_gbps;
+  policy_.drop_window = ctx.config->infiniband_drop_window;
+  if (ctx.metrics != nullptr) {
+    MetricRegistry& m = *ctx.metrics;
+    m.describe("accelerator_nvidia_infiniband_link_downed",
+               "Times the port's link error recovery failed and the link went down (counters/"
+               "link_downed)");
+    m.describe("accelerator_nvidia_infiniband_link_error_recovery",
+               "Successful link error recoveries of the port (counters/link_error_recovery)");
+    m.describe("accelerator_nvidia_infiniband_symbol_error",
+               "Minor link errors detected on the port's physical lanes (counters/symbol_error)");
+    m.describe("accelerator_nvidia_infiniband_port_rcv_errors",
+               "Packets with errors received on the port (counters/port_rcv_errors)");
+    m.describe("accelerator_nvidia_infiniband_port_rcv_bytes",
+               "Bytes received on the port (counters/port_rcv_data counts 4-byte words)");
+    m.describe("accelerator_nvidia_infiniband_port_xmit_bytes",
+               "Bytes sent on the port (counters/port_xmit_data counts 4-byte words)");
+    m.describe("accelerator_nvidia_infiniband_port_active",
+               "1 when the port's logical state is ACTIVE, else 0");
+    m.describe("accelerator_nvidia_infiniband_port_link_up",
+               "1 when the port's physical state is LinkUp, else 0");
+    m.describe("accelerator_nvidia_infiniband_port_rate_gbps", "The port's rate in Gb/s");
+    m.describe("accelerator_nvidia_infiniband_hw_counter",
+               "The port's driver-specific hw_counters, by counter name");
+  }
+}
+
+bool InfinibandComponent::supported() const {
+  if (nvidia_kernel_log_supported(ctx(), name(), has_events_)) return true;
+  auto devices = host::HostFs("/").list(class_dir_);
+  return devices && !devices->empty();
+}
+
+std::chrono::seconds InfinibandComponent::interval() const {
+  return config().infiniband_check_interval;
+}
+
+void InfinibandComponent::publish_metrics(const Result<host::InfinibandSnapshot>& snapshot) {
+  if (ctx().metrics == nullptr) return;
+  using Series = std::vector<std::pair<Labels, double>>;
+  std::map<std::string, Series> by_name;
+  static constexpr std::pair<const char*, const char*> kCounters[] = {
+      {"link_downed", "link_downed"},
+      {"link_error_recovery", "link_error_recovery"},
+      {"symbol_error", "symbol_error"},
+      {"port_rcv_errors", "port_rcv_errors"}};
+  for (const auto& [counter, metric] : kCounters) by_name[metric];
+  for (const char* n : {"port_rcv_bytes", "port_xmit_bytes", "port_active", "port_link_up",
+                        "port_rate_gbps", "hw_counter"})
+    by_name[n];
+  if (snapshot) {
+    for (const host::InfinibandPort& p : snapshot->ports) {
+      if (!p.infiniband()) continue;
+      const Labels l{{"device_port", p.device_port()}};
+      for (const auto& [counter, metric] : kCounters)
+        if (auto v = p.counter(counter)) by_name[metric].emplace_back(l, static_cast<double>(*v));
+      if (auto v = p.counter("port_rcv_data"))
+        by_name["port_rcv_bytes"].emplace_back(l, 4.0 * static_cast<double>(*v));
+      if (auto v = p.counter("port_xmit_data"))
+        by_name["port_xmit_bytes"].emplace_back(l, 4.0 * static_cast<double>(*v));
+      if (p.state) by_name["port_active"].emplace_back(l, p.active() ? 1 : 0);
+      if (p.phys_state) by_name["port_link_up"].emplace_back(l, p.link_up() ? 1 : 0);
+      if (p.rate_gbps) by_name["port_rate_gbps"].emplace_back(l, *p.rate_gbps);
+      for (const auto& [counter, v] : p.hw_counters) {
+        Labels hl = l;
+        hl["counter"] = counter;
+        by_name["hw_counter"].emplace_back(std::move(hl), static_cast<double>(v));
+      }
+    }
+  }
+  for (const auto& [metric, series] : by_name)
+    ctx().metrics->replace_series(name(), "accelerator_nvidia_infiniband_" + metric, series);
+}
+
+CheckResult InfinibandComponent::check() {
+  const TimePoint now = Clock::now();
+  auto snapshot = host::read_infiniband(class_dir_, config().infiniband_excluded_devices);
+  auto events =
+      component_events(ctx(), name(), lookback_start(ctx(), std::chrono::seconds(0), now));
+  std::vector<Event> history;
+  if (events) history = *events;
+  if (snapshot) {
+    std::lock_guard lock(mu_);
+    // Without its history the component cannot tell a change from a repeat: it records none.
+    if (events) {
+      auto changes = port_transitions(*snapshot, history, last_up_, now);
+      for (const Event& e : changes) record(e);
+      history.insert(history.begin(), changes.begin(), changes.end());
+    }
+    for (const host::InfinibandPort& p : snapshot->ports) {
+      if (!p.infiniband()) continue;
+      if (port_up(p))
+        last_up_.insert(p.device_port());
+      else if (port_down(p))
+        last_up_.erase(p.device_port());
+    }
+  }
+  std::map<std::string, std::vector<std::string>> gpu_paths;
+  if (snapshot && !snapshot->devices.empty())
+    for (const std::string& gpu : host::find_nvidia_gpus(fs_))
+      gpu_paths[gpu] = host::pci_path_of_device(fs_, gpu);
+  CheckResult r = evaluate_infiniband(
+      snapshot, history, snapshot ? nearest_gpus(snapshot->devices, gpu_paths) : NearestGpus{},
+      policy_, now);
+  if (!events) {
+    merge_verdict(r, unreadable_history(events.error()));
+  } else {
+    std::vector<Event> kernel_log;
+    for (const Event& e : history)
+      if (!is_port_change(e)) kernel_log.push_back(e);
+    append_event_summary(r, kernel_log);
+  }
+  publish_metrics(snapshot);
   return r;
 }
 
