@@ -128,7 +128,9 @@ TEST(PluginScript, MinimalEnvironmentAndNoInheritedDescriptors) {
   EXPECT_NE(r.output.find("HOME=/\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("secret-token"), std::string::npos) << r.output;
   // ls's own: 0-2, the script (3) and the directory ls reads; nothing of this process's.
-  EXPECT_NE(r.output.find("fds: 5\n"), std::string::npos) << r.output;
+  const size_t at = r.output.find("fds: ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_LE(std::stoi(r.output.substr(at + 5)), 5) << r.output;
 }
 
 TEST(PluginScript, ScriptTextIsNeverAShellArgument) {

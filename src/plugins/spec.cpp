@@ -367,7 +367,8 @@ Result<RawSpec> parse_one(const Context& outer, const YAML::Node& n, size_t inde
   auto list = string_list(cx, n["component_list"], "component_list");
   if (!list) return list.error();
   raw.component_list = *list;
-  raw.list_node = n["component_list"];
+  // yaml-cpp throws when a missing key's node is assigned (it may only be copied).
+  if (n["component_list"].IsDefined()) raw.list_node = n["component_list"];
   auto list_file = scalar(cx, n["component_list_file"], "component_list_file");
   if (!list_file) return list_file.error();
   raw.component_list_file = *list_file;
