@@ -21,7 +21,7 @@ cmake --build "$build" -j "$jobs" --target gpud_fuzz_targets
 # configuration, flag lists and query strings of the docs.
 seeds=$build/fuzz-seeds
 rm -rf "$seeds"
-mkdir -p "$seeds"/{kernel_log_line_fuzz,saved_log_reader_fuzz,config_file_fuzz,run_flags_fuzz,api_query_params_fuzz,fake_nvml_scenario_fuzz}
+mkdir -p "$seeds"/{kernel_log_line_fuzz,saved_log_reader_fuzz,config_file_fuzz,run_flags_fuzz,api_query_params_fuzz,fake_nvml_scenario_fuzz,plugin_specs_fuzz}
 cp testing/fixtures/nvml/*.json "$seeds/fake_nvml_scenario_fuzz/"
 for f in testing/fixtures/kmsg/*; do
   split -l 40 -d -a 3 "$f" "$seeds/kernel_log_line_fuzz/$(basename "$f")."
@@ -30,6 +30,7 @@ for f in "$seeds"/kernel_log_line_fuzz/*; do
   { printf '\x10\x40'; cat "$f"; } >"$seeds/saved_log_reader_fuzz/$(basename "$f")"
 done
 cp deploy/config/gpud.yaml "$seeds/config_file_fuzz/shipped.yaml"
+cp deploy/plugins/*.yaml fuzz/regressions/plugin_specs_fuzz/* "$seeds/plugin_specs_fuzz/"
 i=0
 while IFS= read -r line; do
   # One flag list per line, arguments separated by spaces here and by NUL in the seed.

@@ -19,6 +19,7 @@ int run_cli(int argc, char** argv) {
   add_set_healthy(app, &exit_code);
   add_trigger_check(app, &exit_code);
   add_compact(app, &exit_code);
+  add_plugin_verbs(app, &exit_code);
   add_version(app, &exit_code);
   add_inject_fault(app, &exit_code);
   add_up(app, &exit_code);

@@ -178,6 +178,9 @@ ApiClient::ApiClient(Endpoint endpoint, std::string admin_token)
 
 Result<ApiResponse> ApiClient::get(const std::string& path) const { return request("GET", path); }
 Result<ApiResponse> ApiClient::post(const std::string& path) const { return request("POST", path); }
+Result<ApiResponse> ApiClient::del(const std::string& path) const {
+  return request("DELETE", path);
+}
 
 Result<ApiResponse> ApiClient::request(const std::string& method, const std::string& path) const {
   const bool unix_socket = endpoint_.kind == Endpoint::Kind::kUnixSocket;
@@ -194,7 +197,9 @@ Result<ApiResponse> ApiClient::request(const std::string& method, const std::str
   if (!admin_token_.empty()) cli.set_bearer_token_auth(admin_token_);
   cli.set_connection_timeout(3, 0);
   cli.set_read_timeout(30, 0);
-  httplib::Result res = method == "POST" ? cli.Post(path) : cli.Get(path);
+  httplib::Result res = method == "POST"     ? cli.Post(path)
+                        : method == "DELETE" ? cli.Delete(path)
+                                             : cli.Get(path);
   if (res) return ApiResponse{res->status, res->body};
 
   const std::string where = endpoint_.describe();

@@ -55,6 +55,7 @@ class ApiClient {
   const Endpoint& endpoint() const { return endpoint_; }
   Result<ApiResponse> get(const std::string& path) const;
   Result<ApiResponse> post(const std::string& path) const;
+  Result<ApiResponse> del(const std::string& path) const;  // DELETE
 
  private:
   Result<ApiResponse> request(const std::string& method, const std::string& path) const;

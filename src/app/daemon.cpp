@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -20,6 +21,8 @@
 #include "host/pci.h"
 #include "kmsg/fault.h"
 #include "kmsg/writer.h"
+#include "plugins/plugin_component.h"
+#include "plugins/spec.h"
 
 namespace gpud::app {
 
@@ -90,6 +93,7 @@ Result<void> Daemon::start() {
     if (mid && !mid->empty()) (void)meta.set(store::kKeyMachineId, *mid);
   }
 
+  if (auto r = register_custom_plugins(); !r) return r;
   for (Component* c : runtime_->registry.supported()) c->start();
 
   machine_info_ = host::collect_machine_info(fs);
@@ -109,6 +113,7 @@ Result<void> Daemon::start() {
                    "Health of each NVIDIA GPU, the worst any component gives it: 1 for its current "
                    "health value (Healthy, Degraded, Unhealthy, Initializing), 0 for the others");
   scheduler_ = std::make_unique<Scheduler>(runtime_->registry, 2, &metrics);
+  if (auto r = run_init_plugins(); !r) return r;
   scheduler_->start();
   start_kernel_log();
   maybe_start_xid_watcher();
@@ -123,6 +128,7 @@ Result<void> Daemon::start() {
   deps.machine_info = [this] { return machine_info(); };
   deps.gpus = [this] { return components::to_json(gpu_health()); };
   deps.web_enable = config_.web_enable;
+  deps.plugins = [this] { return plugins::registered_specs(runtime_->registry); };
   deps.inject_fault = [path =
                            config_.kmsg_path](const nlohmann::json& body) -> Result<std::string> {
     auto fault = kmsg::parse_fault_request(body);
@@ -147,6 +153,44 @@ Result<void> Daemon::start() {
   logger("daemon")->info("gpud serving {} components on {} ({})",
                          runtime_->registry.supported().size(), config_.listen_address,
                          config_.no_tls ? "http" : "https");
+  return {};
+}
+
+Result<void> Daemon::register_custom_plugins() {
+  const std::string& path = config_.plugin_specs_file;
+  if (path.empty()) return {};
+  auto specs = plugins::load_specs_file(path, !config_.plugin_specs_file_given);
+  if (!specs) return make_error("custom plugins: " + specs.error().message);
+  if (specs->empty()) return {};
+  ComponentContext ctx;
+  ctx.config = &config_;
+  ctx.events = runtime_->events.get();
+  ctx.metrics = &runtime_->metrics;
+  plugins::ScriptOptions script;
+  // The scripts get the daemon's PATH (systemd's default under the service) and nothing else of
+  // its environment.
+  if (const char* p = std::getenv("PATH"); p != nullptr) script.path = p;
+  if (auto r = plugins::register_plugins(runtime_->registry, ctx, *specs, script); !r)
+    return make_error("custom plugins: " + r.error().message);
+  init_plugins_.clear();
+  for (const plugins::Spec& s : *specs)
+    if (s.type == plugins::PluginType::kInit) init_plugins_.push_back(s.component_name);
+  logger("plugins")->info("{} custom plugins from {}", specs->size(), path);
+  return {};
+}
+
+Result<void> Daemon::run_init_plugins() {
+  // In the order the file lists them, before the API serves: the daemon becomes ready only when
+  // every init plugin is Healthy (GPUd does the same).
+  for (const std::string& name : init_plugins_) {
+    Component* c = runtime_->registry.find(name);
+    if (c == nullptr) continue;
+    CheckResult r = scheduler_->run_now(*c);
+    if (r.health() != Health::kHealthy)
+      return make_error("init plugin " + name + " is " + std::string(to_string(r.health())) + ": " +
+                        r.summary());
+    logger("plugins")->info("init plugin {} ran: {}", name, r.summary());
+  }
   return {};
 }
 
@@ -337,6 +381,11 @@ void Daemon::stop() {
   }
   cv_.notify_all();
   if (loop_thread_.joinable()) loop_thread_.join();
+  // A plugin's script may run for minutes (its timeout); the API's workers and the scheduler's
+  // wait for the checks they run, so those are cut short first.
+  if (runtime_)
+    for (Component* c : runtime_->registry.all())
+      if (auto* p = dynamic_cast<plugins::PluginComponent*>(c); p != nullptr) p->cancel_runs();
   if (metrics_listener_) metrics_listener_->stop();
   if (server_) server_->stop();
   if (xid_watcher_) xid_watcher_->stop();

@@ -46,6 +46,10 @@ class Daemon {
 
  private:
   void loop();
+  // Loads --plugin-specs-file and registers a component per plugin.
+  Result<void> register_custom_plugins();
+  // Runs the init plugins once; an error (naming the plugin and why) when one is not Healthy.
+  Result<void> run_init_plugins();
   void start_kernel_log();
   components::KernelLogCounters kernel_log_counters();
   void maybe_start_xid_watcher();
@@ -67,6 +71,7 @@ class Daemon {
   std::unique_ptr<kmsg::KmsgFollower> follower_;
   std::string kernel_log_error_;
   std::unique_ptr<nvml::XidWatcher> xid_watcher_;
+  std::vector<std::string> init_plugins_;  // component names, in the specs file's order
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -56,6 +56,15 @@ void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample
       },
       "Unix socket for local clients; only root and the daemon's user can connect, and they may "
       "make mutating calls (default <data-dir>/run/gpud.sock; \"\": none)");
+  cmd->add_option_function<std::string>(
+         "--plugin-specs-file",
+         [flags](const std::string& path) {
+           flags->config.plugin_specs_file = path;
+           flags->config.plugin_specs_file_given = true;
+         },
+         "Custom plugin specs (YAML, docs/PLUGINS.md); a missing default file means no plugins, "
+         "\"\" none")
+      ->default_str(c.plugin_specs_file);
   cmd->add_flag("--enable-fault-injection", c.enable_fault_injection,
                 "Serve POST /inject-fault (writes kernel-log lines; for testing)");
   cmd->add_option("--web-enable", c.web_enable,

@@ -15,6 +15,8 @@ void add_machine_info(CLI::App& app, int* exit_code);
 void add_set_healthy(CLI::App& app, int* exit_code);
 void add_trigger_check(CLI::App& app, int* exit_code);
 void add_compact(CLI::App& app, int* exit_code);
+// plugins_cmd.cpp: custom-plugins, list-plugins, run-plugin-group, deregister-component.
+void add_plugin_verbs(CLI::App& app, int* exit_code);
 // `gpud version`, and the --version flag of gpud itself.
 void add_version(CLI::App& app, int* exit_code);
 std::string version_text();  // "gpud <version> (<git revision>)"

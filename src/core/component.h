@@ -45,6 +45,13 @@ class Component {
   // Called once by the daemon before the first check (e.g. the os component records a reboot
   // event).
   virtual void start() {}
+  // false: never checked at start nor on an interval, only when triggered (a manual custom plugin).
+  virtual bool scheduled() const { return true; }
+  // Whether DELETE /v1/components may remove it while the daemon runs (custom plugins only).
+  virtual bool can_deregister() const { return false; }
+  // Called once when it was deregistered: stop work in flight and drop its own metric series. The
+  // object lives on (Registry::retire), so a check or request that still holds it finishes safely.
+  virtual void deregistered() {}
 
  protected:
   const ComponentContext& ctx() const { return ctx_; }

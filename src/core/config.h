@@ -82,6 +82,11 @@ struct Config {
   std::chrono::seconds sxid_lookback{0};  // 0: the events retention
   std::vector<std::string> kernel_logs;   // scan --kernel-log FILE ("-": stdin)
 
+  // Custom plugins (--plugin-specs-file): the YAML specs, "" for none. The default path may be
+  // missing (no plugins); a path given explicitly (flag or --config file) must exist.
+  std::string plugin_specs_file = "/etc/default/gpud.plugins.yaml";
+  bool plugin_specs_file_given = false;
+
   // Logging
   std::string log_level = "info";
   std::string log_file;           // empty: stderr

@@ -102,6 +102,13 @@ void MetricRegistry::clear_component(std::string_view component) {
     std::erase_if(f.series, [&](const auto& kv) { return key_component(kv.first) == component; });
 }
 
+void MetricRegistry::remove(std::string_view component, std::string_view name,
+                            const Labels& labels) {
+  std::lock_guard lock(mu_);
+  auto it = families_.find(name);
+  if (it != families_.end()) it->second.series.erase(series_key(component, labels));
+}
+
 void MetricRegistry::clear_series(std::string_view component, std::string_view name) {
   std::lock_guard lock(mu_);
   auto it = families_.find(name);

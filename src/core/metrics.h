@@ -32,6 +32,8 @@ class MetricRegistry {
   // check).
   void clear_component(std::string_view component);
   void clear_series(std::string_view component, std::string_view name);
+  // Drops one series (e.g. a deregistered component's row of a scheduler gauge).
+  void remove(std::string_view component, std::string_view name, const Labels& labels);
   // Replaces every series of one component's gauge `name` by `series` at once: a series missing
   // from it is gone, and a scrape never sees the family half written.
   void replace_series(std::string_view component, std::string_view name,

@@ -17,7 +17,7 @@ namespace {
 void log_transition(std::string_view component, const HealthTransition& t);
 }  // namespace
 
-Scheduler::Scheduler(const Registry& registry, size_t workers, MetricRegistry* metrics)
+Scheduler::Scheduler(Registry& registry, size_t workers, MetricRegistry* metrics)
     : registry_(registry), worker_count_(workers == 0 ? 1 : workers), metrics_(metrics) {
   if (metrics_ != nullptr)
     metrics_->describe(kComponentHealthMetric,
@@ -116,7 +116,7 @@ void Scheduler::start() {
   // Unsupported components are scheduled too: one may become supported later (NVML loads after
   // start).
   for (Component* c : registry_.all()) {
-    next_due_[std::string(c->name())] = now;
+    if (c->scheduled()) next_due_[std::string(c->name())] = now;
     // A component checked before (run_now) keeps its health; the others wait for their first.
     if (c->supported() && !last_.contains(c->name()))
       publish_health(c->name(), Health::kInitializing);
@@ -140,12 +140,19 @@ void Scheduler::worker_loop() {
   while (!stopping_) {
     Component* next = nullptr;
     auto earliest = SteadyClock::time_point::max();
-    for (auto& [name, due] : next_due_) {
-      if (running_[name]) continue;
-      if (due < earliest) {
-        earliest = due;
-        next = registry_.find(name);
+    for (auto it = next_due_.begin(); it != next_due_.end();) {
+      if (running_[it->first] || it->second >= earliest) {
+        ++it;
+        continue;
       }
+      Component* c = registry_.find(it->first);
+      if (c == nullptr) {  // deregistered
+        it = next_due_.erase(it);
+        continue;
+      }
+      earliest = it->second;
+      next = c;
+      ++it;
     }
     auto now = SteadyClock::now();
     if (next == nullptr || earliest > now) {
@@ -173,6 +180,11 @@ void Scheduler::worker_loop() {
       r = single_state(name, Health::kUnhealthy, std::string("check failed: ") + e.what());
     }
     lock.lock();
+    if (registry_.find(name) != next) {  // deregistered while it ran: its result is dropped
+      running_.erase(name);
+      cv_.notify_all();
+      continue;
+    }
     // A check may find the component not applicable (e.g. a GPU without row remapping): hidden.
     std::optional<HealthTransition> transition;
     if (next->supported()) {
@@ -216,6 +228,7 @@ void Scheduler::store_result(const Component& c, CheckResult r) {
   std::optional<HealthTransition> transition;
   {
     std::lock_guard lock(mu_);
+    if (registry_.find(c.name()) != &c) return;  // deregistered meanwhile
     if (c.supported()) {
       publish_health(c.name(), r.health());
       publish_actions(c.name(), &r);
@@ -290,6 +303,31 @@ CheckResult Scheduler::run_now(Component& c) {
   }
   cv_.notify_all();
   return r;
+}
+
+Result<void> Scheduler::deregister(std::string_view name) {
+  Component* c = registry_.find(name);
+  if (c == nullptr) return make_error("component not found: " + std::string(name), 404);
+  if (!c->can_deregister())
+    return make_error("component " + std::string(name) +
+                          " is built in and cannot be deregistered (only custom plugins can)",
+                      400);
+  {
+    std::lock_guard lock(mu_);
+    // Under mu_, so that no worker picks it between its removal from the registry and from the
+    // schedule.
+    if (auto r = registry_.retire(name); !r) return r;
+    next_due_.erase(std::string(name));
+    last_.erase(std::string(name));
+    unpublish_health(name);
+    if (metrics_ != nullptr)
+      metrics_->remove("", kLastSuccessMetric, {{"component", std::string(name)}});
+    if (auto it = running_.find(name); it != running_.end() && !it->second) running_.erase(it);
+  }
+  cv_.notify_all();
+  c->deregistered();
+  logger("scheduler")->info("component {} deregistered", name);
+  return {};
 }
 
 void Scheduler::trigger(std::string_view name) {

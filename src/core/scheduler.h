@@ -49,8 +49,7 @@ class Scheduler {
   // With metrics, every supported component's health is published as kComponentHealthMetric
   // (Initializing at start(), then the worst state of each check result as it lands), and its
   // suggested repair actions as kSuggestedActionMetric.
-  explicit Scheduler(const Registry& registry, size_t workers = 2,
-                     MetricRegistry* metrics = nullptr);
+  explicit Scheduler(Registry& registry, size_t workers = 2, MetricRegistry* metrics = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -66,6 +65,11 @@ class Scheduler {
   CheckResult run_now(Component& c);
   // Schedules an immediate re-check (e.g. after set-healthy or a new kernel message).
   void trigger(std::string_view name);
+  // Removes a component that can_deregister() (a custom plugin) from the registry and the
+  // schedule, drops its cached state and health series, and tells it (deregistered()). A check of
+  // it running now finishes on a component that stays alive, and its result is dropped. Errors:
+  // 404 not found, 400 a built-in component.
+  [[nodiscard]] Result<void> deregister(std::string_view name);
 
  private:
   void worker_loop();
@@ -80,7 +84,7 @@ class Scheduler {
   // kLastSuccessMetric, when `result` succeeded (check_succeeded).
   void publish_success(std::string_view component, const CheckResult& result);
 
-  const Registry& registry_;
+  Registry& registry_;
   size_t worker_count_;
   MetricRegistry* metrics_;
   mutable std::mutex mu_;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/json.h"
+#include "core/log.h"
 #include "core/parse_number.h"
 #include "core/strings.h"
 #include "core/time_util.h"
@@ -157,6 +158,22 @@ void register_v1_routes(httplib::Server& http, const ServerDeps& deps) {
 
   http.Get("/v1/components", negotiated([d](const httplib::Request& req, httplib::Response& res) {
              write_json(req, res, 200, d->registry->names());
+           }));
+
+  // Deregisters a custom plugin (GPUd's shape); built-in components refuse with 400. A mutating
+  // request: authorized like every DELETE (server.cpp).
+  http.Delete("/v1/components", [d](const httplib::Request& req, httplib::Response& res) {
+    const std::string name = req.get_param_value("componentName");
+    if (name.empty()) return fail(req, res, make_error("componentName is required", 400));
+    if (auto r = d->scheduler->deregister(name); !r) return fail(req, res, r.error());
+    logger("server")->info("deregistered component {} for {}", escape_for_log(name),
+                           describe_peer(req));
+    write_json(req, res, 200,
+               {{"code", 200}, {"message", "component deregistered"}, {"component", name}});
+  });
+
+  http.Get("/v1/plugins", negotiated([d](const httplib::Request& req, httplib::Response& res) {
+             write_json(req, res, 200, d->plugins ? d->plugins() : nlohmann::json::array());
            }));
 
   // Runs the checks now, on this request's worker, and answers their fresh states (GPUd's shape).

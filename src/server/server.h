@@ -36,6 +36,9 @@ struct ServerDeps {
   // GET /v1/gpus: each GPU's health over the components' latest states (components::gpu_health),
   // from caches only. Unset: the endpoint answers 501.
   std::function<nlohmann::json()> gpus = nullptr;
+  // GET /v1/plugins: the specs of the custom plugins registered now (app/ knows the plugins).
+  // Unset: an empty list.
+  std::function<nlohmann::json()> plugins = nullptr;
   // Serve the local web UI (web/, embedded in the binary) at / (`gpud run --web-enable`).
   bool web_enable = true;
 };
