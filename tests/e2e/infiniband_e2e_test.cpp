@@ -134,9 +134,7 @@ TEST(InfinibandE2E, PortDropIsUnhealthyUntilSetHealthy) {
   EXPECT_TRUE(port_changes(d).empty());
 }
 
-// Disabled: throws a C++ exception on its run here (not yet diagnosed); the flap rule itself is covered
-// by InfinibandRule.ThreeDownActiveCyclesAreAFlapStickyUntilTheHistoryGoes.
-TEST(InfinibandE2E, DISABLED_FlappingPortIsStickyAcrossARestartUntilSetHealthy) {
+TEST(InfinibandE2E, FlappingPortIsStickyAcrossARestartUntilSetHealthy) {
   TempDirGuard dir{make_temp_dir()};
   point_class_at(dir.path, fixture("h100-ndr-flap/00/infiniband"));
   const std::vector<std::string> expected = {"ib_port_down", "ib_port_up",   "ib_port_down",
@@ -170,7 +168,7 @@ TEST(InfinibandE2E, DISABLED_FlappingPortIsStickyAcrossARestartUntilSetHealthy) 
     EXPECT_EQ(d.stop(), 0);
   }
   // The history is in the store: a restarted daemon still reports the flap.
-  DaemonProcess d(dir.path + "/data", daemon_args(dir.path));
+  DaemonProcess d(dir.path + "/data", args);
   ASSERT_TRUE(d.ready()) << d.log();
   ASSERT_TRUE(
       eventually([&] { return reason_has(ib_state(d), "flapping between ACTIVE<>DOWN"); }, 20s))
