@@ -198,6 +198,20 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
                  "Comma-separated InfiniBand devices not to read (e.g. mlx5_0 on a restricted PF)");
   cmd.add_option("--infiniband-class-root-dir", f.config.infiniband_class_root_dir,
                  "Where the InfiniBand devices are (default <host-root>/sys/class/infiniband)");
+  cmd.add_option("--fabric-manager-log-file", f.config.fabric_manager_log_file,
+                 "The fabric manager's log (default <host-root>/var/log/fabricmanager.log)");
+  cmd.add_option_function<std::string>(
+      "--fabric-manager-training-grace",
+      [&f](const std::string& s) {
+        auto d = parse_duration(s);
+        if (!d || *d < std::chrono::seconds(0))
+          throw CLI::ValidationError("--fabric-manager-training-grace",
+                                     "invalid duration \"" + s + "\"");
+        f.config.fabric_manager_training_grace =
+            std::chrono::duration_cast<std::chrono::seconds>(*d);
+      },
+      "How long after boot or a fabric manager start a fabric still training is Initializing, "
+      "not Unhealthy (Go duration, default 5m; 0: Unhealthy at once, as GPUd)");
   duration_flag("--infiniband-check-interval", &f.config.infiniband_check_interval,
                 std::chrono::seconds(1));
   duration_flag("--infiniband-drop-window", &f.config.infiniband_drop_window,

@@ -65,6 +65,11 @@ struct Config {
   // "at_least_rate": R}: at least N InfiniBand ports physically up at >= R Gb/s (0/0: unset).
   int infiniband_expected_ports = 0;
   int infiniband_expected_rate_gbps = 0;
+  // accelerator-nvidia-fabric-manager. --fabric-manager-log-file ("": <host root>/var/log/
+  // fabricmanager.log); --fabric-manager-training-grace: how long after boot, or after the fabric
+  // manager started, a fabric still training ("In Progress") is Initializing, not Unhealthy.
+  std::string fabric_manager_log_file;
+  std::chrono::seconds fabric_manager_training_grace{std::chrono::minutes(5)};
   std::string infiniband_class_root_dir;                 // "": <host root>/sys/class/infiniband
   std::vector<std::string> infiniband_excluded_devices;  // "mlx5_0": not read at all
   // Hidden (tests): the check interval and how long a port stays down before it is a drop.

@@ -9,7 +9,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
+
+#include "core/log.h"
+#include "core/time_util.h"
+#include "host/command.h"
+#include "host/os_info.h"
+#include "host/processes.h"
+#include "host/systemctl.h"
 
 namespace gpud::components {
 namespace {
@@ -120,6 +128,7 @@ NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
   // (a lone H200 on driver 580 does), which is not a fault.
   bool state_checked = state_supported && nvlink_fabric_present(snapshot, probe);
   if (state_checked) {
+    int unhealthy_gpus = 0;
     v.columns = {"UUID", "STATE", "STATUS", "SUMMARY", "HEALTH"};
     for (const auto& g : snapshot.gpus) {
       const auto& f = g.fabric;
@@ -132,12 +141,18 @@ NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
         continue;
       }
       std::vector<std::string> gi;
+      bool training = false;
       if (f.status == nvml::FieldStatus::kError) {
         gi.push_back(f.error);
         row.cells = {g.uuid.value, "error", "-", "-", "-"};
       } else {
         const auto& fi = f.value;
-        if (fi.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED)
+        // A fabric still training within the grace after boot or a fabric manager start.
+        training = fi.state == nvml::NVML_GPU_FABRIC_STATE_IN_PROGRESS && probe.training_elapsed &&
+                   *probe.training_elapsed < probe.training_grace;
+        if (training)
+          ;  // reported below as Initializing, not as an issue
+        else if (fi.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED)
           gi.push_back("state=" + std::string(state_name(fi.state)));
         else if (fi.status != nvml::NVML_SUCCESS)
           gi.push_back("status=" + std::to_string(fi.status));
@@ -162,8 +177,8 @@ NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
             {"access_timeout_recovery", fi.health_access_timeout_recovery()},
             {"incorrect_configuration", fi.health_incorrect_configuration()}};
         std::string h;
-        for (size_t i = (fi.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED ? 1 : 0); i < gi.size();
-             ++i)
+        for (size_t i = (fi.state != nvml::NVML_GPU_FABRIC_STATE_COMPLETED && !training ? 1 : 0);
+             i < gi.size(); ++i)
           h += (h.empty() ? "" : ", ") + gi[i];
         row.cells = {g.uuid.value, std::string(state_name(fi.state)), std::to_string(fi.status),
                      std::string(summary_name(fi.health_summary)),
@@ -174,8 +189,16 @@ NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
         for (const auto& x : gi) s += (s.empty() ? "" : ", ") + x;
         // The first GPU's issue names the product for all of them.
         v.add(g, Health::kUnhealthy,
-              (v.findings.empty() ? product + " with unhealthy fabric state: " : "") + "GPU " +
+              (unhealthy_gpus++ == 0 ? product + " with unhealthy fabric state: " : "") + "GPU " +
                   g.uuid.value + ": " + s);
+      }
+      if (training) {
+        row.data["training_elapsed_seconds"] = probe.training_elapsed->count();
+        v.add(g, Health::kInitializing,
+              "GPU " + g.uuid.value + ": fabric still training (state In Progress) " +
+                  std::to_string(probe.training_elapsed->count()) +
+                  " s after boot or the fabric manager's start; Unhealthy if not Completed by " +
+                  std::to_string(probe.training_grace.count()) + " s");
       }
     }
   } else {
@@ -192,6 +215,7 @@ NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
     v.data["fabric_manager_found"] = probe.binary_found;
     v.data["fabric_manager_active"] = probe.port_open;
   }
+  if (probe.nothing_to_do_at) v.data["nothing_to_do_at"] = format_rfc3339(*probe.nothing_to_do_at);
   // The state's part of the reason, when it has no issue, is a note.
   if (v.findings.empty()) {
     if (state_supported && !state_checked)
@@ -211,6 +235,10 @@ NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
   } else if (!probe.binary_found) {
     svc_health = Health::kUnhealthy;
     svc = "fabric manager supported but nv-fabricmanager executable not found";
+  } else if (!probe.port_open && probe.nothing_to_do_at) {
+    // GPUd's exception: the fabric manager said there is nothing for it to manage and stopped.
+    svc = "fabric manager found but not active: it logged NV_WARN_NOTHING_TO_DO at " +
+          format_rfc3339(*probe.nothing_to_do_at) + " (nothing to manage), not a fault";
   } else if (!probe.port_open) {
     svc_health = Health::kUnhealthy;
     svc = "fabric manager found but not active (localhost:" + std::to_string(kFabricManagerPort) +
@@ -223,8 +251,90 @@ NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
   return v;
 }
 
+std::optional<TimePoint> process_start_time(const host::HostFs& fs, std::string_view comm,
+                                            TimePoint boot_time) {
+  static const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
+  if (ticks_per_second <= 0) return std::nullopt;
+  std::optional<TimePoint> oldest;
+  for (const auto& p : host::scan_processes(fs).processes) {
+    if (p.comm != comm) continue;
+    auto stat = fs.read("/proc/" + std::to_string(p.pid) + "/stat", 4096);
+    if (!stat) continue;
+    // Field 22 (starttime, clock ticks after boot) is the 20th after the ") " that ends comm.
+    std::string_view rest = *stat;
+    size_t close = rest.rfind(')');
+    if (close == std::string_view::npos) continue;
+    auto fields = host::split_fields(rest.substr(close + 1));
+    if (fields.size() < 20) continue;
+    uint64_t ticks = 0;
+    auto [ptr, ec] =
+        std::from_chars(fields[19].data(), fields[19].data() + fields[19].size(), ticks);
+    if (ec != std::errc() || ptr != fields[19].data() + fields[19].size()) continue;
+    TimePoint start =
+        boot_time + std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(
+                        static_cast<double>(ticks) / ticks_per_second));
+    if (!oldest || start < *oldest) oldest = start;
+  }
+  return oldest;
+}
+
+namespace {
+
+std::string fabric_manager_log_path(const Config& c) {
+  if (!c.fabric_manager_log_file.empty()) return c.fabric_manager_log_file;
+  return host::HostFs(c.host_root).path("/var/log/fabricmanager.log");
+}
+
+}  // namespace
+
 FabricManagerComponent::FabricManagerComponent(const ComponentContext& ctx)
-    : NvidiaComponent(ctx), fs_(ctx.config->host_root) {}
+    : NvidiaComponent(ctx),
+      fs_(ctx.config->host_root),
+      log_(fabric_manager_log_path(*ctx.config)) {}
+
+std::optional<TimePoint> FabricManagerComponent::read_log(bool journal,
+                                                          std::vector<std::string>& errors) {
+  std::lock_guard lock(log_mu_);
+  const TimePoint now = Clock::now();
+  std::optional<FabricManagerLogReader::Journal> j;
+  if (journal) {
+    const char* env = std::getenv("PATH");
+    std::string search(env != nullptr ? env : host::kDefaultSearchPath);
+    if (auto exe = host::find_executable("journalctl", search))
+      j = FabricManagerLogReader::Journal{*exe, search, fs_.root() == "/" ? "" : fs_.root()};
+  }
+  auto read = log_.read(name(), j, now);
+  for (auto& e : read.errors) errors.push_back(std::move(e));
+  for (auto& e : read.events) {
+    if (e.name == kFmNothingToDo && (!nothing_to_do_at_ || e.time > *nothing_to_do_at_))
+      nothing_to_do_at_ = e.time;
+    if (ctx().events != nullptr) record(std::move(e));
+  }
+  const TimePoint since = now - kNothingToDoWindow;
+  std::optional<TimePoint> latest;
+  if (ctx().events != nullptr) {
+    // The store also holds what a previous run read (and what this one just recorded).
+    if (auto stored = ctx().events->query(name(), since, now + std::chrono::minutes(1))) {
+      for (const auto& e : *stored)
+        if (e.name == kFmNothingToDo && (!latest || e.time > *latest)) latest = e.time;
+    } else {
+      errors.push_back("events: " + stored.error().message);
+    }
+  }
+  if (!latest && nothing_to_do_at_ && *nothing_to_do_at_ > since) latest = nothing_to_do_at_;
+  return latest;
+}
+
+std::optional<std::chrono::seconds> FabricManagerComponent::training_elapsed(TimePoint now) const {
+  auto boot = host::read_boot_time(fs_, now);
+  if (!boot) return std::nullopt;
+  TimePoint since = *boot;
+  // comm is cut at 15 characters: "nv-fabricmanager" reads "nv-fabricmanage".
+  if (auto started = process_start_time(fs_, "nv-fabricmanage", *boot); started && *started > since)
+    since = *started;
+  if (since > now) return std::chrono::seconds(0);
+  return std::chrono::duration_cast<std::chrono::seconds>(now - since);
+}
 
 CheckResult FabricManagerComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   FabricManagerProbe probe;
@@ -236,7 +346,23 @@ CheckResult FabricManagerComponent::evaluate(const nvml::NvmlSnapshot& snapshot)
     if (fabric_manager_service_expected(caps, probe) && probe.binary_found)
       probe.port_open = tcp_port_answers(kFabricManagerPort, std::chrono::seconds(1));
   }
-  return render_verdict(name(), evaluate_fabric_manager(snapshot, probe));
+  // The log is read wherever it exists; the unit's journal where the service is expected and
+  // systemd runs the host.
+  std::vector<std::string> log_errors;
+  const bool journal = fabric_manager_service_expected(caps, probe) && probe.binary_found &&
+                       host::systemd_running(fs_);
+  probe.nothing_to_do_at = read_log(journal, log_errors);
+  probe.training_grace = config().fabric_manager_training_grace;
+  probe.training_elapsed = training_elapsed(Clock::now());
+  NvidiaVerdict v = evaluate_fabric_manager(snapshot, probe);
+  if (!log_errors.empty()) {
+    // Not a fault of the fabric: said in the data and logged, the health is the rule's.
+    v.data["log_errors"] = log_errors;
+    if (auto left_out = log_limiter_.admit())
+      logger(name())->warn("fabric manager log: {} ({} alike left out)", log_errors.front(),
+                           *left_out);
+  }
+  return render_verdict(name(), v);
 }
 
 }  // namespace gpud::components

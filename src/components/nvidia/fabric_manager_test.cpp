@@ -147,6 +147,96 @@ TEST(FabricManager, CountsNvSwitchesInSysfs) {
   std::filesystem::remove_all(root);
 }
 
+// A fabric still training right after boot or a fabric manager start is Initializing with the time
+// it has had; past the grace it is the reference's Unhealthy; other issues stay Unhealthy.
+TEST(FabricManager, TrainingWithinTheGraceIsInitializingThenUnhealthy) {
+  auto s = identity_only_snapshot(2, "NVIDIA H100 80GB HBM3");
+  for (auto& g : s.gpus) g.nvlinks = ok(nvlinks(18));
+  s.gpus[0].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED));
+  s.gpus[1].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_IN_PROGRESS));
+  FabricManagerProbe p{8, true, true};
+  p.training_grace = std::chrono::seconds(300);
+  p.training_elapsed = std::chrono::seconds(42);
+  auto v = evaluate_fabric_manager(s, p);
+  EXPECT_EQ(v.health(), Health::kInitializing);
+  ASSERT_EQ(v.findings_for(1).size(), 1U);
+  EXPECT_EQ(v.findings_for(1)[0].reason,
+            "GPU " + s.gpus[1].uuid.value +
+                ": fabric still training (state In Progress) 42 s after boot or the fabric "
+                "manager's start; Unhealthy if not Completed by 300 s");
+  EXPECT_EQ(v.gpus[1].data["training_elapsed_seconds"], 42);
+  EXPECT_EQ(v.gpus[1].cells[4], "ok");
+
+  p.training_elapsed = std::chrono::seconds(300);
+  v = evaluate_fabric_manager(s, p);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_NE(v.findings_for(1)[0].reason.find("with unhealthy fabric state: GPU " +
+                                             s.gpus[1].uuid.value + ": state=In Progress"),
+            std::string::npos)
+      << v.findings_for(1)[0].reason;
+  // Unknown elapsed time (no boot time read): no grace.
+  p.training_elapsed.reset();
+  EXPECT_EQ(evaluate_fabric_manager(s, p).health(), Health::kUnhealthy);
+  // A grace of 0 is GPUd's behaviour.
+  p.training_elapsed = std::chrono::seconds(1);
+  p.training_grace = std::chrono::seconds(0);
+  EXPECT_EQ(evaluate_fabric_manager(s, p).health(), Health::kUnhealthy);
+
+  // While GPU 1 trains, GPU 0's degraded bandwidth is still Unhealthy, and the reason names the
+  // product once, at the Unhealthy finding.
+  p.training_grace = std::chrono::seconds(300);
+  s.gpus[0].fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED, 0b10'10'10'01));
+  v = evaluate_fabric_manager(s, p);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  EXPECT_EQ(
+      v.findings_for(0)[0].reason.rfind("NVIDIA H100 80GB HBM3 with unhealthy fabric state", 0), 0U)
+      << v.findings_for(0)[0].reason;
+  EXPECT_EQ(v.findings_for(1)[0].health, Health::kInitializing);
+}
+
+// GPUd's exception: a fabric manager that logged NV_WARN_NOTHING_TO_DO (nothing to manage) and
+// stopped is no fault while that is recent.
+TEST(FabricManager, NothingToDoExcusesAStoppedService) {
+  auto s = identity_only_snapshot(2);
+  for (auto& g : s.gpus) g.fabric = ok(fabric(nvml::NVML_GPU_FABRIC_STATE_COMPLETED));
+  FabricManagerProbe closed{4, true, false};
+  EXPECT_EQ(evaluate_fabric_manager(s, closed).health(), Health::kUnhealthy);
+  closed.nothing_to_do_at = Clock::from_time_t(1764493982);
+  auto v = evaluate_fabric_manager(s, closed);
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.findings.back().reason,
+            "fabric manager found but not active: it logged NV_WARN_NOTHING_TO_DO at "
+            "2025-11-30T09:13:02Z (nothing to manage), not a fault");
+  EXPECT_EQ(v.data["nothing_to_do_at"], "2025-11-30T09:13:02Z");
+  // It does not excuse a missing binary.
+  FabricManagerProbe missing{4, false, false};
+  missing.nothing_to_do_at = closed.nothing_to_do_at;
+  EXPECT_EQ(evaluate_fabric_manager(s, missing).health(), Health::kUnhealthy);
+}
+
+// /proc/<pid>/stat's starttime (field 22, clock ticks after boot) of the fabric manager, whose comm
+// is cut to 15 characters; the oldest of two wins, other processes are not it.
+TEST(FabricManager, ProcessStartTimeFromProcStat) {
+  auto root = std::filesystem::temp_directory_path() / ("gpud-fmproc-" + std::to_string(getpid()));
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  auto write_stat = [&](int pid, const std::string& comm, long ticks) {
+    std::filesystem::create_directories(root / "proc" / std::to_string(pid));
+    std::ofstream(root / "proc" / std::to_string(pid) / "stat")
+        << pid << " (" << comm << ") S 1 " << pid << " " << pid
+        << " 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 4 0 " << ticks
+        << " 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+  };
+  write_stat(2105, "nv-fabricmanage", 120 * hz);
+  write_stat(2106, "nv-fabricmanage", 300 * hz);
+  write_stat(7, "bash", 1 * hz);
+  const TimePoint boot = Clock::from_time_t(1764493000);
+  auto t = process_start_time(host::HostFs(root.string()), "nv-fabricmanage", boot);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(Clock::to_time_t(*t), 1764493120);
+  EXPECT_FALSE(process_start_time(host::HostFs(root.string()), "dcgm", boot));
+  std::filesystem::remove_all(root);
+}
+
 TEST(FabricManager, ClosedPortDoesNotAnswer) {
   EXPECT_FALSE(tcp_port_answers(1, std::chrono::milliseconds(200)));
 }
