@@ -54,4 +54,69 @@ std::vector<std::string> find_nvidia_devices(const HostFs& fs) {
 
 bool nvidia_gpu_present(const HostFs& fs) { return !find_nvidia_gpus(fs).empty(); }
 
+namespace {
+
+uint32_t le32(std::string_view b, size_t at) {
+  auto u = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(b[at + i])); };
+  return u(0) | (u(1) << 8) | (u(2) << 16) | (u(3) << 24);
+}
+
+}  // namespace
+
+std::optional<uint16_t> acs_control(std::string_view config) {
+  constexpr uint16_t kAcsCapabilityId = 0x000d;
+  size_t at = 0x100;
+  // At most 4096 / 4 headers: a list that loops is cut, not followed forever.
+  for (int hops = 0; hops < 1024 && at + 4 <= config.size(); ++hops) {
+    uint32_t header = le32(config, at);
+    if (header == 0 || header == 0xffffffffU) return std::nullopt;
+    if ((header & 0xffffU) == kAcsCapabilityId) {
+      if (at + 8 > config.size()) return std::nullopt;
+      return static_cast<uint16_t>(le32(config, at + 4) >> 16);
+    }
+    size_t next = (header >> 20) & 0xffcU;
+    if (next < 0x100 || next <= at) return std::nullopt;  // the list only goes forward
+    at = next;
+  }
+  return std::nullopt;
+}
+
+AcsScan scan_acs_source_validation(const HostFs& fs) {
+  AcsScan scan;
+  auto bridges = find_pci_devices(
+      fs, [](std::string_view, std::string_view cls) { return lower(cls).starts_with("0x0604"); });
+  for (const std::string& dev : bridges) {
+    ++scan.bridges;
+    auto config = fs.read("/sys/bus/pci/devices/" + dev + "/config", 4096);
+    if (!config) {
+      ++scan.unreadable;
+      continue;
+    }
+    if (auto control = acs_control(*config); control && (*control & kAcsSourceValidation) != 0)
+      scan.source_validation.push_back(dev);
+  }
+  return scan;
+}
+
+std::string virtualization(const HostFs& fs) {
+  auto cpuinfo = fs.read("/proc/cpuinfo", 4 << 20);
+  if (!cpuinfo) return "";
+  bool hypervisor = false;
+  for (std::string_view line : split_lines(*cpuinfo)) {
+    if (!line.starts_with("flags")) continue;
+    for (std::string_view f : split_fields(line))
+      if (f == "hypervisor") hypervisor = true;
+    break;  // every CPU has the same flags
+  }
+  if (!hypervisor) return "none";
+  std::string dmi = lower(fs.read_line("/sys/class/dmi/id/sys_vendor").value_or("")) + " " +
+                    lower(fs.read_line("/sys/class/dmi/id/product_name").value_or(""));
+  static constexpr std::pair<std::string_view, std::string_view> kKnown[] = {
+      {"kvm", "kvm"}, {"qemu", "qemu"},         {"vmware", "vmware"}, {"microsoft", "microsoft"},
+      {"xen", "xen"}, {"amazon ec2", "amazon"}, {"google", "google"}, {"oracle", "oracle"}};
+  for (const auto& [needle, name] : kKnown)
+    if (dmi.find(needle) != std::string::npos) return std::string(name);
+  return "vm";
+}
+
 }  // namespace gpud::host

@@ -7,6 +7,7 @@
 
 #include "components/kernel_log_support.h"
 #include "core/pci_address.h"
+#include "host/pci.h"
 
 namespace gpud::components {
 
@@ -52,7 +53,45 @@ CheckResult PciComponent::check() {
   const TimePoint since = lookback_start(ctx(), std::chrono::seconds(0), now);
   auto h = kernel_log_history(ctx(), name(), since);
   KernelLogVerdict v = h ? evaluate_pci(h->events, h->reboots) : unreadable_history(h.error());
+  if (std::string acs = check_acs(now); !acs.empty())
+    v.reason = (v.reason.empty() ? "ok" : v.reason) + "; " + acs;
   return single_state(name(), v.health, v.reason, v.actions, {}, now);
+}
+
+std::string PciComponent::check_acs(TimePoint now) {
+  std::lock_guard lock(acs_mu_);
+  if (!acs_scanned_ || now - *acs_scanned_ >= kAcsRescanInterval || now < *acs_scanned_) {
+    acs_scanned_ = now;
+    host::HostFs fs(config().host_root);
+    virtualization_ = host::virtualization(fs);
+    // In a VM the bridges are the hypervisor's, and ACS there is what passthrough needs.
+    acs_devices_ = virtualization_ == "none"
+                       ? host::scan_acs_source_validation(fs).source_validation
+                       : std::vector<std::string>{};
+  }
+  if (acs_devices_.empty()) return "";
+  std::string list;
+  for (const auto& d : acs_devices_) list += (list.empty() ? "" : ", ") + d;
+  if (ctx().events != nullptr && !ctx().scan_mode) {
+    auto recent =
+        ctx().events->query(name(), now - kAcsEventInterval, now + std::chrono::minutes(1));
+    bool seen = recent && std::any_of(recent->begin(), recent->end(),
+                                      [](const Event& e) { return e.name == "acs_enabled"; });
+    if (recent && !seen) {
+      Event e;
+      e.component = std::string(name());
+      e.time = now;
+      e.name = "acs_enabled";
+      e.type = EventType::kWarning;
+      e.message = "host virt env is \"" + virtualization_ +
+                  "\", ACS is enabled on the following PCI devices: " + list +
+                  " (needs to be disabled)";
+      e.extra_info["devices"] = acs_devices_;
+      record(std::move(e));
+    }
+  }
+  return "ACS Source Validation enabled on " + list +
+         " (peer-to-peer traffic goes through the root complex)";
 }
 
 namespace {

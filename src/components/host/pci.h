@@ -1,7 +1,11 @@
-// PciComponent ("pci"): PCIe AER errors from the kernel log. Beyond GPUd, whose pci component
-// only reports ACS settings.
+// PciComponent ("pci"): PCIe AER errors from the kernel log (beyond GPUd), and GPUd's ACS check: on
+// bare metal, bridges whose ACS Source Validation is on (peer-to-peer traffic forced through the
+// root complex) are a Warning event `acs_enabled` at most once a day and a note in the reason.
 #pragma once
 
+#include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "components/component.h"
@@ -18,12 +22,26 @@ kmsg::ComponentRules pci_kernel_log_rules();
 KernelLogVerdict evaluate_pci(const std::vector<Event>& events,
                               const std::vector<TimePoint>& reboots);
 
+// How often the bridges' configuration spaces are read again, and how often the event is recorded.
+inline constexpr std::chrono::hours kAcsRescanInterval{1};
+inline constexpr std::chrono::hours kAcsEventInterval{24};
+
 class PciComponent : public Component {
  public:
   explicit PciComponent(const ComponentContext& ctx) : Component(ctx) {}
   std::string_view name() const override { return "pci"; }
   CheckResult check() override;
   bool can_set_healthy() const override { return true; }
+
+ private:
+  // The ACS part of the reason ("" when nothing is enabled or not on bare metal); records the
+  // event when none is in the last kAcsEventInterval.
+  std::string check_acs(TimePoint now);
+
+  std::mutex acs_mu_;
+  std::optional<TimePoint> acs_scanned_;
+  std::string virtualization_;
+  std::vector<std::string> acs_devices_;
 };
 
 }  // namespace gpud::components
