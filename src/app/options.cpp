@@ -20,6 +20,7 @@
 #include "components/registry.h"
 #include "core/reboot_rules.h"
 #include "core/time_util.h"
+#include "host/nfs_probe.h"
 #include "host/tcp_connect.h"
 
 namespace gpud::app {
@@ -129,6 +130,10 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
       ->capture_default_str();
   cmd.add_option("--mount-points", f.mount_points,
                  "Comma-separated mount points the disk component tracks besides /");
+  cmd.add_option("--nfs-checker-configs", f.nfs_checker_configs,
+                 "NFS volumes to probe, JSON '[{\"volume_path\":\"/mnt/nfs\",\"dir_name\":"
+                 "\".gpud-nfs\",\"file_contents\":\"ok\"}]': each member writes, reads back and "
+                 "removes <volume_path>/<dir_name>/<machine-id> and reads the others' files");
   cmd.add_option("--kernel-modules", f.kernel_modules,
                  "Comma-separated kernel modules that must be loaded (kernel-module component)");
   cmd.add_option("--files", f.files, "Comma-separated files that must exist (file component)");
@@ -295,6 +300,11 @@ Result<void> finalize(RunFlags& f) {
     return make_error("--sxid-thresholds: " + t.error().message);
   c.infiniband_excluded_devices = split_list(f.infiniband_exclude_devices);
   c.mount_points = split_list(f.mount_points);
+  if (!f.nfs_checker_configs.empty()) {
+    auto nfs = host::parse_nfs_checker_configs(f.nfs_checker_configs);
+    if (!nfs) return make_error("--nfs-checker-configs: " + nfs.error().message);
+    c.nfs_checkers = std::move(*nfs);
+  }
   c.kernel_modules = split_list(f.kernel_modules);
   c.files = split_list(f.files);
   c.systemd_units = split_list(f.systemd_units);

@@ -17,6 +17,7 @@ struct RunFlags {
   std::string metrics_retention = "3h";
   std::string components;  // comma list
   std::string mount_points;
+  std::string nfs_checker_configs;  // JSON, parsed into config.nfs_checkers
   std::string kernel_modules;
   std::string files;
   std::string systemd_units;

@@ -38,7 +38,14 @@ struct Config {
 
   // Components
   std::vector<std::string> components;  // allow-list; "-name" excludes; empty/"*"/"all": everything
-  std::vector<std::string> mount_points;    // disk: extra mount points to track besides "/"
+  std::vector<std::string> mount_points;  // disk: extra mount points to track besides "/"
+  // nfs: --nfs-checker-configs, the volumes the NFS probe writes to and reads back (GPUd's groups).
+  struct NfsChecker {
+    std::string volume_path;    // an NFS mount (or a directory on one), under the host root
+    std::string dir_name;       // the probe's directory in it, shared by the group's members
+    std::string file_contents;  // what each member writes and expects in the others' files
+  };
+  std::vector<NfsChecker> nfs_checkers;
   std::vector<std::string> kernel_modules;  // kernel-module: modules that must be loaded
   std::vector<std::string> files;           // file: files that must exist
   // systemd: units to watch; empty: gpud's own and, where installed, the default set.

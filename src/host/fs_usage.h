@@ -9,6 +9,7 @@
 
 #include "core/result.h"
 #include "host/host_fs.h"
+#include "host/mount_call.h"
 
 namespace gpud::host {
 
@@ -24,13 +25,10 @@ struct FsUsage {
 
 FsUsage fs_usage_from_statvfs(const struct statvfs& st);
 
-// How long a filesystem call on a mount point may take before the mount counts as not answering.
-inline constexpr std::chrono::milliseconds kMountCallDeadline{5000};
-
-// statvfs of fs.path(mount_point), on a thread of its own waited for at most `deadline`: a hung
-// mount (NFS, FUSE) leaves that thread blocked in the kernel and abandoned, never the caller. The
-// error then says "mount X did not answer within 5 s"; while that call is still blocked, a later
-// one on the same path answers the same at once instead of starting another thread.
+// statvfs of fs.path(mount_point) through run_with_mount_deadline: a hung mount (NFS, FUSE) leaves
+// that thread blocked in the kernel and abandoned, never the caller. The error then says "mount X
+// did not answer within 5 s"; while that call is still blocked, a later one on the same path
+// answers the same at once instead of starting another thread.
 [[nodiscard]] Result<FsUsage> stat_fs_usage(
     const HostFs& fs, std::string_view mount_point,
     std::chrono::milliseconds deadline = kMountCallDeadline);

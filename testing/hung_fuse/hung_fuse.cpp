@@ -1,5 +1,6 @@
-// A FUSE file system whose statfs does not answer for a given time: a hung mount (NFS server gone,
-// FUSE daemon stuck) that tests mount to show that no check waits on it.
+// A FUSE file system whose statfs, and the lookup of any name in it, do not answer for a given
+// time: a hung mount (NFS server gone, FUSE daemon stuck) that tests mount to show that no check
+// waits on it.
 //   hung_fuse MOUNT_DIR SECONDS     (runs in the foreground until unmounted or killed)
 #define FUSE_USE_VERSION 31
 #include <fuse3/fuse.h>
@@ -15,9 +16,14 @@ namespace {
 
 unsigned g_hang_seconds = 30;
 
+// The root answers at once (so the mount comes up and can be stat'ed); any name in it hangs, as an
+// NFS lookup does when the server is gone: the NFS probe's mkdir or open stops here.
 int hung_getattr(const char* path, struct stat* st, struct fuse_file_info*) {
   std::memset(st, 0, sizeof(*st));
-  if (std::strcmp(path, "/") != 0) return -ENOENT;
+  if (std::strcmp(path, "/") != 0) {
+    sleep(g_hang_seconds);
+    return -ENOENT;
+  }
   st->st_mode = S_IFDIR | 0755;
   st->st_nlink = 2;
   return 0;

@@ -4,10 +4,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 
 #include "components/kernel_log_support.h"
 #include "core/reboot_rules.h"
+#include "host/mountinfo.h"
+#include "host/nfs_probe.h"
+#include "host/os_info.h"
 
 namespace gpud::components {
 
@@ -102,7 +106,48 @@ CheckResult NfsComponent::check() {
   const TimePoint since = ctx().scan_mode ? TimePoint{} : now - std::chrono::hours(72);
   auto h = kernel_log_history(ctx(), name(), since);
   KernelLogVerdict v = h ? evaluate_nfs(h->events, h->reboots, now) : unreadable_history(h.error());
+  if (!config().nfs_checkers.empty()) {
+    NfsProbeVerdict p = probe_nfs_volumes(host::HostFs(config().host_root), config().nfs_checkers);
+    if (!p.problems.empty()) {
+      v.health = worst(v.health, Health::kDegraded);
+      v.reason += "; " + fmt::format("{}", fmt::join(p.problems, "; "));
+    } else {
+      v.reason += "; " + fmt::format("{}", fmt::join(p.passed, "; "));
+    }
+  }
   return single_state(name(), v.health, v.reason, v.actions, {}, now);
+}
+
+NfsProbeVerdict probe_nfs_volumes(const host::HostFs& fs,
+                                  const std::vector<Config::NfsChecker>& checkers) {
+  NfsProbeVerdict out;
+  auto text = fs.read("/proc/self/mountinfo");
+  host::MountTable table;
+  if (text) table = host::parse_mountinfo(*text);
+  const std::string machine_id = host::read_machine_id(fs);
+  for (const auto& c : checkers) {
+    if (text) {
+      const host::MountInfo* m = host::containing_mount(table, c.volume_path);
+      if (m == nullptr || !host::nfs_fs_type(m->fs_type)) {
+        out.problems.push_back(
+            fmt::format("NFS check of {} skipped: it is on {}, not NFS", c.volume_path,
+                        m == nullptr ? "no mount" : m->fs_type + " " + m->mount_point));
+        continue;
+      }
+    }
+    auto r = host::run_nfs_probe(fs, c, machine_id);
+    if (!r && r.error().code == ETIMEDOUT)
+      out.problems.push_back(
+          fmt::format("NFS check timed out for {} - server may be unresponsive ({})", c.volume_path,
+                      r.error().message));
+    else if (!r)
+      out.problems.push_back(
+          fmt::format("NFS check of {} failed: {}", c.volume_path, r.error().message));
+    else
+      out.passed.push_back(fmt::format("NFS check ok on {} ({} member file(s) read)", c.volume_path,
+                                       r->members.size()));
+  }
+  return out;
 }
 
 kmsg::ComponentRules nfs_kernel_log_rules() {

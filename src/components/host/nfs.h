@@ -9,6 +9,7 @@
 
 #include "components/component.h"
 #include "components/kernel_log_support.h"
+#include "host/host_fs.h"
 #include "kmsg/rules.h"
 
 namespace gpud::components {
@@ -27,6 +28,16 @@ inline constexpr std::chrono::minutes kNfsOkWithin{5};
 // responding" younger than that is Degraded.
 KernelLogVerdict evaluate_nfs(const std::vector<Event>& events,
                               const std::vector<TimePoint>& reboots, TimePoint now);
+
+// The NFS probe of each configured volume (--nfs-checker-configs): a volume whose mount (from
+// <host root>/proc/self/mountinfo) is not NFS, a probe step that fails or a mount that does not
+// answer within 5 s is a problem (Degraded); `passed` says what each good probe read.
+struct NfsProbeVerdict {
+  std::vector<std::string> problems;
+  std::vector<std::string> passed;
+};
+NfsProbeVerdict probe_nfs_volumes(const host::HostFs& fs,
+                                  const std::vector<Config::NfsChecker>& checkers);
 
 class NfsComponent : public Component {
  public:
