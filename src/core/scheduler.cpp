@@ -195,6 +195,7 @@ void Scheduler::worker_loop() {
     } else {
       unpublish_health(name);
       last_[name] = std::move(r);
+      ++generation_;
     }
     running_[name] = false;
     auto interval = next->interval();
@@ -237,6 +238,7 @@ void Scheduler::store_result(const Component& c, CheckResult r) {
     } else {
       unpublish_health(c.name());
       last_[std::string(c.name())] = std::move(r);
+      ++generation_;
     }
   }
   if (transition) log_transition(c.name(), *transition);
@@ -246,6 +248,7 @@ std::optional<HealthTransition> Scheduler::cache_locked(const std::string& name,
   auto it = last_.find(name);
   auto transition = health_transition(name, it == last_.end() ? nullptr : &it->second, r);
   last_[name] = std::move(r);
+  ++generation_;
   return transition;
 }
 
@@ -319,6 +322,7 @@ Result<void> Scheduler::deregister(std::string_view name) {
     if (auto r = registry_.retire(name); !r) return r;
     next_due_.erase(std::string(name));
     last_.erase(std::string(name));
+    ++generation_;
     unpublish_health(name);
     if (metrics_ != nullptr)
       metrics_->remove("", kLastSuccessMetric, {{"component", std::string(name)}});

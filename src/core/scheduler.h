@@ -3,6 +3,7 @@
 // actions (gpud_component_suggested_action) as gauges.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -60,6 +61,9 @@ class Scheduler {
 
   // The cached states; one Initializing "no data yet" state before the first check finished.
   std::vector<HealthState> last_states(const Component& c) const;
+  // Changes whenever a cached result does (stored, replaced or dropped): an answer built from
+  // last_states() stays the same while this does, so the API can serve it again.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   // Runs the check now on the caller's thread (after a scheduled check of the same component
   // finishes) and caches the result.
   CheckResult run_now(Component& c);
@@ -93,6 +97,7 @@ class Scheduler {
   std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> next_due_;
   std::map<std::string, bool, std::less<>> running_;
   std::map<std::string, CheckResult, std::less<>> last_;
+  std::atomic<uint64_t> generation_{0};           // bumped with every change of last_ (mu_ held)
   std::set<std::string, std::less<>> published_;  // components with gpud_component_health series
   // Components with gpud_component_suggested_action series, and their actions.
   std::map<std::string, std::set<std::string>, std::less<>> actions_;

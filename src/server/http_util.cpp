@@ -159,9 +159,13 @@ nlohmann::json error_body(int code, std::string_view message) {
   return {{"code", code}, {"message", std::string(message)}};
 }
 
+bool json_indent_requested(const httplib::Request& req) {
+  return lower(trim(req.get_header_value("json-indent"))) == "true";
+}
+
 void write_json(const httplib::Request& req, httplib::Response& res, int status,
                 const nlohmann::json& body) {
-  bool indent = lower(trim(req.get_header_value("json-indent"))) == "true";
+  bool indent = json_indent_requested(req);
   res.status = status;
   // Plain "application/json" (no charset) is what httplib recognises as compressible.
   res.set_content(body.dump(indent ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace),

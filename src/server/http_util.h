@@ -84,6 +84,8 @@ std::optional<std::string> content_type_error(std::string_view content_type);
 
 nlohmann::json error_body(int code, std::string_view message);
 
+// The client asked for indented JSON (GPUd's "json-indent: true" header).
+bool json_indent_requested(const httplib::Request& req);
 // Writes body as application/json, indented when the request has "json-indent: true".
 void write_json(const httplib::Request& req, httplib::Response& res, int status,
                 const nlohmann::json& body);

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -204,9 +206,33 @@ void register_v1_routes(httplib::Server& http, const ServerDeps& deps) {
                         {{"components", names}, {"exit", healthy ? 0 : 1}, {"success", healthy}});
            }));
 
-  http.Get("/v1/states", negotiated([d](const httplib::Request& req, httplib::Response& res) {
+  // The last /v1/states answer, served again while the same components are asked for and no
+  // cached state changed (Scheduler::generation): polling clients cost a copy, not a rebuild.
+  struct StatesAnswer {
+    std::mutex mu;
+    std::optional<uint64_t> generation;
+    std::string components;  // the selected components' names, comma-terminated
+    std::string body;
+  };
+  auto last_answer = std::make_shared<StatesAnswer>();
+  http.Get("/v1/states",
+           negotiated([d, last_answer](const httplib::Request& req, httplib::Response& res) {
              auto comps = select_components(*d->registry, req.get_param_value("components"));
              if (!comps) return fail(req, res, comps.error());
+             const bool indent = json_indent_requested(req);
+             std::string names;
+             for (Component* c : *comps) names.append(c->name()).push_back(',');
+             // Read before the states: a change that lands while the answer is built leaves it
+             // tagged with the older generation, so the next request builds afresh.
+             const uint64_t generation = d->scheduler->generation();
+             if (!indent) {
+               std::lock_guard lock(last_answer->mu);
+               if (last_answer->generation == generation && last_answer->components == names) {
+                 res.status = 200;
+                 res.set_content(last_answer->body, "application/json");
+                 return;
+               }
+             }
              nlohmann::json out = nlohmann::json::array();
              // interval_seconds (gpud's): how often the states are renewed, so that a client can
              // tell a stale state (older than two intervals) from a live one.
@@ -215,6 +241,12 @@ void register_v1_routes(httplib::Server& http, const ServerDeps& deps) {
                               {"interval_seconds", c->interval().count()},
                               {"states", to_json(d->scheduler->last_states(*c))}});
              write_json(req, res, 200, out);
+             if (!indent) {
+               std::lock_guard lock(last_answer->mu);
+               last_answer->generation = generation;
+               last_answer->components = std::move(names);
+               last_answer->body = res.body;
+             }
            }));
 
   http.Get("/v1/gpus", negotiated([d](const httplib::Request& req, httplib::Response& res) {

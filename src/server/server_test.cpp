@@ -101,8 +101,10 @@ class FakeComponent : public Component {
     std::optional<SuggestedActions> actions;
     if (spec_.health != Health::kHealthy)
       actions = SuggestedActions{"look at it", {RepairAction::kHardwareInspection}};
-    return single_state(spec_.name, spec_.health, spec_.name + " is fine", actions,
-                        {{"data", "{\"x\":1}"}});
+    const int v = variant.load();
+    return single_state(spec_.name, spec_.health,
+                        spec_.name + " is fine" + (v > 0 ? " (" + std::to_string(v) + ")" : ""),
+                        actions, {{"data", "{\"x\":1}"}});
   }
   bool can_set_healthy() const override { return spec_.settable; }
   Result<void> set_healthy() override {
@@ -112,6 +114,7 @@ class FakeComponent : public Component {
 
   std::atomic<int> checks{0};
   std::atomic<int> set_healthy_calls{0};
+  std::atomic<int> variant{0};  // > 0: the reason says which, so a new result reads differently
 
  private:
   FakeSpec spec_;
@@ -316,6 +319,32 @@ TEST_F(ServerTest, StatesServeTheCacheOfSupportedComponentsWithoutChecking) {
   EXPECT_TRUE(disk.contains("time"));
   EXPECT_EQ(disk["suggested_actions"]["repair_actions"], json{"HARDWARE_INSPECTION"});
   EXPECT_EQ(disk["extra_info"]["data"], "{\"x\":1}");
+}
+
+// A polling client is served the answer built for the previous request while no cached state
+// changed; a new result, another selection or an indented answer is built afresh.
+TEST_F(ServerTest, StatesAreServedAgainUntilACachedStateChanges) {
+  auto cli = client();
+  auto first = cli.Get("/v1/states");
+  auto again = cli.Get("/v1/states");
+  ASSERT_TRUE(first && again);
+  EXPECT_EQ(first->body, again->body);
+  EXPECT_EQ(again->get_header_value("Content-Type"), "application/json");
+  auto some = cli.Get("/v1/states?components=cpu");
+  ASSERT_TRUE(some);
+  EXPECT_EQ(names_of(json::parse(some->body), "component"), std::vector<std::string>{"cpu"});
+  cpu_->variant = 1;
+  scheduler_.run_now(*cpu_);
+  auto changed = cli.Get("/v1/states");
+  ASSERT_TRUE(changed);
+  EXPECT_NE(changed->body.find("cpu is fine (1)"), std::string::npos) << changed->body;
+  auto indented = cli.Get("/v1/states", {{"json-indent", "true"}});
+  ASSERT_TRUE(indented);
+  EXPECT_NE(indented->body.find("\n  "), std::string::npos);
+  EXPECT_EQ(json::parse(indented->body), json::parse(changed->body));
+  auto plain = cli.Get("/v1/states");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->body, changed->body) << "the indented answer is not what plain clients get";
 }
 
 TEST_F(ServerTest, TriggerCheckRunsTheCheckNowAndAnswersItsFreshStates) {
