@@ -21,7 +21,10 @@ struct Fixture {
   }
   std::vector<Event> acs_events() {
     std::vector<Event> out;
-    for (auto& e : events.query("pci", TimePoint{}, Clock::now() + std::chrono::hours(48)).value())
+    auto all = events.query("pci", TimePoint{}, Clock::now() + std::chrono::hours(48));
+    EXPECT_TRUE(all) << all.error().message;
+    if (!all) return out;
+    for (auto& e : *all)
       if (e.name == "acs_enabled") out.push_back(e);
     return out;
   }
