@@ -66,10 +66,15 @@ std::vector<std::string> fm_args(const std::string& log_file, const std::string&
 TEST(FabricManagerE2E, LogLinesBecomeEventsAndATrainingFabricIsInitializing) {
   TempDirGuard dir{make_temp_dir()};
   const std::string log = dir.path + "/fabricmanager.log";
-  // GPU 6 of this scenario is "In Progress", GPU 7 has a degraded fabric. The grace is longer
-  // than this machine has been up, so GPU 6 is still training; GPU 7 is Unhealthy regardless.
+  // GPU 6 of this scenario is "In Progress", GPU 7 has a degraded fabric. The grace is an hour
+  // longer than this machine has been up, so GPU 6 is still training; GPU 7 is Unhealthy
+  // regardless.
+  double uptime = 0;
+  std::ifstream("/proc/uptime") >> uptime;
+  ASSERT_GT(uptime, 0);
+  const std::string grace = std::to_string(static_cast<long>(uptime) + 3600) + "s";
   DaemonProcess d(
-      dir.path + "/data", fm_args(log, "1000000h"), true,
+      dir.path + "/data", fm_args(log, grace), true,
       {"FAKE_NVML_SCENARIO=" + source("testing/fixtures/nvml/h100x8-fabric-degraded.json")});
   ASSERT_TRUE(d.ready()) << d.log();
   nlohmann::json s;
@@ -110,7 +115,7 @@ TEST(FabricManagerE2E, LogLinesBecomeEventsAndATrainingFabricIsInitializing) {
   // A restart re-reads the file's backlog and stores nothing twice.
   ASSERT_EQ(d.stop(), 0);
   DaemonProcess again(
-      dir.path + "/data", fm_args(log, "1000000h"), true,
+      dir.path + "/data", fm_args(log, grace), true,
       {"FAKE_NVML_SCENARIO=" + source("testing/fixtures/nvml/h100x8-fabric-degraded.json")});
   ASSERT_TRUE(again.ready()) << again.log();
   ASSERT_TRUE(eventually([&] { return !fm_state(again).empty(); }, 20s));

@@ -55,23 +55,22 @@ std::optional<TimePoint> parse_fabric_manager_time(std::string_view line) {
 }
 
 std::optional<FabricManagerLogMatch> match_fabric_manager_line(std::string_view line) {
-  // The reference's matchers: ".+detected NVSwitch fatal error (\d+)", ".+detected NVSwitch
-  // non-fatal error (\d+)", ".+failed to find the GPU handle \d+ in the multicast team .*",
-  // ".*detected number of NVSwitches don't match with any supported system topology.*" and
-  // ".*NV_WARN_NOTHING_TO_DO.*"; the first two need a number, the third text after "team ".
+  // The reference's matchers: "detected NVSwitch fatal error (\d+)", "detected NVSwitch
+  // non-fatal error (\d+)", "failed to find the GPU handle \d+ in the multicast team .*",
+  // "detected number of NVSwitches don't match with any supported system topology" and
+  // "NV_WARN_NOTHING_TO_DO"; the first two need a number, the third text after "team ". GPUd's
+  // patterns also want some text before the first three ("[date] [LEVEL] [tid N] " in the file);
+  // a journal message may start with them, so they match at the start too.
   FabricManagerLogMatch m;
   std::string_view msg = strip_prefix(line);
-  if (auto n = number_after(line, "detected NVSwitch fatal error ");
-      n && line.find("detected NVSwitch fatal error ") > 0) {
+  if (auto n = number_after(line, "detected NVSwitch fatal error ")) {
     m.name = kFmFatalError;
     m.nvswitch_error = n;
-  } else if (auto k = number_after(line, "detected NVSwitch non-fatal error ");
-             k && line.find("detected NVSwitch non-fatal error ") > 0) {
+  } else if (auto k = number_after(line, "detected NVSwitch non-fatal error ")) {
     m.name = kFmNonFatalError;
     m.nvswitch_error = k;
   } else if (size_t at = line.find("failed to find the GPU handle ");
-             at != std::string_view::npos && at > 0 &&
-             number_after(line, "failed to find the GPU handle ") &&
+             at != std::string_view::npos && number_after(line, "failed to find the GPU handle ") &&
              line.find(" in the multicast team ", at) != std::string_view::npos) {
     m.name = kFmNvlinkFailure;
   } else if (line.find("detected number of NVSwitches don't match with any supported system "
