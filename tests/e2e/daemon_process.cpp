@@ -224,4 +224,14 @@ nlohmann::json parse_json(const std::string& body) {
   return nlohmann::json::parse(body, nullptr, false);
 }
 
+nlohmann::json component_state(const DaemonProcess& d, const std::string& component) {
+  auto r = d.get("/v1/states?components=" + component);
+  if (!r || r->status != 200) return nlohmann::json::object();
+  auto body = parse_json(r->body);
+  if (!body.is_array() || body.empty() || !body[0].is_object()) return nlohmann::json::object();
+  auto states = body[0].value("states", nlohmann::json::array());
+  return states.is_array() && !states.empty() && states[0].is_object() ? states[0]
+                                                                       : nlohmann::json::object();
+}
+
 }  // namespace gpud::e2e

@@ -6,8 +6,10 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace gpud::e2e {
@@ -63,5 +65,20 @@ class DaemonProcess {
 };
 
 nlohmann::json parse_json(const std::string& body);
+
+// The first state of `component` in /v1/states now; an empty object when the request fails or the
+// component has none.
+nlohmann::json component_state(const DaemonProcess& d, const std::string& component);
+
+// Asks `pred` every 100 ms until it holds or `limit` has passed; its last answer.
+template <typename Pred>
+bool eventually(Pred&& pred, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return pred();
+}
 
 }  // namespace gpud::e2e

@@ -24,30 +24,12 @@ constexpr const char* kFm = "accelerator-nvidia-fabric-manager";
 
 std::string source(const std::string& sub) { return std::string(GPUD_SOURCE_DIR) + "/" + sub; }
 
-nlohmann::json fm_state(const DaemonProcess& d) {
-  auto r = d.get(std::string("/v1/states?components=") + kFm);
-  if (!r || r->status != 200) return {};
-  auto body = parse_json(r->body);
-  if (!body.is_array() || body.empty() || body[0]["states"].empty()) return {};
-  return body[0]["states"][0];
-}
-
 std::vector<nlohmann::json> fm_events(const DaemonProcess& d) {
   auto r = d.get(std::string("/v1/events?startTime=0&components=") + kFm);
   if (!r || r->status != 200) return {};
   auto body = parse_json(r->body);
   if (!body.is_array() || body.empty()) return {};
   return body[0]["events"].get<std::vector<nlohmann::json>>();
-}
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::seconds timeout) {
-  auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(200ms);
-  }
-  return pred();
 }
 
 std::vector<std::string> fm_args(const std::string& log_file, const std::string& grace) {
@@ -80,7 +62,7 @@ TEST(FabricManagerE2E, LogLinesBecomeEventsAndATrainingFabricIsInitializing) {
   nlohmann::json s;
   ASSERT_TRUE(eventually(
       [&] {
-        s = fm_state(d);
+        s = component_state(d, kFm);
         return s.value("reason", "").find("fabric still training") != std::string::npos;
       },
       20s))
@@ -118,7 +100,7 @@ TEST(FabricManagerE2E, LogLinesBecomeEventsAndATrainingFabricIsInitializing) {
       dir.path + "/data", fm_args(log, grace), true,
       {"FAKE_NVML_SCENARIO=" + source("testing/fixtures/nvml/h100x8-fabric-degraded.json")});
   ASSERT_TRUE(again.ready()) << again.log();
-  ASSERT_TRUE(eventually([&] { return !fm_state(again).empty(); }, 20s));
+  ASSERT_TRUE(eventually([&] { return !component_state(again, kFm).empty(); }, 20s));
   std::this_thread::sleep_for(2s);
   EXPECT_EQ(fm_events(again).size(), events.size());
 }
@@ -159,7 +141,7 @@ TEST(FabricManagerE2E, NothingToDoInTheLogExcusesAStoppedFabricManager) {
   nlohmann::json s;
   ASSERT_TRUE(eventually(
       [&] {
-        s = fm_state(d);
+        s = component_state(d, kFm);
         return s.value("reason", "").find("fabric manager found but not active") !=
                std::string::npos;
       },
@@ -177,7 +159,7 @@ TEST(FabricManagerE2E, NothingToDoInTheLogExcusesAStoppedFabricManager) {
       << "driver failed with error:NV_WARN_NOTHING_TO_DO\n";
   ASSERT_TRUE(eventually(
       [&] {
-        s = fm_state(d);
+        s = component_state(d, kFm);
         return s.value("health", "") == "Healthy";
       },
       20s))

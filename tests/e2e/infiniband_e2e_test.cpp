@@ -29,14 +29,6 @@ void point_class_at(const std::string& dir, const std::string& target) {
   std::filesystem::rename(tmp, dir + "/class");
 }
 
-nlohmann::json ib_state(const DaemonProcess& d) {
-  auto r = d.get(std::string("/v1/states?components=") + kIb);
-  if (!r || r->status != 200) return {};
-  auto body = parse_json(r->body);
-  if (!body.is_array() || body.empty() || body[0]["states"].empty()) return {};
-  return body[0]["states"][0];
-}
-
 // The component's port-change events (ib_port_down / ib_port_up), oldest first.
 std::vector<std::string> port_changes(const DaemonProcess& d) {
   std::vector<std::string> out;
@@ -49,16 +41,6 @@ std::vector<std::string> port_changes(const DaemonProcess& d) {
     if (name == "ib_port_down" || name == "ib_port_up") out.insert(out.begin(), name);
   }
   return out;
-}
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::seconds timeout) {
-  auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(200ms);
-  }
-  return pred();
 }
 
 bool reason_has(const nlohmann::json& s, const std::string& part) {
@@ -94,17 +76,17 @@ TEST(InfinibandE2E, PortDropIsUnhealthyUntilSetHealthy) {
   point_class_at(dir.path, fixture("h100-ndr-healthy/sys/class/infiniband"));
   DaemonProcess d(dir.path + "/data", daemon_args(dir.path));
   ASSERT_TRUE(d.ready()) << d.log();
-  ASSERT_TRUE(
-      eventually([&] { return reason_has(ib_state(d), "8 of 8 InfiniBand port(s) active"); }, 20s))
-      << ib_state(d).dump();
+  ASSERT_TRUE(eventually(
+      [&] { return reason_has(component_state(d, kIb), "8 of 8 InfiniBand port(s) active"); }, 20s))
+      << component_state(d, kIb).dump();
 
   point_class_at(dir.path, fixture("h100-ndr-port-down/sys/class/infiniband"));
   ASSERT_TRUE(eventually([&] { return port_changes(d).size() == 1; }, 20s)) << d.log();
-  EXPECT_EQ(ib_state(d).value("health", ""), "Healthy") << "down, but not for 3 s yet";
+  EXPECT_EQ(component_state(d, kIb).value("health", ""), "Healthy") << "down, but not for 3 s yet";
   nlohmann::json s;
   ASSERT_TRUE(eventually(
       [&] {
-        s = ib_state(d);
+        s = component_state(d, kIb);
         return s.value("health", "") == "Unhealthy";
       },
       20s))
@@ -126,11 +108,13 @@ TEST(InfinibandE2E, PortDropIsUnhealthyUntilSetHealthy) {
   auto r = d.post(std::string("/v1/health-states/set-healthy?components=") + kIb);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
-  ASSERT_TRUE(eventually([&] { return ib_state(d).value("health", "") == "Healthy"; }, 20s))
-      << ib_state(d).dump();
+  ASSERT_TRUE(
+      eventually([&] { return component_state(d, kIb).value("health", "") == "Healthy"; }, 20s))
+      << component_state(d, kIb).dump();
   // The port is still down, but it has no "was up" any more: no new drop after the window.
   std::this_thread::sleep_for(4s);
-  EXPECT_EQ(ib_state(d).value("health", ""), "Healthy") << ib_state(d).dump();
+  EXPECT_EQ(component_state(d, kIb).value("health", ""), "Healthy")
+      << component_state(d, kIb).dump();
   EXPECT_TRUE(port_changes(d).empty());
 }
 
@@ -143,20 +127,22 @@ TEST(InfinibandE2E, FlappingPortIsStickyAcrossARestartUntilSetHealthy) {
   {
     DaemonProcess d(dir.path + "/data", args);
     ASSERT_TRUE(d.ready()) << d.log();
-    ASSERT_TRUE(eventually([&] { return ib_state(d).value("health", "") == "Healthy"; }, 20s));
+    ASSERT_TRUE(
+        eventually([&] { return component_state(d, kIb).value("health", "") == "Healthy"; }, 20s));
     for (size_t n = 1; n <= 6; ++n) {
       point_class_at(dir.path, fixture("h100-ndr-flap/0" + std::to_string(n) + "/infiniband"));
       ASSERT_TRUE(eventually([&] { return port_changes(d).size() == n; }, 20s))
           << "snapshot " << n << ": " << d.log();
       if (n < 6) {
-        EXPECT_NE(ib_state(d).value("health", ""), "Unhealthy") << n << ": " << ib_state(d).dump();
+        EXPECT_NE(component_state(d, kIb).value("health", ""), "Unhealthy")
+            << n << ": " << component_state(d, kIb).dump();
       }
     }
     EXPECT_EQ(port_changes(d), expected);
     nlohmann::json s;
     ASSERT_TRUE(eventually(
         [&] {
-          s = ib_state(d);
+          s = component_state(d, kIb);
           return s.value("health", "") == "Unhealthy";
         },
         20s))
@@ -170,14 +156,15 @@ TEST(InfinibandE2E, FlappingPortIsStickyAcrossARestartUntilSetHealthy) {
   // The history is in the store: a restarted daemon still reports the flap.
   DaemonProcess d(dir.path + "/data", args);
   ASSERT_TRUE(d.ready()) << d.log();
-  ASSERT_TRUE(
-      eventually([&] { return reason_has(ib_state(d), "flapping between ACTIVE<>DOWN"); }, 20s))
-      << ib_state(d).dump();
+  ASSERT_TRUE(eventually(
+      [&] { return reason_has(component_state(d, kIb), "flapping between ACTIVE<>DOWN"); }, 20s))
+      << component_state(d, kIb).dump();
   auto r = d.post(std::string("/v1/health-states/set-healthy?components=") + kIb);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
-  ASSERT_TRUE(eventually([&] { return ib_state(d).value("health", "") == "Healthy"; }, 20s))
-      << ib_state(d).dump();
+  ASSERT_TRUE(
+      eventually([&] { return component_state(d, kIb).value("health", "") == "Healthy"; }, 20s))
+      << component_state(d, kIb).dump();
 }
 
 std::vector<std::string> scan_args(const std::string& tree) {

@@ -48,22 +48,13 @@ nlohmann::json find_event(const DaemonProcess& d, const std::string& pci) {
   return nullptr;
 }
 
-nlohmann::json xid_state(const DaemonProcess& d) {
-  auto res = d.get(std::string("/v1/states?components=") + kXid);
-  if (!res || res->status != 200) return nullptr;
-  auto doc = parse_json(res->body);
-  if (!doc.is_array() || doc.empty()) return nullptr;
-  auto states = doc[0].value("states", nlohmann::json::array());
-  return states.empty() ? nullptr : states[0];
-}
-
 // Waits until the Xid event with `pci` is in /v1/events and the state is Unhealthy with
 // REBOOT_SYSTEM; returns how long that took, or a negative duration.
 Ms wait_for_xid(const DaemonProcess& d, const std::string& pci, Ms limit, nlohmann::json* event) {
   auto start = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - start < limit) {
     nlohmann::json e = find_event(d, pci);
-    nlohmann::json s = xid_state(d);
+    nlohmann::json s = component_state(d, kXid);
     if (!e.is_null() && !s.is_null() && s.value("health", "") == "Unhealthy" &&
         s.contains("suggested_actions") &&
         s["suggested_actions"]
@@ -127,13 +118,13 @@ TEST(KmsgE2E, XidInRealKmsgMakesXidUnhealthyWithinTwoSeconds) {
     ASSERT_TRUE(cleared);
     EXPECT_EQ(cleared->status, 200) << cleared->body;
     auto healthy = [&] {
-      const nlohmann::json s = xid_state(d);
+      const nlohmann::json s = component_state(d, kXid);
       return s.is_object() && s.value("health", "") == "Healthy";
     };
     const auto start = std::chrono::steady_clock::now();
     while (!healthy() && std::chrono::steady_clock::now() - start < Ms(3000))
       std::this_thread::sleep_for(Ms(50));
-    EXPECT_TRUE(healthy()) << xid_state(d).dump();
+    EXPECT_TRUE(healthy()) << component_state(d, kXid).dump();
   }
   std::filesystem::remove_all(dir);
 }
@@ -217,10 +208,11 @@ TEST(KmsgE2E, PostInjectFaultFlowsThroughTheDaemon) {
   // An injected fault says so, in its event and in the component's reason ...
   EXPECT_EQ(event["extra_info"].value("injected", false), true) << event.dump();
   auto state_field = [&](const char* key) {
-    const nlohmann::json s = xid_state(d);
+    const nlohmann::json s = component_state(d, kXid);
     return s.is_object() ? s.value(key, "") : std::string();
   };
-  EXPECT_NE(state_field("reason").find("(injected)"), std::string::npos) << xid_state(d).dump();
+  EXPECT_NE(state_field("reason").find("(injected)"), std::string::npos)
+      << component_state(d, kXid).dump();
   // ... and set-healthy clears it as any other.
   auto cleared = d.post(std::string("/v1/health-states/set-healthy?components=") + kXid);
   ASSERT_TRUE(cleared);
@@ -228,7 +220,7 @@ TEST(KmsgE2E, PostInjectFaultFlowsThroughTheDaemon) {
   auto start = std::chrono::steady_clock::now();
   while (state_field("health") != "Healthy" && std::chrono::steady_clock::now() - start < Ms(3000))
     std::this_thread::sleep_for(Ms(50));
-  EXPECT_EQ(state_field("health"), "Healthy") << xid_state(d).dump();
+  EXPECT_EQ(state_field("health"), "Healthy") << component_state(d, kXid).dump();
   d.stop();
   std::filesystem::remove_all(dir);
 }
@@ -258,7 +250,7 @@ TEST(KmsgE2E, AnXidOnAnotherGpuDoesNotHideTheFirstAndTheTurnIsLoggedOnce) {
   nlohmann::json s;
   const auto start = std::chrono::steady_clock::now();
   do {
-    s = xid_state(d);
+    s = component_state(d, kXid);
     if (s.is_object() && s.value("reason", "").find(other) != std::string::npos) break;
     std::this_thread::sleep_for(Ms(50));
   } while (std::chrono::steady_clock::now() - start < Ms(3000));

@@ -16,14 +16,6 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-nlohmann::json nfs_state(const DaemonProcess& d) {
-  auto r = d.get("/v1/states?components=nfs");
-  if (!r || r->status != 200) return {};
-  auto body = parse_json(r->body);
-  if (!body.is_array() || body.empty() || body[0]["states"].empty()) return {};
-  return body[0]["states"][0];
-}
-
 // Runs the check now and waits for a state whose reason has `part`.
 nlohmann::json check_until(const DaemonProcess& d, const std::string& part,
                            std::chrono::seconds timeout) {
@@ -31,7 +23,7 @@ nlohmann::json check_until(const DaemonProcess& d, const std::string& part,
   nlohmann::json s;
   while (std::chrono::steady_clock::now() < end) {
     (void)d.get("/v1/components/trigger-check?componentName=nfs");
-    s = nfs_state(d);
+    s = component_state(d, "nfs");
     if (s.value("reason", "").find(part) != std::string::npos) return s;
     std::this_thread::sleep_for(200ms);
   }

@@ -99,14 +99,6 @@ nlohmann::json get_json(const DaemonProcess& d, const std::string& path) {
   return parse_json(res->body);
 }
 
-// The first state of one component in /v1/states, or null.
-nlohmann::json state_of(const DaemonProcess& d, const std::string& component) {
-  auto doc = get_json(d, "/v1/states?components=" + component);
-  if (!doc.is_array() || doc.empty()) return nullptr;
-  auto states = doc[0].value("states", nlohmann::json::array());
-  return states.empty() ? nullptr : states[0];
-}
-
 // How many Xid events /v1/events lists per bus id.
 std::map<std::string, int> xid_events_by_bus(const DaemonProcess& d) {
   std::map<std::string, int> out;
@@ -130,18 +122,9 @@ std::optional<double> metric(const DaemonProcess& d, const std::string& series) 
   return std::nullopt;
 }
 
-// Polls `f` every 100 ms until it returns true or `limit` passes. The limits below are several
-// times what the daemon needs (the gpud component is checked every 10 s, waiting events retried
-// every 5 s), so that a loaded machine or a sanitizer build does not fail them.
-template <typename F>
-bool eventually(F&& f, std::chrono::milliseconds limit) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return f();
-}
+// The `eventually` limits below are several times what the daemon needs (the gpud component is
+// checked every 10 s, waiting events retried every 5 s), so that a loaded machine or a sanitizer
+// build does not fail them.
 
 // The pci_bus_id of every Xid row of a stopped daemon's database, in the order stored (by id).
 std::vector<std::string> stored_xid_buses(const std::string& db_path) {
@@ -204,7 +187,7 @@ TEST(StoreE2E, FullDiskKeepsXidEventsAndStoresEachOnceInOrderWhenSpaceReturns) {
     nlohmann::json xid;
     EXPECT_TRUE(eventually(
         [&] {
-          xid = state_of(d, kXid);
+          xid = component_state(d, kXid);
           return xid.is_object() && xid.value("health", "") == "Unhealthy";
         },
         5s))
@@ -218,7 +201,7 @@ TEST(StoreE2E, FullDiskKeepsXidEventsAndStoresEachOnceInOrderWhenSpaceReturns) {
     nlohmann::json self;
     EXPECT_TRUE(eventually(
         [&] {
-          self = state_of(d, "gpud");
+          self = component_state(d, "gpud");
           return self.is_object() && self.value("health", "") == "Degraded" &&
                  self.value("reason", "").find("database or disk is full") != std::string::npos;
         },
@@ -272,7 +255,7 @@ TEST(StoreE2E, DatabaseCorruptedWhileRunningIsQuarantinedAndReopened) {
     nlohmann::json self;
     EXPECT_TRUE(eventually(
         [&] {
-          self = state_of(d, "gpud");
+          self = component_state(d, "gpud");
           return self.is_object() && self.value("health", "") == "Degraded" &&
                  self.value("reason", "").find("moved to " + moved) != std::string::npos;
         },
@@ -300,7 +283,7 @@ TEST(StoreE2E, AStoreThatCannotAnswerIsUnhealthyNotHealthy) {
   nlohmann::json xid;
   ASSERT_TRUE(eventually(
       [&] {
-        xid = state_of(d, kXid);
+        xid = component_state(d, kXid);
         return xid.is_object() && xid.value("reason", "").find("XID 79") != std::string::npos;
       },
       10s))
@@ -312,7 +295,7 @@ TEST(StoreE2E, AStoreThatCannotAnswerIsUnhealthyNotHealthy) {
   kmsg.xid79(bus_id(2));  // its write finds the damage; the event waits, the store is unusable
   EXPECT_TRUE(eventually(
       [&] {
-        xid = state_of(d, kXid);
+        xid = component_state(d, kXid);
         return xid.is_object() && xid.value("health", "") == "Unhealthy" &&
                xid.value("reason", "")
                        .find(
@@ -325,7 +308,7 @@ TEST(StoreE2E, AStoreThatCannotAnswerIsUnhealthyNotHealthy) {
   fs::create_directory(data);  // room for a fresh database: the waiting event is stored there
   EXPECT_TRUE(eventually(
       [&] {
-        xid = state_of(d, kXid);
+        xid = component_state(d, kXid);
         return xid.is_object() && xid.value("health", "") == "Unhealthy" &&
                xid.value("reason", "").find("XID 79") != std::string::npos &&
                xid.value("reason", "").find("event store") == std::string::npos;
@@ -346,7 +329,7 @@ TEST(StoreE2E, QuarantineAtStartShowsInStatesAndMetricsUntilSetHealthy) {
   nlohmann::json self;
   ASSERT_TRUE(eventually(
       [&] {
-        self = state_of(d, "gpud");
+        self = component_state(d, "gpud");
         return self.is_object() && self.value("health", "") != "Initializing";
       },
       5s));
@@ -362,7 +345,7 @@ TEST(StoreE2E, QuarantineAtStartShowsInStatesAndMetricsUntilSetHealthy) {
   EXPECT_EQ(ack->status, 200) << ack->body;
   EXPECT_TRUE(eventually(
       [&] {
-        self = state_of(d, "gpud");
+        self = component_state(d, "gpud");
         return self.is_object() && self.value("health", "") == "Healthy";
       },
       5s))
