@@ -30,7 +30,8 @@ for f in "$seeds"/kernel_log_line_fuzz/*; do
   { printf '\x10\x40'; cat "$f"; } >"$seeds/saved_log_reader_fuzz/$(basename "$f")"
 done
 cp deploy/config/gpud.yaml "$seeds/config_file_fuzz/shipped.yaml"
-cp deploy/plugins/*.yaml fuzz/regressions/plugin_specs_fuzz/* "$seeds/plugin_specs_fuzz/"
+# (fuzz/regressions/<target>/ is read as a corpus of its own below.)
+cp deploy/plugins/*.yaml "$seeds/plugin_specs_fuzz/"
 i=0
 while IFS= read -r line; do
   # One flag list per line, arguments separated by spaces here and by NUL in the seed.
