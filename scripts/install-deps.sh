@@ -22,6 +22,11 @@ packages=(
   umoci jq docker.io prometheus-alertmanager
   # A hung FUSE mount (testing/hung_fuse) shows that no check waits on a mount that does not answer.
   libfuse3-dev fuse3
+  # The container-runtime components: the CRI and pod-resources clients (gRPC, our own .proto files)
+  # and the docker Engine client (libcurl over the unix socket) live in optional modules; their
+  # tests start Debian's containerd and dockerd with a busybox image made from busybox-static.
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libcurl4-openssl-dev
+  containerd busybox-static
   # `gpud scan --kernel-log-tz Europe/Berlin` reads the zone's rules from /usr/share/zoneinfo.
   tzdata
 )

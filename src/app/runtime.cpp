@@ -30,6 +30,7 @@ Result<std::unique_ptr<Runtime>> build_runtime(const Config& config, RuntimeMode
   rt->nvidia_pci_present = host::nvidia_gpu_present(host::HostFs(config.host_root));
   ctx.nvidia_pci_present = rt->nvidia_pci_present;
   ctx.nvidia = rt->nvidia.get();
+  ctx.containers = &rt->containers;
   ctx.kernel_log_scan = scan && !config.kernel_logs.empty();
   if (!scan) {
     rt->gpud_probes.db = rt->db.get();

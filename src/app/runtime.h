@@ -12,6 +12,7 @@
 #include "core/registry.h"
 #include "kmsg/dispatcher.h"
 #include "nvml/source.h"
+#include "runtimes/container_directory.h"
 #include "store/database.h"
 #include "store/event_store.h"
 
@@ -46,6 +47,7 @@ struct Runtime {
   std::unique_ptr<nvml::NvidiaSource> nvidia;  // opened
   bool nvidia_pci_present = false;             // NVIDIA GPUs in sysfs, read once at build
   components::GpudProbes gpud_probes;          // what the gpud component reads (daemon only)
+  runtimes::ContainerDirectory containers;     // what the container-runtime components listed
   Registry registry;                           // the components config.components enables
   std::unique_ptr<kmsg::KernelLogDispatcher> dispatcher;  // stores into events, for registry
 };

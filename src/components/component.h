@@ -11,6 +11,9 @@ namespace gpud {
 namespace nvml {
 class NvidiaSource;
 }
+namespace runtimes {
+class ContainerDirectory;
+}
 
 namespace components {
 
@@ -28,6 +31,9 @@ struct ComponentContext : gpud::ComponentContext {
   // What the `gpud` component watches (the daemon's store and kernel-log follower); null outside
   // the daemon, where that component is not supported.
   const GpudProbes* gpud = nullptr;
+  // What the container-runtime components last listed: they publish into it, and the GPU process
+  // and Xid attribution reads it. Null in unit tests that do not need it.
+  runtimes::ContainerDirectory* containers = nullptr;
 };
 
 class Component : public gpud::Component {

@@ -1,0 +1,51 @@
+// ContainerDirectory: what the container-runtime components (containerd, docker, kubelet) last
+// listed, so that a GPU process or an Xid's pid can be traced to its container and pod. Each source
+// replaces its own list on every check; a source whose listing failed publishes nothing new and
+// its old list stays until it lists again or is cleared (a list is kept for at most `max_age`).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpud::runtimes {
+
+struct ContainerInfo {
+  std::string id;              // the runtime's full container id (64 hex digits for containerd/docker)
+  std::string name;            // container name (Kubernetes: the pod spec's container name)
+  std::string pod_name;        // empty outside Kubernetes
+  std::string pod_namespace;   // empty outside Kubernetes
+  std::string pod_uid;         // empty where unknown
+  std::string source;          // who listed it: "containerd", "docker", "kubelet"
+};
+
+class ContainerDirectory {
+ public:
+  explicit ContainerDirectory(std::chrono::seconds max_age = std::chrono::minutes(10))
+      : max_age_(max_age) {}
+
+  // Replaces everything `source` listed before.
+  void publish(std::string_view source, std::vector<ContainerInfo> containers);
+  // Forgets what `source` listed (its daemon went away).
+  void clear(std::string_view source);
+  // The container with this id (a full id, or a unique prefix of at least 12 characters), the
+  // entry with pod details preferred where several sources list it; nullopt when none does.
+  std::optional<ContainerInfo> find(std::string_view container_id) const;
+  // Every listed container, for the API and tests.
+  std::vector<ContainerInfo> all() const;
+
+ private:
+  struct Listing {
+    std::chrono::steady_clock::time_point at;
+    std::vector<ContainerInfo> containers;
+  };
+  std::chrono::seconds max_age_;
+  mutable std::mutex mu_;
+  std::map<std::string, Listing, std::less<>> by_source_;
+};
+
+}  // namespace gpud::runtimes
