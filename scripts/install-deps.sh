@@ -7,6 +7,8 @@ packages=(
   build-essential cmake pkg-config g++ clang-14 ccache
   # `make fuzz`: libFuzzer's runtime for clang-14.
   libclang-rt-14-dev
+  # The sanitizer build links with lld (CMakeLists.txt: a fraction of GNU ld's time for its large binaries).
+  lld-14
   libcpp-httplib-dev libssl-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev
   libspdlog-dev libfmt-dev libre2-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
