@@ -137,6 +137,9 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--kernel-modules", f.kernel_modules,
                  "Comma-separated kernel modules that must be loaded (kernel-module component)");
   cmd.add_option("--files", f.files, "Comma-separated files that must exist (file component)");
+  cmd.add_option("--docker-socket", f.config.docker_socket,
+                 "The docker Engine API socket the docker component reads (not under --host-root)")
+      ->capture_default_str();
   cmd.add_option("--systemd-units", f.systemd_units,
                  "Comma-separated systemd units the systemd component watches (default: gpud "
                  "and, where installed, containerd, docker, kubelet, nvidia-persistenced, "

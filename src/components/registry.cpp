@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 
+#include "components/containers/docker.h"
 #include "components/host/cpu.h"
 #include "components/host/disk.h"
 #include "components/host/fd.h"
@@ -73,6 +74,7 @@ const std::vector<Entry>& all_components() {
       entry<PeermemComponent>("accelerator-nvidia-peermem", peermem_kernel_log_rules),
       entry<CpuComponent>("cpu", cpu_kernel_log_rules),
       entry<DiskComponent>("disk", disk_kernel_log_rules),
+      entry<DockerComponent>("docker"),
       entry<FdComponent>("fd"),
       entry<FileComponent>("file"),
       entry<FuseComponent>("fuse"),

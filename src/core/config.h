@@ -61,6 +61,11 @@ struct Config {
   std::string systemctl_command = "systemctl";
   std::string tailscale_command = "tailscale";
   std::string tailscaled_command = "tailscaled";
+  // docker: the Engine API socket (--docker-socket), and the programs whose presence on the search
+  // path means docker is installed.
+  std::string docker_socket = "/var/run/docker.sock";
+  std::string docker_command = "docker";
+  std::string dockerd_command = "dockerd";
   std::string
       nvml_lib;  // libnvidia-ml.so.1 to load; empty: $GPUD_NVML_LIBRARY_PATH, else the system's
   // NVIDIA expectations
