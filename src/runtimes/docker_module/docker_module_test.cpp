@@ -158,6 +158,9 @@ TEST(DockerModule, ExportsOnlyItsEntryPoint) {
     std::istringstream fields(line);
     std::string addr, type, name;
     fields >> addr >> type >> name;
+#if defined(GPUD_SANITIZED)
+    if (name.rfind("__", 0) == 0) continue;  // the sanitizers' own glue
+#endif
     if (!name.empty()) exported.push_back(name);
   }
   EXPECT_EQ(exported, std::vector<std::string>{"gpud_docker_client_v1"}) << out->out;

@@ -12,8 +12,11 @@ set_target_properties(gpud_docker_module PROPERTIES
 target_include_directories(gpud_docker_module PRIVATE ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(gpud_docker_module PRIVATE PkgConfig::CURL)
 # Only gpud_docker_client_v1 is exported: nothing of libstdc++ or of static archives leaks out.
-target_link_options(gpud_docker_module PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undefined)
+target_link_options(gpud_docker_module PRIVATE -Wl,--exclude-libs,ALL)
 if(NOT GPUD_SANITIZED)
+  # Every symbol resolved at link time (a sanitized module takes the sanitizers' runtime from the
+  # executable that loads it, so there it cannot be).
+  target_link_options(gpud_docker_module PRIVATE -Wl,--no-undefined)
   target_compile_options(gpud_docker_module PRIVATE -Os)
 endif()
 install(TARGETS gpud_docker_module LIBRARY DESTINATION lib/gpud COMPONENT gpud)
