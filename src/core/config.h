@@ -61,6 +61,10 @@ struct Config {
   std::string systemctl_command = "systemctl";
   std::string tailscale_command = "tailscale";
   std::string tailscaled_command = "tailscaled";
+  // containerd: the binary whose presence makes the component apply, and its CRI socket ("":
+  // <host root>/run/containerd/containerd.sock; a path given is used as it is).
+  std::string containerd_command = "containerd";
+  std::string containerd_socket;
   std::string
       nvml_lib;  // libnvidia-ml.so.1 to load; empty: $GPUD_NVML_LIBRARY_PATH, else the system's
   // NVIDIA expectations
