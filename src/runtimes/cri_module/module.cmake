@@ -39,8 +39,12 @@ set_target_properties(gpud_cri_module PROPERTIES OUTPUT_NAME gpud-cri
   CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 target_include_directories(gpud_cri_module PRIVATE ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(gpud_cri_module PRIVATE gpud_cri_proto nlohmann_json::nlohmann_json)
-target_link_options(gpud_cri_module PRIVATE -Wl,--no-undefined -Wl,--as-needed
+target_link_options(gpud_cri_module PRIVATE -Wl,--as-needed
   "-Wl,--version-script=${GPUD_CRI_DIR}/exports.map")
+if(NOT GPUD_SANITIZED)
+  # (A sanitized shared library leaves the sanitizer runtime's symbols to the executable.)
+  target_link_options(gpud_cri_module PRIVATE -Wl,--no-undefined)
+endif()
 set_target_properties(gpud_cri_module PROPERTIES LINK_DEPENDS ${GPUD_CRI_DIR}/exports.map)
 if(NOT GPUD_SANITIZED)
   target_compile_options(gpud_cri_module PRIVATE -Os)
