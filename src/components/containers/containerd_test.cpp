@@ -1,8 +1,7 @@
 #include "components/containers/containerd.h"
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
