@@ -72,8 +72,8 @@ add_dependencies(gpud_cri_tests gpud_cri_module gpud_cri_fake_server)
 # The tests that start a real containerd are labelled external (the sanitizer pass leaves them out).
 set(GPUD_CRI_EXTERNAL_TESTS "ContainerdDaemon*")
 gtest_discover_tests(gpud_cri_tests DISCOVERY_TIMEOUT 60 TEST_FILTER "-${GPUD_CRI_EXTERNAL_TESTS}"
-  PROPERTIES ENVIRONMENT "GPUD_MODULE_DIR=${CMAKE_BINARY_DIR};GPUD_SOURCE_DIR=${CMAKE_SOURCE_DIR}"
+  PROPERTIES ENVIRONMENT "GPUD_MODULE_DIR=${CMAKE_BINARY_DIR}"
   TIMEOUT 60)
 gtest_discover_tests(gpud_cri_tests DISCOVERY_TIMEOUT 60 TEST_FILTER "${GPUD_CRI_EXTERNAL_TESTS}"
-  PROPERTIES ENVIRONMENT "GPUD_MODULE_DIR=${CMAKE_BINARY_DIR};GPUD_SOURCE_DIR=${CMAKE_SOURCE_DIR}"
+  PROPERTIES ENVIRONMENT "GPUD_MODULE_DIR=${CMAKE_BINARY_DIR}"
   TIMEOUT 120 LABELS external)
