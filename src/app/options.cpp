@@ -150,6 +150,9 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--network-latency-threshold", f.network_latency_threshold,
                  "TCP connect latency above which network-latency is Degraded (Go duration)")
       ->capture_default_str();
+  cmd.add_option("--containerd-socket", f.config.containerd_socket,
+                 "containerd's CRI socket (default <host-root>/run/containerd/containerd.sock; a "
+                 "path given is used as it is)");
   cmd.add_option("--nvml-lib", f.config.nvml_lib,
                  "libnvidia-ml.so.1 to load (default: $GPUD_NVML_LIBRARY_PATH, else the system's)");
   // NVIDIA: NVLink expectation, check interval and NVML call deadline

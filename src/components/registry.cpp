@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 
+#include "components/containers/containerd.h"
 #include "components/containers/docker.h"
 #include "components/host/cpu.h"
 #include "components/host/disk.h"
@@ -72,6 +73,7 @@ const std::vector<Entry>& all_components() {
       entry<InfinibandComponent>("accelerator-nvidia-infiniband", infiniband_kernel_log_rules),
       entry<NcclComponent>("accelerator-nvidia-nccl", nccl_kernel_log_rules),
       entry<PeermemComponent>("accelerator-nvidia-peermem", peermem_kernel_log_rules),
+      entry<ContainerdComponent>("containerd"),
       entry<CpuComponent>("cpu", cpu_kernel_log_rules),
       entry<DiskComponent>("disk", disk_kernel_log_rules),
       entry<DockerComponent>("docker"),

@@ -66,6 +66,10 @@ struct Config {
   std::string docker_socket = "/var/run/docker.sock";
   std::string docker_command = "docker";
   std::string dockerd_command = "dockerd";
+  // containerd: the binary whose presence makes the component apply, and its CRI socket ("":
+  // <host root>/run/containerd/containerd.sock; a path given is used as it is).
+  std::string containerd_command = "containerd";
+  std::string containerd_socket;
   std::string
       nvml_lib;  // libnvidia-ml.so.1 to load; empty: $GPUD_NVML_LIBRARY_PATH, else the system's
   // NVIDIA expectations

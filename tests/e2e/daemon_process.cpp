@@ -146,12 +146,12 @@ DaemonProcess::DaemonProcess(std::string data_dir, std::vector<std::string> extr
   // The machine's /etc/gpud/gpud.yaml (a `gpud up` here) must not change what a test starts.
   if (std::find(extra.begin(), extra.end(), "--config") == extra.end())
     args.insert(args.end(), {"--config", ""});
-  // Nor the machine's docker (docker.io installed, its daemon not running, on CI): a test that
-  // names no components (on the command line or in a config file) runs all but docker, whose own
-  // tests start a private dockerd (src/runtimes/docker_module/).
+  // Nor the machine's docker and containerd (installed, their daemons not running, on CI): a test
+  // that names no components (on the command line or in a config file) runs all but those two,
+  // whose own tests start private daemons (src/runtimes/docker_module/, src/runtimes/cri_module/).
   if (std::find(extra.begin(), extra.end(), "--components") == extra.end() &&
       std::find(extra.begin(), extra.end(), "--config") == extra.end())
-    args.insert(args.end(), {"--components", "-docker"});
+    args.insert(args.end(), {"--components", "-docker,-containerd"});
   args.insert(args.end(), extra.begin(), extra.end());
   auto start = std::chrono::steady_clock::now();
   pid_ = ::fork();

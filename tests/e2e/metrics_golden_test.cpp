@@ -54,11 +54,11 @@ TEST(MetricsGolden, FakeH100NodeExpositionMatchesTheCheckedInFile) {
   const std::string src = GPUD_SOURCE_DIR;
   DaemonProcess d(
       dir + "/data",
-      // tailscale and docker are found through $PATH rather than the host root: left out, so that
-      // a machine with tailscaled or docker installed renders the same exposition.
+      // tailscale, containerd and docker are found through $PATH rather than the host root: left
+      // out, so that a machine with any of them installed renders the same exposition.
       {"--nvml-lib", GPUD_FAKE_NVML, "--host-root", src + "/testing/fixtures/host-os/real",
        "--nvidia-check-interval", "1s", "--metrics-sample-interval", "1s", "--components",
-       "-tailscale,-docker"},
+       "-tailscale,-containerd,-docker"},
       false,
       {"FAKE_NVML_SCENARIO=" + src + "/testing/fixtures/nvml/h100x8-healthy.json",
        "GPUD_KMSG_PATH=" + kmsg});

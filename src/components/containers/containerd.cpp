@@ -1,0 +1,393 @@
+#include "components/containers/containerd.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <glob.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/strings.h"
+#include "core/time_util.h"
+#include "host/command.h"
+#include "host/unix_socket_owner.h"
+#include "nvml/source.h"
+#include "runtimes/container_directory.h"
+
+namespace gpud::components {
+namespace {
+
+constexpr std::string_view kCriRuntimesV1 =
+    "plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia";
+constexpr std::string_view kCriRuntimesV2 =
+    "plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia";
+
+// `line` without a trailing "# comment" (a '#' inside quotes is kept).
+std::string_view strip_comment(std::string_view line) {
+  char quote = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quote != 0) {
+      if (c == '\\' && quote == '"')
+        ++i;
+      else if (c == quote)
+        quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#') {
+      return line.substr(0, i);
+    }
+  }
+  return line;
+}
+
+// A TOML key path in one spelling: no blanks, single quotes as double quotes.
+std::string normalize_key(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == ' ' || c == '\t') continue;
+    out.push_back(c == '\'' ? '"' : c);
+  }
+  return out;
+}
+
+bool is_or_below(std::string_view key, std::string_view table) {
+  return key == table || (key.size() > table.size() && key.substr(0, table.size()) == table &&
+                          key[table.size()] == '.');
+}
+
+std::vector<std::string> split_lines_copy(std::string_view text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    out.emplace_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return out;
+}
+
+std::string join_path(const std::string& dir, const std::string& p) {
+  if (!p.empty() && p.front() == '/') return p;
+  return (std::filesystem::path(dir) / p).lexically_normal().string();
+}
+
+std::string rfc3339_or_empty(std::chrono::system_clock::time_point t) {
+  return t.time_since_epoch().count() > 0 ? format_rfc3339(t) : std::string();
+}
+
+std::string human_age(std::chrono::seconds s) {
+  auto m = std::chrono::duration_cast<std::chrono::minutes>(s).count();
+  if (m >= 120) return fmt::format("{}h{}m", m / 60, m % 60);
+  if (m >= 1) return fmt::format("{}m", m);
+  return fmt::format("{}s", s.count());
+}
+
+}  // namespace
+
+std::string containerd_nvidia_runtime_form(std::string_view toml) {
+  std::string table;  // the current [table]
+  for (const std::string& raw : split_lines_copy(toml)) {
+    std::string_view line = trim(strip_comment(raw));
+    if (line.empty()) continue;
+    if (line.front() == '[') {
+      std::string_view h = line;
+      while (!h.empty() && h.front() == '[') h.remove_prefix(1);
+      while (!h.empty() && h.back() == ']') h.remove_suffix(1);
+      table = normalize_key(h);
+      if (is_or_below(table, kCriRuntimesV1) || is_or_below(table, kCriRuntimesV2))
+        return "[" + table + "]";
+      continue;
+    }
+    auto eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string key = normalize_key(line.substr(0, eq));
+    std::string value = normalize_key(line.substr(eq + 1));
+    if (key == "default_runtime_name" && value == "\"nvidia\"")
+      return "default_runtime_name = \"nvidia\"";
+    std::string full = table.empty() ? key : table + "." + key;
+    if (is_or_below(full, kCriRuntimesV1) || is_or_below(full, kCriRuntimesV2)) return full;
+  }
+  return "";
+}
+
+std::vector<std::string> containerd_config_imports(std::string_view toml) {
+  std::vector<std::string> out;
+  std::string collected;
+  bool in_imports = false;
+  for (const std::string& raw : split_lines_copy(toml)) {
+    std::string_view line = trim(strip_comment(raw));
+    if (!in_imports) {
+      if (!line.empty() && line.front() == '[') break;  // imports is a top-level key
+      auto eq = line.find('=');
+      if (eq == std::string_view::npos || normalize_key(line.substr(0, eq)) != "imports") continue;
+      in_imports = true;
+      line = trim(line.substr(eq + 1));
+    }
+    collected += std::string(line) + "\n";
+    if (line.find(']') != std::string_view::npos) break;
+  }
+  // The quoted strings of the array.
+  for (size_t i = 0; i < collected.size(); ++i) {
+    char q = collected[i];
+    if (q != '"' && q != '\'') continue;
+    size_t end = collected.find(q, i + 1);
+    if (end == std::string::npos) break;
+    out.push_back(collected.substr(i + 1, end - i - 1));
+    i = end;
+  }
+  return out;
+}
+
+Result<ContainerdNvidiaRuntime> read_containerd_nvidia_runtime(const host::HostFs& fs,
+                                                               const std::string& config_path) {
+  ContainerdNvidiaRuntime out;
+  auto main = fs.read(config_path, 4 << 20);
+  if (!main)
+    return make_error(fmt::format("cannot read {}: {}", config_path, main.error().message));
+  std::set<std::string> seen{config_path};
+  std::vector<std::pair<std::string, std::string>> queue{{config_path, std::move(*main)}};
+  for (size_t i = 0; i < queue.size() && i < 64; ++i) {
+    const auto [path, text] = queue[i];
+    out.read.push_back(path);
+    if (!out.configured) {
+      if (std::string form = containerd_nvidia_runtime_form(text); !form.empty()) {
+        out.configured = true;
+        out.found_in = fmt::format("{}: {}", path, form);
+      }
+    }
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    for (const std::string& imp : containerd_config_imports(text)) {
+      const std::string pattern = join_path(dir, imp);
+      glob_t g{};
+      std::vector<std::string> matches;
+      if (::glob(fs.path(pattern).c_str(), 0, nullptr, &g) == 0)
+        for (size_t k = 0; k < g.gl_pathc; ++k) {
+          std::string m = g.gl_pathv[k];
+          // back to the host's terms
+          std::string root = fs.path("/");
+          if (root.size() > 1 && m.rfind(root, 0) == 0) m = "/" + m.substr(root.size());
+          matches.push_back(std::filesystem::path(m).lexically_normal().string());
+        }
+      globfree(&g);
+      for (const std::string& m : matches) {
+        if (!seen.insert(m).second) continue;
+        auto t = fs.read(m, 4 << 20);
+        if (!t) {
+          out.errors.push_back(fmt::format("cannot read {}: {}", m, t.error().message));
+          continue;
+        }
+        queue.emplace_back(m, std::move(*t));
+      }
+    }
+  }
+  return out;
+}
+
+const runtimes::CriSandbox* find_nvidia_toolkit_sandbox(const runtimes::CriPods& pods) {
+  const runtimes::CriSandbox* best = nullptr;
+  for (const auto& s : pods.sandboxes)
+    if (s.ready() && s.name.find(kNvidiaToolkitPod) != std::string::npos &&
+        (best == nullptr || s.created < best->created))
+      best = &s;
+  return best;
+}
+
+CheckResult evaluate_containerd(const ContainerdSnapshot& s) {
+  nlohmann::json data = nlohmann::json::object();
+  data["socket"] = s.socket;
+  data["socket_exists"] = s.socket_exists;
+  if (s.uptime) data["uptime_seconds"] = s.uptime->count();
+  std::vector<std::string> errors;
+  auto finish = [&](Health h, std::string reason) {
+    CheckResult r =
+        single_state("containerd", h, reason, std::nullopt, {{"data", data.dump()}}, s.now);
+    if (!errors.empty()) r.states[0].error = fmt::format("{}", fmt::join(errors, "; "));
+    r.detail = reason + "\n" + (errors.empty() ? "" : fmt::format("{}\n", fmt::join(errors, "\n")));
+    return r;
+  };
+  if (!s.installed) return finish(Health::kHealthy, "containerd is not installed");
+
+  // Socket, connection and service: Unhealthy, unless the containerd behind the socket has only
+  // just started.
+  std::optional<std::string> down;
+  if (!s.socket_exists) {
+    data["socket_missing_checks"] = s.socket_missing_checks;
+    if (s.crio_answers)
+      return finish(Health::kHealthy,
+                    fmt::format("containerd socket {} not found; CRI-O is running", s.socket));
+    if (s.socket_missing_checks < kContainerdSocketMissingChecks)
+      return finish(Health::kHealthy,
+                    fmt::format("containerd socket {} not found ({} of {} checks)", s.socket,
+                                s.socket_missing_checks, kContainerdSocketMissingChecks));
+    down = fmt::format("containerd socket {} not found in {} consecutive checks", s.socket,
+                       s.socket_missing_checks);
+  } else if (s.pods && !*s.pods && (s.pods->error().code == GPUD_CRI_UNAVAILABLE)) {
+    down = "containerd installed but not running";
+    errors.push_back(s.pods->error().message);
+  }
+  if (!down && s.service) {
+    const auto& svc = *s.service;
+    if (!svc) {
+      errors.push_back("cannot read the containerd service: " + svc.error().message);
+    } else if (!svc->error.empty()) {
+      errors.push_back("cannot read the containerd service: " + svc->error);
+    } else {
+      data["service_active_state"] = svc->active_state;
+      // A containerd systemd does not know (k3s, rke2 and others run their own) is not judged.
+      if (svc->load_state != "not-found" && svc->active_state != "active")
+        down = fmt::format("containerd service is {} ({})", svc->active_state, svc->sub_state);
+    }
+  }
+  if (down) {
+    if (s.uptime && *s.uptime < kContainerdStartGrace)
+      return finish(Health::kHealthy, *down + "; containerd has not been running for long enough");
+    return finish(Health::kUnhealthy, *down);
+  }
+
+  if (!s.pods) return finish(Health::kHealthy, "containerd is running");
+  if (!*s.pods) {
+    const Error& e = s.pods->error();
+    errors.push_back(e.message);
+    if (e.code == GPUD_CRI_UNIMPLEMENTED)
+      return finish(Health::kHealthy, "containerd is running; CRI is not enabled");
+    if (e.code == runtimes::kCriModuleMissing)
+      return finish(Health::kDegraded, "cannot list containerd's pods: the cri module is missing");
+    return finish(Health::kUnhealthy, "containerd CRI listing failed");
+  }
+  const runtimes::CriPods& pods = **s.pods;
+  std::map<std::string, nlohmann::json> by_sandbox;
+  for (const auto& c : pods.containers)
+    by_sandbox[c.sandbox_id].push_back({{"id", c.id},
+                                        {"name", c.name},
+                                        {"state", c.state},
+                                        {"created", rfc3339_or_empty(c.created)},
+                                        {"image", c.image}});
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& p : pods.sandboxes) {
+    auto it = by_sandbox.find(p.id);
+    list.push_back({{"id", p.id},
+                    {"name", p.name},
+                    {"namespace", p.pod_namespace},
+                    {"uid", p.uid},
+                    {"state", p.state},
+                    {"created", rfc3339_or_empty(p.created)},
+                    {"containers", it != by_sandbox.end() ? it->second : nlohmann::json::array()}});
+  }
+  data["sandboxes"] = std::move(list);
+  std::string reason = fmt::format("containerd is running ({} pod sandboxes, {} containers)",
+                                   pods.sandboxes.size(), pods.containers.size());
+  if (!s.nvidia_gpus) return finish(Health::kHealthy, reason);
+
+  const runtimes::CriSandbox* toolkit = find_nvidia_toolkit_sandbox(pods);
+  if (toolkit == nullptr)
+    return finish(Health::kHealthy, reason + "; nvidia-container-toolkit pod not found");
+  const auto age = std::chrono::duration_cast<std::chrono::seconds>(s.now - toolkit->created);
+  data["nvidia_toolkit_pod"] = toolkit->pod_namespace + "/" + toolkit->name;
+  if (age < s.toolkit_min_age || !s.nvidia_runtime) return finish(Health::kHealthy, reason);
+  const auto& rt = *s.nvidia_runtime;
+  if (rt && rt->configured) {
+    data["nvidia_runtime"] = rt->found_in;
+    return finish(Health::kHealthy, reason);
+  }
+  if (!rt)
+    errors.push_back(rt.error().message);
+  else
+    for (const auto& e : rt->errors) errors.push_back(e);
+  data["nvidia_runtime"] = nullptr;
+  return finish(Health::kUnhealthy,
+                fmt::format("nvidia-container-toolkit pod {}/{} has been ready for {} but {} (and "
+                            "its imports) configures no nvidia runtime",
+                            toolkit->pod_namespace, toolkit->name, human_age(age), s.config_path));
+}
+
+ContainerdComponent::ContainerdComponent(const ComponentContext& ctx)
+    : Component(ctx), fs_(ctx.config->host_root) {}
+
+std::string ContainerdComponent::socket_path() const {
+  return config().containerd_socket.empty() ? fs_.path("/run/containerd/containerd.sock")
+                                            : config().containerd_socket;
+}
+
+std::string ContainerdComponent::crio_socket_path() const {
+  return fs_.path("/run/crio/crio.sock");
+}
+
+bool ContainerdComponent::supported() const {
+  std::lock_guard lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (!looked_up_ || now - *looked_up_ >= std::chrono::minutes(1)) {
+    installed_ = host::find_executable(config().containerd_command, config().executable_search_path)
+                     .has_value();
+    looked_up_ = now;
+  }
+  return installed_;
+}
+
+CheckResult ContainerdComponent::check() {
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(kContainerdTimeout);
+  ContainerdSnapshot s;
+  s.installed = supported();
+  s.socket = socket_path();
+  s.toolkit_min_age = toolkit_min_age_;
+  s.config_path = "/etc/containerd/config.toml";
+  std::error_code ec;
+  s.socket_exists = std::filesystem::exists(s.socket, ec);
+  socket_missing_checks_ = s.socket_exists ? 0 : socket_missing_checks_ + 1;
+  s.socket_missing_checks = socket_missing_checks_;
+  if (s.installed && !s.socket_exists) {
+    const std::string crio = crio_socket_path();
+    s.crio_answers = std::filesystem::exists(crio, ec) && cri_.version(crio, timeout).ok();
+  }
+  if (s.installed && s.socket_exists) {
+    // The socket as containerd bound it: without the host root.
+    std::string bound = s.socket;
+    const std::string& root = fs_.root();
+    if (root != "/" && !root.empty() && bound.rfind(root, 0) == 0)
+      bound = bound.substr(root.size());
+    if (auto pid = host::unix_socket_owner(fs_, bound, "containerd"); pid)
+      if (auto started = host::process_start_time(fs_, *pid); started && *started <= s.now)
+        s.uptime = std::chrono::duration_cast<std::chrono::seconds>(s.now - *started);
+    if (host::systemd_running(fs_)) {
+      auto units = host::systemctl_show(config().systemctl_command, config().executable_search_path,
+                                        {"containerd.service"}, timeout);
+      s.service =
+          units ? Result<host::UnitState>(units->front()) : Result<host::UnitState>(units.error());
+    }
+    s.pods = cri_.list_pods(s.socket, timeout);
+  }
+  s.nvidia_gpus =
+      ctx().nvidia_pci_present || (ctx().nvidia != nullptr && ctx().nvidia->gpu_count() > 0);
+  if (s.nvidia_gpus && s.pods && *s.pods)
+    if (const auto* t = find_nvidia_toolkit_sandbox(**s.pods);
+        t != nullptr && s.now - t->created >= s.toolkit_min_age)
+      s.nvidia_runtime = read_containerd_nvidia_runtime(fs_, s.config_path);
+
+  // What fault attribution reads: every container and each sandbox's own (pause) container.
+  if (runtimes::ContainerDirectory* dir = ctx().containers; dir != nullptr) {
+    if (s.pods && *s.pods) {
+      std::map<std::string, const runtimes::CriSandbox*> sandboxes;
+      for (const auto& p : (*s.pods)->sandboxes) sandboxes[p.id] = &p;
+      std::vector<runtimes::ContainerInfo> list;
+      for (const auto& p : (*s.pods)->sandboxes)
+        list.push_back({p.id, "", p.name, p.pod_namespace, p.uid, "containerd"});
+      for (const auto& c : (*s.pods)->containers) {
+        auto it = sandboxes.find(c.sandbox_id);
+        const runtimes::CriSandbox* p = it != sandboxes.end() ? it->second : nullptr;
+        list.push_back({c.id, c.name, p ? p->name : "", p ? p->pod_namespace : "", p ? p->uid : "",
+                        "containerd"});
+      }
+      dir->publish("containerd", std::move(list));
+    } else if (!s.socket_exists || !s.pods || s.pods->error().code == GPUD_CRI_UNAVAILABLE ||
+               s.pods->error().code == GPUD_CRI_UNIMPLEMENTED) {
+      dir->clear("containerd");  // containerd (or its CRI) is gone: its list is stale
+    }
+  }
+  return evaluate_containerd(s);
+}
+
+}  // namespace gpud::components

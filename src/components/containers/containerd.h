@@ -1,0 +1,110 @@
+// ContainerdComponent ("containerd"): where containerd is installed, its socket must exist, its
+// CRI must answer and its service be active (a containerd started less than 5 minutes ago gets a
+// grace), and on NVIDIA nodes a running nvidia-container-toolkit pod means containerd's config must
+// name the nvidia runtime (GPUd's rules, in GPUd's order). It lists the pod sandboxes and their
+// containers, and publishes them for fault attribution (ctx().containers).
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "components/component.h"
+#include "host/host_fs.h"
+#include "host/systemctl.h"
+#include "runtimes/cri.h"
+
+namespace gpud::components {
+
+inline constexpr int kContainerdSocketMissingChecks = 5;  // Unhealthy at the 5th in a row
+inline constexpr std::chrono::minutes kContainerdStartGrace{5};
+inline constexpr std::chrono::minutes kNvidiaToolkitMinAge{10};
+inline constexpr std::chrono::seconds kContainerdTimeout{10};
+// The name of the NVIDIA GPU operator's toolkit DaemonSet pods contain.
+inline constexpr std::string_view kNvidiaToolkitPod = "nvidia-container-toolkit-daemonset";
+
+// What containerd's configuration says about the nvidia runtime: the main file and its imports.
+struct ContainerdNvidiaRuntime {
+  bool configured = false;
+  std::string found_in;             // the file and the form that configures it
+  std::vector<std::string> read;    // the files read (host paths), main file first
+  std::vector<std::string> errors;  // imports that could not be read
+};
+
+// One of the three forms GPUd accepts, outside comments: `default_runtime_name = "nvidia"`, or a
+// table `[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]` (containerd 1.x) or
+// `[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.nvidia]` (2.x), or one below them.
+// Returns the form found ("" for none).
+std::string containerd_nvidia_runtime_form(std::string_view toml);
+// The top-level `imports = ["...", ...]` of a containerd config (may span lines).
+std::vector<std::string> containerd_config_imports(std::string_view toml);
+// Reads `config_path` (a path in the host's terms) and its imports (globs; relative ones against
+// the importing file's folder; recursively, each file once) under the host root. A missing main
+// file is an error (containerd then runs its defaults: no nvidia runtime).
+Result<ContainerdNvidiaRuntime> read_containerd_nvidia_runtime(const host::HostFs& fs,
+                                                               const std::string& config_path);
+
+struct ContainerdSnapshot {
+  TimePoint now = Clock::now();
+  bool installed = true;
+  std::string socket;  // the path checked
+  bool socket_exists = true;
+  int socket_missing_checks = 0;  // consecutive checks (this one included) without the socket
+  bool crio_answers = false;      // socket missing: the CRI-O socket answered instead
+  // How long the containerd serving the socket has run; nullopt when no process serves it.
+  std::optional<std::chrono::seconds> uptime;
+  // containerd.service as systemd reports it; nullopt when systemd does not run the host.
+  std::optional<Result<host::UnitState>> service;
+  // ListPodSandbox + ListContainers; nullopt when not asked (socket missing).
+  std::optional<Result<runtimes::CriPods>> pods;
+  bool nvidia_gpus = false;
+  // Read only when a toolkit sandbox is old enough to matter.
+  std::optional<Result<ContainerdNvidiaRuntime>> nvidia_runtime;
+  std::string config_path;  // for the reason
+  std::chrono::seconds toolkit_min_age = kNvidiaToolkitMinAge;
+};
+
+// The toolkit sandbox the rule judges: the oldest READY one whose name contains kNvidiaToolkitPod.
+const runtimes::CriSandbox* find_nvidia_toolkit_sandbox(const runtimes::CriPods& pods);
+
+// The rule, in GPUd's order: not installed ⇒ Healthy; socket missing ⇒ Healthy when CRI-O answers,
+// Healthy for 4 checks, Unhealthy at the 5th in a row; CRI not connectable ⇒ Unhealthy "containerd
+// installed but not running"; service inactive ⇒ Unhealthy; any of these while the containerd
+// behind the socket is younger than 5 minutes ⇒ Healthy "…; has not been running for long
+// enough"; ListPodSandbox/ListContainers error ⇒ Unhealthy, unimplemented ⇒ Healthy "CRI is not
+// enabled"; the cri module missing ⇒ Degraded; with NVIDIA GPUs a READY toolkit sandbox older than
+// toolkit_min_age while the config lacks the nvidia runtime ⇒ Unhealthy (no toolkit pod: noted in
+// the reason only). extra_info "data" lists the sandboxes with their containers.
+CheckResult evaluate_containerd(const ContainerdSnapshot& s);
+
+class ContainerdComponent : public Component {
+ public:
+  explicit ContainerdComponent(const ComponentContext& ctx);
+
+  std::string_view name() const override { return "containerd"; }
+  std::vector<std::string> tags() const override { return {"container", "containerd"}; }
+  // containerd installed (found where commands are looked up); looked up again at most once a
+  // minute.
+  bool supported() const override;
+  CheckResult check() override;
+
+  // Tests: how old a ready toolkit sandbox must be before the config is judged.
+  void set_toolkit_min_age(std::chrono::seconds age) { toolkit_min_age_ = age; }
+
+ private:
+  std::string socket_path() const;
+  std::string crio_socket_path() const;
+
+  host::HostFs fs_;
+  runtimes::CriClient cri_;
+  std::chrono::seconds toolkit_min_age_ = kNvidiaToolkitMinAge;
+  int socket_missing_checks_ = 0;  // only check() touches it; the scheduler runs one at a time
+  mutable std::mutex mu_;
+  mutable std::optional<std::chrono::steady_clock::time_point> looked_up_;
+  mutable bool installed_ = false;
+};
+
+}  // namespace gpud::components

@@ -1,0 +1,375 @@
+#include "components/containers/containerd.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "host/unix_socket_owner.h"
+#include "runtimes/container_directory.h"
+#include "testing/fake_command.h"
+
+namespace gpud::components {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string fixture(const std::string& rel) {
+  return std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/" + rel;
+}
+
+std::string read_fixture(const std::string& rel) {
+  std::ifstream in(fixture(rel));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+const TimePoint kNow = TimePoint(std::chrono::seconds(1'800'000'000));
+
+runtimes::CriSandbox sandbox(std::string id, std::string name, std::chrono::seconds age,
+                             bool ready = true) {
+  runtimes::CriSandbox s;
+  s.id = std::move(id);
+  s.name = std::move(name);
+  s.pod_namespace = "gpu-operator";
+  s.uid = "uid-" + s.id;
+  s.state = ready ? "SANDBOX_READY" : "SANDBOX_NOTREADY";
+  s.created = kNow - age;
+  return s;
+}
+
+// A containerd that answers, with one workload pod and one container.
+ContainerdSnapshot running() {
+  ContainerdSnapshot s;
+  s.now = kNow;
+  s.socket = "/run/containerd/containerd.sock";
+  s.uptime = 3h;
+  host::UnitState u;
+  u.id = "containerd.service";
+  u.load_state = "loaded";
+  u.active_state = "active";
+  u.sub_state = "running";
+  s.service = Result<host::UnitState>(u);
+  runtimes::CriPods pods;
+  pods.sandboxes.push_back(sandbox("aaa111", "trainer-0", 2h));
+  pods.sandboxes.back().pod_namespace = "ml";
+  runtimes::CriContainer c;
+  c.id = "ccc333";
+  c.name = "main";
+  c.sandbox_id = "aaa111";
+  c.state = "CONTAINER_RUNNING";
+  c.created = kNow - 1h;
+  c.image = "nvcr.io/nvidia/pytorch:24.05";
+  pods.containers.push_back(c);
+  s.pods = Result<runtimes::CriPods>(pods);
+  s.config_path = "/etc/containerd/config.toml";
+  return s;
+}
+
+host::UnitState unit(const std::string& active, const std::string& sub,
+                     const std::string& load = "loaded") {
+  host::UnitState u;
+  u.id = "containerd.service";
+  u.load_state = load;
+  u.active_state = active;
+  u.sub_state = sub;
+  return u;
+}
+
+ContainerdSnapshot with_toolkit(std::chrono::seconds age, bool ready = true) {
+  ContainerdSnapshot s = running();
+  s.nvidia_gpus = true;
+  s.pods->value().sandboxes.push_back(
+      sandbox("ttt222", "nvidia-container-toolkit-daemonset-x7k2p", age, ready));
+  return s;
+}
+
+ContainerdNvidiaRuntime runtime_config(bool configured) {
+  ContainerdNvidiaRuntime r;
+  r.configured = configured;
+  r.read = {"/etc/containerd/config.toml"};
+  if (configured) r.found_in = "/etc/containerd/config.toml: default_runtime_name = \"nvidia\"";
+  return r;
+}
+
+TEST(ContainerdRule, NotInstalledIsHealthy) {
+  ContainerdSnapshot s;
+  s.installed = false;
+  CheckResult r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_EQ(r.states[0].reason, "containerd is not installed");
+}
+
+TEST(ContainerdRule, RunningListsSandboxesWithTheirContainers) {
+  CheckResult r = evaluate_containerd(running());
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  EXPECT_EQ(r.states[0].reason, "containerd is running (1 pod sandboxes, 1 containers)");
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  ASSERT_EQ(data["sandboxes"].size(), 1u);
+  const auto& p = data["sandboxes"][0];
+  EXPECT_EQ(p["id"], "aaa111");
+  EXPECT_EQ(p["name"], "trainer-0");
+  EXPECT_EQ(p["namespace"], "ml");
+  EXPECT_EQ(p["state"], "SANDBOX_READY");
+  EXPECT_EQ(p["created"], "2027-01-15T06:00:00Z");
+  ASSERT_EQ(p["containers"].size(), 1u);
+  EXPECT_EQ(p["containers"][0]["id"], "ccc333");
+  EXPECT_EQ(p["containers"][0]["name"], "main");
+  EXPECT_EQ(p["containers"][0]["state"], "CONTAINER_RUNNING");
+  EXPECT_EQ(p["containers"][0]["created"], "2027-01-15T07:00:00Z");
+  EXPECT_EQ(data["service_active_state"], "active");
+  EXPECT_EQ(data["uptime_seconds"], 3 * 3600);
+}
+
+TEST(ContainerdRule, MissingSocketIsHealthyForFourChecksThenUnhealthy) {
+  ContainerdSnapshot s = running();
+  s.socket_exists = false;
+  s.pods.reset();
+  s.uptime.reset();
+  for (int n = 1; n <= 4; ++n) {
+    s.socket_missing_checks = n;
+    CheckResult r = evaluate_containerd(s);
+    EXPECT_EQ(r.health(), Health::kHealthy) << n;
+    EXPECT_EQ(r.states[0].reason, fmt::format("containerd socket /run/containerd/containerd.sock "
+                                              "not found ({} of 5 checks)",
+                                              n));
+  }
+  s.socket_missing_checks = 5;
+  CheckResult r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason,
+            "containerd socket /run/containerd/containerd.sock not found in 5 consecutive checks");
+}
+
+TEST(ContainerdRule, MissingSocketOnACrioHostIsHealthy) {
+  ContainerdSnapshot s = running();
+  s.socket_exists = false;
+  s.socket_missing_checks = 9;
+  s.pods.reset();
+  s.crio_answers = true;
+  CheckResult r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_EQ(r.states[0].reason,
+            "containerd socket /run/containerd/containerd.sock not found; CRI-O is running");
+}
+
+TEST(ContainerdRule, NotConnectableIsInstalledButNotRunning) {
+  ContainerdSnapshot s = running();
+  s.uptime.reset();
+  s.pods = Result<runtimes::CriPods>(
+      make_error("cannot connect to unix:/run/containerd/containerd.sock within 10000 ms",
+                 GPUD_CRI_UNAVAILABLE));
+  CheckResult r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason, "containerd installed but not running");
+  EXPECT_EQ(r.states[0].error,
+            "cannot connect to unix:/run/containerd/containerd.sock within 10000 ms");
+}
+
+TEST(ContainerdRule, InactiveServiceIsUnhealthyAndAnUnknownUnitIsNotJudged) {
+  ContainerdSnapshot s = running();
+  s.service = Result<host::UnitState>(unit("failed", "failed"));
+  CheckResult r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason, "containerd service is failed (failed)");
+  s.service = Result<host::UnitState>(unit("inactive", "dead", "not-found"));
+  EXPECT_EQ(evaluate_containerd(s).health(), Health::kHealthy);
+}
+
+TEST(ContainerdRule, AYoungContainerdGetsAGrace) {
+  ContainerdSnapshot s = running();
+  s.uptime = 2min;
+  s.service = Result<host::UnitState>(unit("activating", "start"));
+  CheckResult r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_EQ(r.states[0].reason,
+            "containerd service is activating (start); containerd has not been running for long "
+            "enough");
+  s.pods = Result<runtimes::CriPods>(make_error("cannot connect", GPUD_CRI_UNAVAILABLE));
+  r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_EQ(r.states[0].reason,
+            "containerd installed but not running; containerd has not been running for long "
+            "enough");
+  s.uptime = 5min;
+  EXPECT_EQ(evaluate_containerd(s).health(), Health::kUnhealthy);
+}
+
+TEST(ContainerdRule, ListErrorsUnimplementedAndAMissingModule) {
+  ContainerdSnapshot s = running();
+  s.pods = Result<runtimes::CriPods>(
+      make_error("ListPodSandbox: sandbox store is corrupt", GPUD_CRI_INTERNAL));
+  CheckResult r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason, "containerd CRI listing failed");
+  EXPECT_EQ(r.states[0].error, "ListPodSandbox: sandbox store is corrupt");
+  s.pods = Result<runtimes::CriPods>(make_error(
+      "ListPodSandbox: unknown service runtime.v1.RuntimeService", GPUD_CRI_UNIMPLEMENTED));
+  r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_EQ(r.states[0].reason, "containerd is running; CRI is not enabled");
+  s.pods = Result<runtimes::CriPods>(
+      make_error("the cri module (libgpud-cri.so) is not in /x", runtimes::kCriModuleMissing));
+  r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_EQ(r.states[0].error, "the cri module (libgpud-cri.so) is not in /x");
+}
+
+TEST(ContainerdRule, ToolkitPodWithoutTheNvidiaRuntimeIsUnhealthy) {
+  ContainerdSnapshot s = with_toolkit(11min);
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(runtime_config(false));
+  CheckResult r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason,
+            "nvidia-container-toolkit pod gpu-operator/nvidia-container-toolkit-daemonset-x7k2p "
+            "has been ready for 11m but /etc/containerd/config.toml (and its imports) configures "
+            "no nvidia runtime");
+  // A missing config is containerd's defaults: no nvidia runtime either.
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(
+      make_error("cannot read /etc/containerd/config.toml: No such file or directory"));
+  r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].error,
+            "cannot read /etc/containerd/config.toml: No such file or directory");
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(runtime_config(true));
+  r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_EQ(nlohmann::json::parse(r.states[0].extra_info.at("data"))["nvidia_runtime"],
+            "/etc/containerd/config.toml: default_runtime_name = \"nvidia\"");
+}
+
+TEST(ContainerdRule, AYoungOrNotReadyToolkitPodOrNoGpuIsNotJudged) {
+  ContainerdSnapshot s = with_toolkit(9min);
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(runtime_config(false));
+  EXPECT_EQ(evaluate_containerd(s).health(), Health::kHealthy);
+  s = with_toolkit(2h, /*ready=*/false);
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(runtime_config(false));
+  CheckResult r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_EQ(r.states[0].reason,
+            "containerd is running (2 pod sandboxes, 1 containers); nvidia-container-toolkit pod "
+            "not found");
+  s = with_toolkit(2h);
+  s.nvidia_gpus = false;
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(runtime_config(false));
+  r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_EQ(r.states[0].reason, "containerd is running (2 pod sandboxes, 1 containers)");
+}
+
+TEST(ContainerdRule, AnInjectedAgeJudgesAYoungToolkitPod) {
+  ContainerdSnapshot s = with_toolkit(30s);
+  s.toolkit_min_age = 10s;
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(runtime_config(false));
+  EXPECT_EQ(evaluate_containerd(s).health(), Health::kUnhealthy);
+}
+
+TEST(ContainerdConfig, TheThreeFormsAndNone) {
+  EXPECT_EQ(
+      containerd_nvidia_runtime_form(read_fixture("containerd/forms/default-runtime-name.toml")),
+      "default_runtime_name = \"nvidia\"");
+  EXPECT_EQ(containerd_nvidia_runtime_form(read_fixture("containerd/forms/runtimes-v1.toml")),
+            "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]");
+  EXPECT_EQ(containerd_nvidia_runtime_form(read_fixture("containerd/forms/runtimes-v2.toml")),
+            "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia.options]");
+  EXPECT_EQ(containerd_nvidia_runtime_form(read_fixture("containerd/forms/runc-only.toml")), "");
+  // A dotted key below the table counts as the table.
+  EXPECT_EQ(
+      containerd_nvidia_runtime_form("[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+                                     "runtimes.nvidia.runtime_type = \"io.containerd.runc.v2\"\n"),
+      "plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.runtime_type");
+  EXPECT_EQ(containerd_nvidia_runtime_form("x = \"# default_runtime_name = 'nvidia'\"\n"), "");
+}
+
+TEST(ContainerdConfig, Imports) {
+  EXPECT_EQ(
+      containerd_config_imports(read_fixture("containerd/host-imports/etc/containerd/config.toml")),
+      (std::vector<std::string>{"/etc/containerd/conf.d/*.toml", "extra/missing.toml"}));
+  EXPECT_TRUE(containerd_config_imports(read_fixture("containerd/forms/runc-only.toml")).empty());
+  // Only a top-level key is the imports list.
+  EXPECT_TRUE(containerd_config_imports("[plugins.x]\nimports = [\"/a.toml\"]\n").empty());
+}
+
+TEST(ContainerdConfig, TheNvidiaRuntimeInAnImportedDropIn) {
+  host::HostFs fs(fixture("containerd/host-imports"));
+  auto r = read_containerd_nvidia_runtime(fs, "/etc/containerd/config.toml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->configured);
+  EXPECT_EQ(r->found_in,
+            "/etc/containerd/conf.d/99-nvidia.toml: "
+            "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]");
+  EXPECT_EQ(r->read, (std::vector<std::string>{"/etc/containerd/config.toml",
+                                               "/etc/containerd/conf.d/10-registry.toml",
+                                               "/etc/containerd/conf.d/99-nvidia.toml"}));
+}
+
+TEST(ContainerdConfig, NoNvidiaRuntimeAnywhereAndAMissingConfig) {
+  host::HostFs fs(fixture("containerd/host-no-nvidia"));
+  auto r = read_containerd_nvidia_runtime(fs, "/etc/containerd/config.toml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->configured);
+  // The relative glob is read against the config's folder; the self-import is read once.
+  EXPECT_EQ(r->read, (std::vector<std::string>{"/etc/containerd/config.toml",
+                                               "/etc/containerd/conf.d/10-runc.toml"}));
+  host::HostFs missing(fixture("containerd/host-missing-config"));
+  auto m = read_containerd_nvidia_runtime(missing, "/etc/containerd/config.toml");
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("cannot read /etc/containerd/config.toml"), std::string::npos);
+}
+
+TEST(UnixSocketOwner, InodesOfAPathInProcNetUnix) {
+  const std::string table =
+      "Num       RefCount Protocol Flags    Type St Inode Path\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01 31337 /run/containerd/containerd.sock\n"
+      "0000000000000000: 00000003 00000000 00000000 0001 03 31400 /run/containerd/containerd.sock\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01 31338 "
+      "/run/containerd/containerd.sock.ttrpc\n"
+      "0000000000000000: 00000003 00000000 00000000 0001 03 4242\n"
+      "0000000000000000: 00000002 00000000 00010000 0001 01 777 /tmp/with space.sock\n";
+  EXPECT_EQ(host::unix_socket_inodes(table, "/run/containerd/containerd.sock"),
+            (std::vector<uint64_t>{31337, 31400}));
+  EXPECT_EQ(host::unix_socket_inodes(table, "/tmp/with space.sock"), (std::vector<uint64_t>{777}));
+  EXPECT_TRUE(host::unix_socket_inodes(table, "/run/docker.sock").empty());
+}
+
+struct Harness {
+  Harness() {
+    bin.script("containerd", "exit 0");
+    config.executable_search_path = bin.dir();
+    config.host_root = fixture("containerd/host-missing-config");  // no systemd, no sockets
+    ctx.config = &config;
+    ctx.containers = &directory;
+  }
+  testing_support::FakeCommands bin;
+  Config config;
+  runtimes::ContainerDirectory directory;
+  ComponentContext ctx;
+};
+
+TEST(ContainerdComponent, NotApplicableWithoutContainerd) {
+  Config config;
+  config.executable_search_path = "/nonexistent";
+  ComponentContext ctx;
+  ctx.config = &config;
+  EXPECT_FALSE(ContainerdComponent(ctx).supported());
+}
+
+TEST(ContainerdComponent, AMissingSocketTurnsUnhealthyAtTheFifthCheckAndClearsItsContainers) {
+  Harness h;
+  h.directory.publish("containerd", {{std::string(64, 'a'), "main", "p", "ns", "u", "containerd"}});
+  ContainerdComponent c(h.ctx);
+  ASSERT_TRUE(c.supported());
+  for (int n = 1; n <= 4; ++n) {
+    CheckResult r = c.check();
+    EXPECT_EQ(r.health(), Health::kHealthy) << n << ": " << r.summary();
+  }
+  EXPECT_TRUE(h.directory.all().empty());
+  CheckResult r = c.check();
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason,
+            "containerd socket " + fixture("containerd/host-missing-config") +
+                "/run/containerd/containerd.sock not found in 5 consecutive checks");
+}
+
+}  // namespace
+}  // namespace gpud::components

@@ -1,0 +1,176 @@
+// libgpud-cri.so through runtimes::CriClient (the dlopen path gpud takes) against small gRPC
+// servers (gpud_cri_fake_server, a process of its own) on private unix sockets: the pod-resources
+// List, a CRI runtime that lists canned sandboxes, a daemon without the CRI service, a socket
+// nobody listens on, and a server that never answers.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "runtimes/cri.h"
+
+extern char** environ;
+
+namespace gpud::runtimes {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct TempDir {
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "gpud-cri-XXXXXX").string();
+    if (::mkdtemp(t.data()) != nullptr) path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+  std::string path;
+};
+
+// The fake server (fake_cri_server.cpp) in MODE on <dir>/server.sock, killed at scope exit.
+struct Server {
+  Server(const std::string& dir, const std::string& mode) {
+    socket = dir + "/server.sock";
+    const char* argv[] = {GPUD_CRI_FAKE_SERVER, mode.c_str(), socket.c_str(), nullptr};
+    if (posix_spawn(&pid, GPUD_CRI_FAKE_SERVER, nullptr, nullptr, const_cast<char**>(argv),
+                    environ) != 0)
+      pid = 0;
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (pid > 0 && !std::filesystem::exists(socket) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(20ms);
+  }
+  ~Server() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+  bool up() const { return pid > 0 && std::filesystem::exists(socket); }
+  std::string socket;
+  pid_t pid = 0;
+};
+
+TEST(CriModule, PodResourcesListOfATinyServer) {
+  TempDir dir;
+  Server srv(dir.path, "pod-resources");
+  ASSERT_TRUE(srv.up());
+  auto pods = CriClient().list_pod_resources(srv.socket, 5s);
+  ASSERT_TRUE(pods) << pods.error().message;
+  ASSERT_EQ(pods->size(), 2u);
+  const PodResources& p = (*pods)[0];
+  EXPECT_EQ(p.name, "trainer-0");
+  EXPECT_EQ(p.pod_namespace, "ml");
+  ASSERT_EQ(p.containers.size(), 2u);
+  EXPECT_EQ(p.containers[0].name, "main");
+  ASSERT_EQ(p.containers[0].devices.size(), 1u);
+  EXPECT_EQ(p.containers[0].devices[0].resource_name, "nvidia.com/gpu");
+  EXPECT_EQ(p.containers[0].devices[0].device_ids,
+            (std::vector<std::string>{"GPU-0b0e7a52-3c3a-5a1e-9d1c-9a1f7c2f0003",
+                                      "GPU-0b0e7a52-3c3a-5a1e-9d1c-9a1f7c2f0005"}));
+  EXPECT_EQ(p.containers[1].name, "sidecar");
+  EXPECT_TRUE(p.containers[1].devices.empty());
+  EXPECT_EQ((*pods)[1].name, "idle");
+  EXPECT_TRUE((*pods)[1].containers.empty());
+}
+
+TEST(CriModule, ListsSandboxesAndContainersOfACriRuntime) {
+  TempDir dir;
+  Server srv(dir.path, "runtime");
+  ASSERT_TRUE(srv.up());
+  CriClient cri;
+  auto v = cri.version(srv.socket, 5s);
+  ASSERT_TRUE(v) << v.error().message;
+  EXPECT_EQ(v->runtime_name, "fake-cri");
+  EXPECT_EQ(v->runtime_version, "9.9.9");
+  EXPECT_EQ(v->runtime_api_version, "v1");
+  auto pods = cri.list_pods(srv.socket, 5s);
+  ASSERT_TRUE(pods) << pods.error().message;
+  ASSERT_EQ(pods->sandboxes.size(), 1u);
+  const CriSandbox& s = pods->sandboxes[0];
+  EXPECT_EQ(s.id, "5f1c0b7e2a9d");
+  EXPECT_EQ(s.name, "nvidia-container-toolkit-daemonset-x7k2p");
+  EXPECT_EQ(s.pod_namespace, "gpu-operator");
+  EXPECT_EQ(s.uid, "8d2e-uid");
+  EXPECT_EQ(s.attempt, 2u);
+  EXPECT_EQ(s.state, "SANDBOX_NOTREADY");
+  EXPECT_FALSE(s.ready());
+  EXPECT_EQ(s.runtime_handler, "nvidia");
+  EXPECT_EQ(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(s.created.time_since_epoch()).count(),
+      1'700'000'000'123'456'789);
+  ASSERT_EQ(pods->containers.size(), 1u);
+  const CriContainer& c = pods->containers[0];
+  EXPECT_EQ(c.name, "toolkit");
+  EXPECT_EQ(c.sandbox_id, "5f1c0b7e2a9d");
+  EXPECT_EQ(c.state, "CONTAINER_RUNNING");
+  EXPECT_EQ(c.attempt, 1u);
+  EXPECT_EQ(c.image, "nvcr.io/nvidia/k8s/container-toolkit:v1.17.0");
+}
+
+TEST(CriModule, ListPodSandboxErrorIsTheReplysError) {
+  TempDir dir;
+  Server srv(dir.path, "runtime-failing");
+  ASSERT_TRUE(srv.up());
+  auto pods = CriClient().list_pods(srv.socket, 5s);
+  ASSERT_FALSE(pods);
+  EXPECT_EQ(pods.error().code, GPUD_CRI_INTERNAL);
+  EXPECT_EQ(pods.error().message, "ListPodSandbox: sandbox store is corrupt");
+}
+
+TEST(CriModule, ADaemonWithoutTheCriServiceIsUnimplemented) {
+  TempDir dir;
+  Server srv(dir.path, "pod-resources");  // answers gRPC, but has no runtime.v1.RuntimeService
+  ASSERT_TRUE(srv.up());
+  auto pods = CriClient().list_pods(srv.socket, 5s);
+  ASSERT_FALSE(pods);
+  EXPECT_EQ(pods.error().code, GPUD_CRI_UNIMPLEMENTED) << pods.error().message;
+  EXPECT_NE(pods.error().message.find("ListPodSandbox"), std::string::npos);
+}
+
+TEST(CriModule, NothingListeningIsUnavailableWithinTheTimeout) {
+  TempDir dir;
+  // A socket file left behind by a daemon that is gone: connect() is refused.
+  const std::string stale = dir.path + "/stale.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", stale.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ::close(fd);
+  for (const std::string& sock : {stale, dir.path + "/missing.sock"}) {
+    const auto start = std::chrono::steady_clock::now();
+    auto pods = CriClient().list_pods(sock, 500ms);
+    const auto took = std::chrono::steady_clock::now() - start;
+    ASSERT_FALSE(pods) << sock;
+    EXPECT_EQ(pods.error().code, GPUD_CRI_UNAVAILABLE) << pods.error().message;
+    EXPECT_NE(pods.error().message.find("cannot connect to unix:" + sock), std::string::npos)
+        << pods.error().message;
+    EXPECT_LT(took, 3s);
+  }
+}
+
+TEST(CriModule, AServerThatNeverAnswersCostsTheDeadline) {
+  TempDir dir;
+  Server srv(dir.path, "pod-resources-slow");
+  ASSERT_TRUE(srv.up());
+  const auto start = std::chrono::steady_clock::now();
+  auto pods = CriClient().list_pod_resources(srv.socket, 300ms);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(pods);
+  EXPECT_EQ(pods.error().code, GPUD_CRI_DEADLINE_EXCEEDED) << pods.error().message;
+  EXPECT_LT(took, 3s);
+}
+
+}  // namespace
+}  // namespace gpud::runtimes
