@@ -2,8 +2,8 @@
 // document (testing/fixtures/kubelet/pods.json): no kubelet runs here.
 #include "components/containers/kubelet.h"
 
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
