@@ -121,13 +121,16 @@ TEST(AttributionE2E, ScanShowsTheGpuProcessesPod) {
   args_json.push_back("--json");
   auto json = run_gpud(args_json, 60);
   ::unsetenv("FAKE_NVML_SCENARIO");
-  EXPECT_NE(text.out.find("ml/llm-train-0/trainer"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("1 GPU compute process(es) running in ml/llm-train-0/trainer"),
+            std::string::npos)
+      << text.out;
 
   auto doc = parse_json(json.out);
   nlohmann::json proc;
   for (const auto& c : doc.value("components", nlohmann::json::array())) {
-    if (c.value("component", "") == "kubelet")
+    if (c.value("component", "") == "kubelet") {
       EXPECT_EQ(c["states"][0]["health"], "Healthy") << c.dump();
+    }
     if (c.value("component", "") != "accelerator-nvidia-processes") continue;
     auto data = parse_json(c["states"][0]["extra_info"].value("data", "{}"));
     for (const auto& gpu : data.value("gpus", nlohmann::json::array()))

@@ -1,5 +1,7 @@
 #include "components/nvidia/processes.h"
 
+#include <set>
+
 #include "components/nvidia/bad_envs.h"
 
 namespace gpud::components {
@@ -70,6 +72,7 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
   v.empty_table = "no GPU compute processes\n";
   std::vector<Finding> errors, bad;
   size_t total = 0, supported = 0;
+  std::set<std::string> containers;  // where the processes run, for the healthy reason
   const Health error_health =
       consecutive_errors >= kProcessesErrorThreshold ? Health::kUnhealthy : Health::kHealthy;
   for (const auto& g : snapshot.gpus) {
@@ -93,7 +96,10 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
                              {"bad_env_vars_for_cuda", info.bad_env_vars}};
         bool mem_known = p.used_memory_bytes != nvml::NVML_VALUE_NOT_AVAILABLE_ULL;
         if (mem_known) jp["gpu_used_memory_bytes"] = p.used_memory_bytes;
-        if (info.container) runtimes::add_attribution(*info.container, jp);
+        if (info.container) {
+          runtimes::add_attribution(*info.container, jp);
+          containers.insert(container_cell(info.container));
+        }
         list.push_back(jp);
         std::string envs;
         for (const auto& var : info.bad_env_vars) {
@@ -128,6 +134,18 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
   }
   v.healthy_reason = supported == 0 ? "process listing not supported (not applicable)"
                                     : std::to_string(total) + " GPU compute process(es) running";
+  // Whose they are, so that `gpud scan` names the pods without the JSON (a few; the data has all).
+  if (!containers.empty()) {
+    constexpr size_t kNamed = 3;
+    std::string names;
+    size_t n = 0;
+    for (const std::string& c : containers) {
+      if (n++ == kNamed) break;
+      names += (names.empty() ? "" : ", ") + c;
+    }
+    if (containers.size() > kNamed) names += ", +" + std::to_string(containers.size() - kNamed);
+    v.healthy_reason += " in " + names;
+  }
   return v;
 }
 

@@ -55,6 +55,9 @@ TEST(Processes, ProcessesNameTheirContainerAndPod) {
   EXPECT_FALSE(list[1].contains("pod"));
   EXPECT_EQ(list[1]["container_id"], id);
   EXPECT_EQ(container_cell(std::nullopt), "-");
+  // The healthy reason names where they run.
+  EXPECT_EQ(v.healthy_reason,
+            "2 GPU compute process(es) running in cccccccccccc, ml/llm-0/trainer");
 }
 
 TEST(Processes, GenericErrorsUnhealthyAfterFiveChecks) {
