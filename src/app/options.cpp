@@ -153,6 +153,20 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--containerd-socket", f.config.containerd_socket,
                  "containerd's CRI socket (default <host-root>/run/containerd/containerd.sock; a "
                  "path given is used as it is)");
+  cmd.add_option("--kubelet-read-only-port", f.config.kubelet_read_only_port,
+                 "The kubelet's read-only HTTP port on 127.0.0.1, asked first for the node's "
+                 "pods (0: not asked)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd.add_option("--kubelet-port", f.config.kubelet_port,
+                 "The kubelet's authenticated HTTPS port on 127.0.0.1, asked when the read-only "
+                 "port does not answer (0: not asked)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd.add_option("--kubelet-token-file", f.config.kubelet_token_file,
+                 "Bearer token for the kubelet's authenticated port (default: the service-account "
+                 "token /var/run/secrets/kubernetes.io/serviceaccount/token, as is or under "
+                 "--host-root)");
   cmd.add_option("--nvml-lib", f.config.nvml_lib,
                  "libnvidia-ml.so.1 to load (default: $GPUD_NVML_LIBRARY_PATH, else the system's)");
   // NVIDIA: NVLink expectation, check interval and NVML call deadline

@@ -1,5 +1,6 @@
 // `gpud scan`: runs every supported component's check once, without the daemon, and reports.
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "app/report.h"
 #include "app/runtime.h"
 #include "app/verbs.h"
+#include "components/registry.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "core/time_util.h"
@@ -159,7 +161,8 @@ void add_scan(CLI::App& app, int* exit_code) {
     rt.nvidia->fill_machine_info(info);
 
     std::vector<ScanEntry> entries;
-    for (Component* c : rt.registry.supported()) {
+    // The container runtimes first: the GPU processes are traced to what they list.
+    for (Component* c : components::check_order(rt.registry.supported())) {
       ScanEntry e;
       e.component = std::string(c->name());
       e.result = c->check();
@@ -168,6 +171,9 @@ void add_scan(CLI::App& app, int* exit_code) {
       if (ev) e.events = std::move(*ev);
       entries.push_back(std::move(e));
     }
+    // Reported in name order, as before.
+    std::sort(entries.begin(), entries.end(),
+              [](const ScanEntry& a, const ScanEntry& b) { return a.component < b.component; });
     bool all_healthy = true;
     for (const auto& e : entries)
       if (e.result.health() != Health::kHealthy) all_healthy = false;

@@ -11,6 +11,10 @@ namespace gpud {
 namespace nvml {
 class NvidiaSource;
 }
+namespace kmsg {
+struct Match;
+struct MatchTime;
+}  // namespace kmsg
 namespace runtimes {
 class ContainerDirectory;
 }
@@ -39,6 +43,12 @@ struct ComponentContext : gpud::ComponentContext {
 class Component : public gpud::Component {
  public:
   explicit Component(const ComponentContext& ctx) : gpud::Component(ctx), ctx_(ctx) {}
+
+  // Adds to one of its kernel-log events, as the line is read, what the node knows now (the Xid's
+  // process to its container and pod); the registry hands it to the dispatcher as the rules'
+  // `annotate`. Default: nothing.
+  virtual bool annotates_kernel_log() const { return false; }
+  virtual void annotate_kernel_log_match(kmsg::Match& /*m*/, const kmsg::MatchTime& /*t*/) const {}
 
  protected:
   const ComponentContext& ctx() const { return ctx_; }

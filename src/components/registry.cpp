@@ -6,6 +6,7 @@
 
 #include "components/containers/containerd.h"
 #include "components/containers/docker.h"
+#include "components/containers/kubelet.h"
 #include "components/host/cpu.h"
 #include "components/host/disk.h"
 #include "components/host/fd.h"
@@ -82,6 +83,7 @@ const std::vector<Entry>& all_components() {
       entry<FuseComponent>("fuse"),
       entry<GpudComponent>("gpud"),
       entry<KernelModuleComponent>("kernel-module"),
+      entry<KubeletComponent>("kubelet"),
       entry<LibraryComponent>("library"),
       entry<MemoryComponent>("memory", memory_kernel_log_rules),
       entry<NetworkLatencyComponent>("network-latency"),
@@ -134,10 +136,27 @@ std::vector<std::string> known_names() {
 
 std::vector<kmsg::ComponentRules> kernel_log_rules(const Registry& registry) {
   std::vector<kmsg::ComponentRules> out;
-  for (const Entry& e : all_components())
-    if (e.kernel_log_rules != nullptr && registry.find(e.name) != nullptr)
-      out.push_back(e.kernel_log_rules());
+  for (const Entry& e : all_components()) {
+    if (e.kernel_log_rules == nullptr || registry.find(e.name) == nullptr) continue;
+    out.push_back(e.kernel_log_rules());
+    const auto* c = dynamic_cast<const Component*>(registry.find(e.name));
+    if (c != nullptr && c->annotates_kernel_log())
+      out.back().annotate = [c](kmsg::Match& m, const kmsg::MatchTime& t) {
+        c->annotate_kernel_log_match(m, t);
+      };
+  }
   return out;
+}
+
+std::vector<gpud::Component*> check_order(std::vector<gpud::Component*> components) {
+  // What runtimes::ContainerDirectory is filled by.
+  static constexpr std::string_view kListContainers[] = {"containerd", "docker", "kubelet"};
+  auto lists_containers = [](const gpud::Component* c) {
+    return std::find(std::begin(kListContainers), std::end(kListContainers), c->name()) !=
+           std::end(kListContainers);
+  };
+  std::stable_partition(components.begin(), components.end(), lists_containers);
+  return components;
 }
 
 std::vector<kmsg::ComponentRules> all_kernel_log_rules() {

@@ -106,7 +106,16 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, const RecordTime& when)
   const std::string& uuid = id.uuid;
   // The event keeps the raw bus id; only the counter's label is folded.
   const std::string bus_label = id.known ? bus : std::string(kUnknownBusLabel);
-  Event e = to_event(m, when.wall.value_or(when.now), uuid);
+  Match annotated;
+  const Match* stored = &m;
+  for (const ComponentRules& c : matcher_.rules()) {
+    if (c.component != m.component || !c.annotate) continue;
+    annotated = m;
+    c.annotate(annotated, when);
+    stored = &annotated;
+    break;
+  }
+  Event e = to_event(*stored, when.wall.value_or(when.now), uuid);
   if (when.boot_offset_us)
     e.extra_info["boot_offset_seconds"] = static_cast<double>(*when.boot_offset_us) / 1e6;
   // Stored at the reader's time only because an event needs one; readers show it as unknown.

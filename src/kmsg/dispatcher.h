@@ -40,12 +40,9 @@ struct Occurrences {
   std::optional<int64_t> first_boot_offset_us, last_boot_offset_us;
 };
 
-// When a record happened, as far as its line says.
-struct RecordTime {
-  std::optional<TimePoint> wall;
-  std::optional<int64_t> boot_offset_us;
-  TimePoint now;  // the reader's clock, for records with neither
-};
+// When a record happened, as far as its line says (`now`: the reader's clock, for records with
+// neither).
+using RecordTime = MatchTime;
 
 class KernelLogDispatcher {
  public:

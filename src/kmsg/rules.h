@@ -71,6 +71,13 @@ struct StoredMatch {
   std::string_view bus_label;  // the bus id, or kUnknownBusLabel
 };
 
+// When the line that made a match was logged, as far as it says, and when it was read.
+struct MatchTime {
+  std::optional<TimePoint> wall;
+  std::optional<int64_t> boot_offset_us;  // since this boot, for /dev/kmsg records
+  TimePoint now;
+};
+
 // Everything one component learns from the kernel log.
 struct ComponentRules {
   std::string component;
@@ -80,6 +87,9 @@ struct ComponentRules {
   // the dispatcher is built) and counts one stored event into them.
   std::function<void(MetricRegistry&)> describe_metrics;
   std::function<void(MetricRegistry&, const StoredMatch&)> count;
+  // Optional: adds what the node knows while the line is read (the container of an Xid's pid) to
+  // a match about to be stored (not to repeats the deduper drops).
+  std::function<void(Match&, const MatchTime&)> annotate;
 };
 
 // The usual single-line rule: a line with one of `literals` that matches the RE2 `pattern` is an

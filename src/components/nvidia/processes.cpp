@@ -1,5 +1,7 @@
 #include "components/nvidia/processes.h"
 
+#include <set>
+
 #include "components/nvidia/bad_envs.h"
 
 namespace gpud::components {
@@ -46,6 +48,15 @@ std::optional<ProcInfo> read_proc_info(const host::HostFs& fs, uint32_t pid) {
   return info;
 }
 
+std::string container_cell(const std::optional<runtimes::Attribution>& a) {
+  if (!a) return "-";
+  if (!a->pod.empty())
+    return a->pod_namespace + "/" + a->pod + (a->container.empty() ? "" : "/" + a->container);
+  if (!a->container.empty()) return a->container;
+  if (!a->container_id.empty()) return a->container_id.substr(0, 12);
+  return "pod " + a->pod_uid;
+}
+
 bool processes_have_error(const nvml::NvmlSnapshot& snapshot) {
   for (const auto& g : snapshot.gpus)
     if (g.processes.status == nvml::FieldStatus::kError) return true;
@@ -57,10 +68,11 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
                                  int consecutive_errors) {
   NvidiaVerdict v;
   // extra_info has a row per GPU (its processes inside), the table a row per process.
-  v.columns = {"PID", "USED MEMORY", "BAD ENV", "COMMAND"};
+  v.columns = {"PID", "USED MEMORY", "BAD ENV", "CONTAINER", "COMMAND"};
   v.empty_table = "no GPU compute processes\n";
   std::vector<Finding> errors, bad;
   size_t total = 0, supported = 0;
+  std::set<std::string> containers;  // where the processes run, for the healthy reason
   const Health error_health =
       consecutive_errors >= kProcessesErrorThreshold ? Health::kUnhealthy : Health::kHealthy;
   for (const auto& g : snapshot.gpus) {
@@ -84,6 +96,10 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
                              {"bad_env_vars_for_cuda", info.bad_env_vars}};
         bool mem_known = p.used_memory_bytes != nvml::NVML_VALUE_NOT_AVAILABLE_ULL;
         if (mem_known) jp["gpu_used_memory_bytes"] = p.used_memory_bytes;
+        if (info.container) {
+          runtimes::add_attribution(*info.container, jp);
+          containers.insert(container_cell(info.container));
+        }
         list.push_back(jp);
         std::string envs;
         for (const auto& var : info.bad_env_vars) {
@@ -97,7 +113,8 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
         row.in_data = false;
         row.cells = {std::to_string(p.pid),
                      mem_known ? std::to_string(p.used_memory_bytes >> 20) + " MiB" : "n/a",
-                     envs.empty() ? "-" : envs, info.cmdline.empty() ? "" : info.cmdline.front()};
+                     envs.empty() ? "-" : envs, container_cell(info.container),
+                     info.cmdline.empty() ? "" : info.cmdline.front()};
       }
     }
     jg["processes"] = list;
@@ -117,6 +134,18 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
   }
   v.healthy_reason = supported == 0 ? "process listing not supported (not applicable)"
                                     : std::to_string(total) + " GPU compute process(es) running";
+  // Whose they are, so that `gpud scan` names the pods without the JSON (a few; the data has all).
+  if (!containers.empty()) {
+    constexpr size_t kNamed = 3;
+    std::string names;
+    size_t n = 0;
+    for (const std::string& c : containers) {
+      if (n++ == kNamed) break;
+      names += (names.empty() ? "" : ", ") + c;
+    }
+    if (containers.size() > kNamed) names += ", +" + std::to_string(containers.size() - kNamed);
+    v.healthy_reason += " in " + names;
+  }
   return v;
 }
 
@@ -129,7 +158,11 @@ CheckResult ProcessesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
   for (const auto& g : snapshot.gpus) {
     if (!g.processes.ok()) continue;
     for (const auto& p : g.processes.value)
-      if (procs.count(p.pid) == 0) procs[p.pid] = read_proc_info(fs_, p.pid);
+      if (procs.count(p.pid) == 0) {
+        auto info = read_proc_info(fs_, p.pid);
+        if (info) info->container = runtimes::attribute_pid(fs_, ctx().containers, p.pid);
+        procs[p.pid] = std::move(info);
+      }
   }
   return render_verdict(name(), evaluate_processes(snapshot, procs, consecutive_errors_));
 }

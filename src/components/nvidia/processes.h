@@ -1,6 +1,6 @@
 // accelerator-nvidia-processes: the compute processes running on each GPU (pid, used memory, and
-// from /proc/<pid> the command line and environment), flagging GPUd's bad CUDA environment
-// variables set in a process.
+// from /proc/<pid> the command line, environment and the container and pod it runs in), flagging
+// GPUd's bad CUDA environment variables set in a process.
 #pragma once
 
 #include <map>
@@ -11,6 +11,7 @@
 #include "components/nvidia/nvidia_component.h"
 #include "components/nvidia/verdict.h"
 #include "host/host_fs.h"
+#include "runtimes/attribution.h"
 
 namespace gpud::components {
 
@@ -21,7 +22,13 @@ inline constexpr int kProcessesErrorThreshold = 5;  // consecutive checks with N
 struct ProcInfo {
   std::vector<std::string> cmdline;
   std::vector<std::string> bad_env_vars;  // names of kBadCudaEnvVars set in its environment
+  // Its container and pod (runtimes/attribution.h); nullopt for a process in no container.
+  std::optional<runtimes::Attribution> container;
 };
+
+// The CONTAINER cell of the scan table: "namespace/pod/container", else the container id's first
+// 12 digits, else "-".
+std::string container_cell(const std::optional<runtimes::Attribution>& a);
 
 // Reads /proc/<pid>/cmdline and /proc/<pid>/environ through the host root; nullopt when the
 // process is gone (or unreadable: then cmdline is empty and no variable is flagged).

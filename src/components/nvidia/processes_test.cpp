@@ -18,7 +18,7 @@ TEST(Processes, BadEnvVarIsDegradedNamingPidAndVariable) {
   auto s = identity_only_snapshot(1);
   s.gpus[0].processes = ok(std::vector<nvml::Process>{{42, 1 << 20}, {43, 0}});
   std::map<uint32_t, std::optional<ProcInfo>> procs;
-  procs[42] = ProcInfo{{"python", "train.py"}, {"CUDA_PROFILE"}};  // 43 vanished
+  procs[42] = ProcInfo{{"python", "train.py"}, {"CUDA_PROFILE"}, std::nullopt};  // 43 vanished
   auto v = evaluate_processes(s, procs, 0);
   EXPECT_EQ(v.health(), Health::kDegraded);
   EXPECT_EQ(v.action(), RepairAction::kCheckUserAppAndGpu);
@@ -26,9 +26,38 @@ TEST(Processes, BadEnvVarIsDegradedNamingPidAndVariable) {
   EXPECT_EQ(v.findings[0].gpu, 0U);
   EXPECT_EQ(v.data["running_total"], 2);
   ASSERT_EQ(v.gpus.size(), 2U);  // the process's table row, then the GPU's data
-  EXPECT_EQ(v.gpus[0].cells, (std::vector<std::string>{"42", "1 MiB", "CUDA_PROFILE", "python"}));
+  EXPECT_EQ(v.gpus[0].cells,
+            (std::vector<std::string>{"42", "1 MiB", "CUDA_PROFILE", "-", "python"}));
   EXPECT_EQ(v.gpus[1].data["processes"].size(), 1U);
   EXPECT_EQ(v.gpus[1].data["processes"][0]["bad_env_vars_for_cuda"][0], "CUDA_PROFILE");
+}
+
+TEST(Processes, ProcessesNameTheirContainerAndPod) {
+  auto s = identity_only_snapshot(2);
+  s.gpus[1].processes = ok(std::vector<nvml::Process>{{42, 1 << 20}, {43, 2 << 20}});
+  std::map<uint32_t, std::optional<ProcInfo>> procs;
+  const std::string id(64, 'c');
+  procs[42] =
+      ProcInfo{{"python"}, {}, runtimes::Attribution{id, "trainer", "llm-0", "ml", "", "kubelet"}};
+  procs[43] = ProcInfo{{"sleep"}, {}, runtimes::Attribution{id, "", "", "", "", "cgroup"}};
+  auto v = evaluate_processes(s, procs, 0);
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  ASSERT_EQ(v.gpus.size(), 4U);  // GPU 0's data, the two processes' rows, GPU 1's data
+  EXPECT_EQ(v.gpus[1].cells[3], "ml/llm-0/trainer");
+  EXPECT_EQ(v.gpus[2].cells[3], "cccccccccccc");
+  const auto& list = v.gpus[3].data["processes"];
+  ASSERT_EQ(list.size(), 2U);
+  EXPECT_EQ(list[0]["pod"], "llm-0");
+  EXPECT_EQ(list[0]["namespace"], "ml");
+  EXPECT_EQ(list[0]["container"], "trainer");
+  EXPECT_EQ(list[0]["container_id"], id);
+  EXPECT_EQ(list[0]["attribution_source"], "kubelet");
+  EXPECT_FALSE(list[1].contains("pod"));
+  EXPECT_EQ(list[1]["container_id"], id);
+  EXPECT_EQ(container_cell(std::nullopt), "-");
+  // The healthy reason names where they run.
+  EXPECT_EQ(v.healthy_reason,
+            "2 GPU compute process(es) running in cccccccccccc, ml/llm-0/trainer");
 }
 
 TEST(Processes, GenericErrorsUnhealthyAfterFiveChecks) {

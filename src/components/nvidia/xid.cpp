@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 #include "catalog/xid_catalog.h"
 #include "components/kernel_log_support.h"
@@ -14,6 +15,7 @@
 #include "core/pci_address.h"
 #include "kmsg/parser.h"
 #include "nvml/source.h"
+#include "runtimes/attribution.h"
 
 namespace gpud::components {
 
@@ -119,7 +121,26 @@ Result<RebootThresholds> sxid_thresholds(const Config& c) {
   return parse_reboot_thresholds(c.sxid_thresholds, d);
 }
 
-XidComponent::XidComponent(const ComponentContext& ctx) : Component(ctx) {
+void attribute_xid_process(kmsg::Match& m, const kmsg::MatchTime& t, const host::HostFs& fs,
+                           const runtimes::ContainerDirectory* containers, bool daemon,
+                           bool saved_log) {
+  const auto& pid_json = m.extra_info.find("pid");
+  if (saved_log || pid_json == m.extra_info.end() || !pid_json->is_number_integer()) return;
+  const int64_t pid = pid_json->get<int64_t>();
+  if (pid <= 0 || pid > std::numeric_limits<uint32_t>::max()) return;
+  if (daemon && (!t.wall || t.now - *t.wall > kXidAttributionMaxAge)) return;
+  // The line's time since boot is what the process's start time compares with; a line without
+  // it cannot rule out a reused pid.
+  if (!t.boot_offset_us) return;
+  const auto started = runtimes::process_start_seconds(fs, static_cast<uint32_t>(pid));
+  constexpr double kClockSlackS = 1.0;  // the kernel's start time is in clock ticks
+  if (!started || *started > static_cast<double>(*t.boot_offset_us) / 1e6 + kClockSlackS) return;
+  if (auto a = runtimes::attribute_pid(fs, containers, static_cast<uint32_t>(pid)))
+    runtimes::add_attribution(*a, m.extra_info);
+}
+
+XidComponent::XidComponent(const ComponentContext& ctx)
+    : Component(ctx), fs_(ctx.config->host_root) {
   auto t = xid_thresholds(*ctx.config);
   if (!t) logger(kXidComponent)->warn("{}; using the defaults", t.error().message);
   thresholds_ = t ? *t : RebootThresholds{2, {{94, 1000}}};
@@ -127,6 +148,10 @@ XidComponent::XidComponent(const ComponentContext& ctx) : Component(ctx) {
 
 bool XidComponent::supported() const {
   return nvidia_kernel_log_supported(ctx(), kXidComponent, has_events_);
+}
+
+void XidComponent::annotate_kernel_log_match(kmsg::Match& m, const kmsg::MatchTime& t) const {
+  attribute_xid_process(m, t, fs_, ctx().containers, !ctx().scan_mode, ctx().kernel_log_scan);
 }
 
 bool XidComponent::row_remapping() const {

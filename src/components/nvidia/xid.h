@@ -11,7 +11,9 @@
 #include "catalog/nvlink_decode.h"
 #include "components/component.h"
 #include "core/reboot_rules.h"
+#include "host/host_fs.h"
 #include "kmsg/rules.h"
+#include "runtimes/container_directory.h"
 
 namespace gpud::components {
 
@@ -62,6 +64,19 @@ CheckResult error_component_check(
 Result<RebootThresholds> xid_thresholds(const Config& c);
 Result<RebootThresholds> sxid_thresholds(const Config& c);
 
+// How old a kernel line may be, when read by the daemon, for its Xid's pid to be traced to a
+// container: the runtimes' listing is of now, and a ring re-read after a restart must make the
+// same event as before (the store deduplicates on the whole event).
+inline constexpr std::chrono::seconds kXidAttributionMaxAge{120};
+
+// Adds the container and pod of the Xid's `pid` (extra_info "pid") to the match:
+// runtimes::add_attribution's keys. Only for a process that is still there and started before
+// the line was logged (a pid reused since is not the one the line named); in the daemon only for
+// lines at most kXidAttributionMaxAge old; never for a saved log (`saved_log`).
+void attribute_xid_process(kmsg::Match& m, const kmsg::MatchTime& t, const host::HostFs& fs,
+                           const runtimes::ContainerDirectory* containers, bool daemon,
+                           bool saved_log);
+
 class XidComponent : public Component {
  public:
   explicit XidComponent(const ComponentContext& ctx);
@@ -73,9 +88,12 @@ class XidComponent : public Component {
   std::chrono::seconds interval() const override { return std::chrono::seconds(30); }
   CheckResult check() override;
   bool can_set_healthy() const override { return true; }
+  bool annotates_kernel_log() const override { return true; }
+  void annotate_kernel_log_match(kmsg::Match& m, const kmsg::MatchTime& t) const override;
 
  private:
   bool row_remapping() const;
+  host::HostFs fs_;
   RebootThresholds thresholds_;
   mutable std::atomic<bool> has_events_{false};
 };

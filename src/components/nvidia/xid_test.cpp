@@ -1,13 +1,17 @@
 #include "components/nvidia/xid.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include "components/kernel_log_test_util.h"
 #include "components/nvidia/nvidia_component.h"
 #include "components/nvidia/sxid.h"
 #include "components/nvidia/test_snapshot.h"
+#include "components/registry.h"
 #include "kmsg/dispatcher.h"
 #include "kmsg/writer.h"
 #include "store/database.h"
@@ -422,6 +426,96 @@ TEST(XidKernelLogRule, NvmlXidIsTheKernelLinesEventWithSourceAndUuid) {
   EXPECT_EQ(m.extra_info["gpu_uuid"], "GPU-x");
   EXPECT_EQ(m.extra_info["pci_bus_id"], "0000:3b:00.0");
   EXPECT_EQ(m.extra_info["xid"], 79);
+}
+
+}  // namespace
+}  // namespace gpud::components
+
+// ---- the Xid's process traced to its container and pod ----------------------------------------
+
+namespace gpud::components {
+namespace {
+
+class XidAttribution : public ::testing::Test {
+ protected:
+  static constexpr const char* kId =
+      "4f1d2c3b4a5968778695a4b3c2d1e0f00112233445566778899aabbccddeeff0";
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpud-xid-attr-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    std::filesystem::create_directories(root_ / "proc/4242");
+    std::ofstream(root_ / "proc/4242/cgroup")
+        << "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+        << "0d8a4c1e_7b2f_4c3d_9e8f_1a2b3c4d5e6f.slice/cri-containerd-" << kId << ".scope\n";
+    write_start(500);
+    env_.config.host_root = root_.string();
+    dir_.publish("containerd", {{kId, "trainer", "llm-train-0", "ml", "", "containerd"}});
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  void write_start(long seconds) {
+    std::ofstream(root_ / "proc/4242/stat")
+        << "4242 (python3) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 4 0 "
+        << seconds * sysconf(_SC_CLK_TCK) << " 123456 789\n";
+  }
+  // The Xid event the line makes through the registry's rules and the dispatcher.
+  nlohmann::json stored_extra(bool scan, bool kernel_log_scan, TimePoint wall,
+                              int64_t boot_offset_s) {
+    ComponentContext c = env_.ctx();
+    c.scan_mode = scan;
+    c.kernel_log_scan = kernel_log_scan;
+    c.containers = &dir_;
+    Registry registry;
+    EXPECT_TRUE(registry.add(std::make_unique<XidComponent>(c)));
+    kmsg::KernelLogDispatcher d(kernel_log_rules(registry), env_.events, env_.metrics, {});
+    const std::string line =
+        "NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=python3, Graphics SM Warp Exception";
+    EXPECT_EQ(d.feed_message(line, wall, Clock::now(), boot_offset_s * 1'000'000), 1);
+    auto ev = env_.events.query(kXidComponent, TimePoint{}, TimePoint::max());
+    EXPECT_TRUE(ev && !ev->empty());
+    nlohmann::json extra = ev && !ev->empty() ? ev->front().extra_info : nlohmann::json();
+    EXPECT_TRUE(env_.events.purge(kXidComponent, TimePoint::max()));
+    return extra;
+  }
+  std::filesystem::path root_;
+  Env env_;
+  runtimes::ContainerDirectory dir_;
+};
+
+TEST_F(XidAttribution, XidEventNamesThePodOfItsPid) {
+  auto extra = stored_extra(false, false, Clock::now(), 1000);
+  EXPECT_EQ(extra["pid"], 4242);
+  EXPECT_EQ(extra["pod"], "llm-train-0");
+  EXPECT_EQ(extra["namespace"], "ml");
+  EXPECT_EQ(extra["container"], "trainer");
+  EXPECT_EQ(extra["container_id"], kId);
+  EXPECT_EQ(extra["pod_uid"], "0d8a4c1e-7b2f-4c3d-9e8f-1a2b3c4d5e6f");
+  EXPECT_EQ(extra["attribution_source"], "containerd");
+  // Not listed by any runtime: the cgroup's ids only.
+  dir_.clear("containerd");
+  extra = stored_extra(false, false, Clock::now(), 1000);
+  EXPECT_EQ(extra["container_id"], kId);
+  EXPECT_EQ(extra["attribution_source"], "cgroup");
+  EXPECT_FALSE(extra.contains("pod"));
+}
+
+TEST_F(XidAttribution, NotTracedWhenThePidCannotBeTheLinesProcess) {
+  // The process started after the line: its pid was reused.
+  write_start(2000);
+  EXPECT_FALSE(stored_extra(false, false, Clock::now(), 1000).contains("container_id"));
+  write_start(500);
+  // Gone.
+  std::filesystem::remove(root_ / "proc/4242/stat");
+  EXPECT_FALSE(stored_extra(false, false, Clock::now(), 1000).contains("container_id"));
+  write_start(500);
+  // An old line re-read by the daemon (the ring after a restart).
+  EXPECT_FALSE(stored_extra(false, false, Clock::now() - std::chrono::hours(1), 1000)
+                   .contains("container_id"));
+  // ... which a scan of the ring does trace.
+  EXPECT_TRUE(stored_extra(true, false, Clock::now() - std::chrono::hours(1), 1000)
+                  .contains("container_id"));
+  // A saved log is of another time.
+  EXPECT_FALSE(stored_extra(true, true, Clock::now(), 1000).contains("container_id"));
 }
 
 }  // namespace

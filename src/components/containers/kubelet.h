@@ -1,0 +1,111 @@
+// KubeletComponent ("kubelet"): the pods the node's kubelet runs, from its API (`GET /pods`): the
+// read-only HTTP port where it is on, otherwise the authenticated HTTPS port with a bearer token;
+// each pod's phase and its containers' restarts. It publishes the containers it lists into the
+// ContainerDirectory (source "kubelet") for fault attribution. GPUd had it until 2026 (reading the
+// read-only port only).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "components/component.h"
+#include "host/host_fs.h"
+#include "runtimes/container_directory.h"
+
+namespace gpud::components {
+
+inline constexpr std::string_view kKubeletName = "kubelet";
+// The whole of one request: connect, the answer's head and its body.
+inline constexpr std::chrono::milliseconds kKubeletTimeout{5000};
+// A /pods document larger than this is refused (110 pods of a busy node are well under 2 MiB).
+inline constexpr size_t kKubeletMaxBodyBytes = 32 << 20;
+// The service account token a pod gets; read as is, then under --host-root.
+inline constexpr std::string_view kServiceAccountTokenFile =
+    "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+struct KubeletContainer {
+  std::string name;
+  std::string id;       // containerID without its "<runtime>://" scheme; empty before it starts
+  std::string runtime;  // the scheme: "containerd", "docker", "cri-o"
+  bool ready = false;
+  int64_t restart_count = 0;
+  std::string state;   // "running", "waiting", "terminated" ("" when the kubelet says none)
+  std::string reason;  // the waiting or terminated state's reason (CrashLoopBackOff, OOMKilled)
+  bool init = false;   // an init container
+};
+
+struct KubeletPod {
+  std::string name;
+  std::string pod_namespace;
+  std::string uid;
+  std::string phase;  // Pending, Running, Succeeded, Failed, Unknown
+  std::vector<KubeletContainer> containers;
+};
+
+// A Kubernetes PodList ({"kind":"PodList","items":[...]}) to its pods; an error naming what is
+// wrong when the document is not one (not JSON, no items array, an item without metadata.name).
+Result<std::vector<KubeletPod>> parse_pod_list(std::string_view body);
+
+// Where to ask: http://host:port/pods, or https with the bearer token (the kubelet's serving
+// certificate is self-signed on most nodes, so it is not verified: the address is the node's own).
+struct KubeletEndpoint {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  bool https = false;
+  std::string token;             // sent as "Authorization: Bearer" (https only)
+  std::string describe() const;  // "http://127.0.0.1:10255"
+};
+
+// GET /pods: the body, or why not (not listening, a timeout, a status other than 200, too large).
+Result<std::string> fetch_kubelet_pods(const KubeletEndpoint& endpoint,
+                                       std::chrono::milliseconds timeout = kKubeletTimeout);
+
+// fetch_kubelet_pods, then parse_pod_list (its error names the endpoint).
+Result<std::vector<KubeletPod>> list_kubelet_pods(
+    const KubeletEndpoint& endpoint, std::chrono::milliseconds timeout = kKubeletTimeout);
+
+// One endpoint tried: the pods, or why it gave none.
+struct KubeletAttempt {
+  std::string endpoint;  // KubeletEndpoint::describe()
+  Result<std::vector<KubeletPod>> pods = std::vector<KubeletPod>{};
+};
+
+struct KubeletSnapshot {
+  std::vector<KubeletAttempt> attempts;  // in the order tried; the last is the one that answered
+  std::string token_note;                // why no token was sent to the authenticated port
+};
+
+// The rule: the first attempt that listed pods ⇒ Healthy "N pods (R running, C container
+// restarts) from <endpoint>"; no attempt (both ports off) ⇒ Healthy, not applicable; else Degraded
+// "kubelet does not answer: ..." naming each endpoint's error. extra_info.data holds the endpoint
+// and the pods with their phase and containers.
+CheckResult evaluate_kubelet(const KubeletSnapshot& s);
+
+// The containers of the listed pods as the directory keeps them (those with an id).
+std::vector<runtimes::ContainerInfo> kubelet_containers(const std::vector<KubeletPod>& pods);
+
+class KubeletComponent : public Component {
+ public:
+  explicit KubeletComponent(const ComponentContext& ctx);
+
+  std::string_view name() const override { return kKubeletName; }
+  std::vector<std::string> tags() const override { return {"container", "kubelet"}; }
+  // A kubelet is installed: the `kubelet` executable where commands are looked up, or
+  // /var/lib/kubelet under the host root (a containerised kubelet), or a token file was given.
+  // Looked up again at most once a minute.
+  bool supported() const override;
+  CheckResult check() override;
+
+ private:
+  host::HostFs fs_;
+  mutable std::mutex mu_;
+  mutable std::optional<std::chrono::steady_clock::time_point> looked_up_;
+  mutable bool installed_ = false;
+};
+
+}  // namespace gpud::components
