@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds gpud's container image without a base image: the root file system is the built gpud binary
-# (stripped), the shared libraries it loads (and the glibc libraries a host's libnvidia-ml.so.1
+# and its optional client modules (stripped), the shared libraries they load (and the glibc libraries a host's libnvidia-ml.so.1
 # needs when the NVIDIA container runtime injects it), an /etc/passwd with root, and empty /tmp,
 # /host and /var/lib/gpud. Debian's umoci writes it as an OCI image layout; a docker-archive
 # manifest.json beside index.json lets `docker load` (Docker 20.10 reads only that) take the same
@@ -47,8 +47,21 @@ printf 'root:x:0:\n' >"$rootfs/etc/group"
 
 strip --strip-unneeded -o "$rootfs/usr/bin/gpud" "$gpud"
 
-# Every library the binary loads, at its own path under /usr, resolved to the real file.
-mapfile -t libs < <(ldd "$gpud" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p')
+# The optional client modules (libgpud-cri.so: CRI and pod-resources over gRPC; libgpud-docker.so:
+# the Engine API over libcurl) in /usr/lib/gpud, where gpud looks beside ../lib/gpud: the DaemonSet
+# sees the host's containerd socket under /host. They are loaded only where such a socket exists.
+modules=()
+for module in "$build"/libgpud-*.so; do
+  [[ -e $module ]] || continue
+  modules+=("$module")
+  mkdir -p "$rootfs/usr/lib/gpud"
+  strip --strip-unneeded -o "$rootfs/usr/lib/gpud/$(basename "$module")" "$module"
+done
+
+# Every library the binary and the modules load, at its own path under /usr, resolved to the real
+# file.
+mapfile -t libs < <(for elf in "$gpud" "${modules[@]}"; do ldd "$elf"; done |
+  sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p' | sort -u)
 libc_dir=
 for lib in "${libs[@]}"; do
   [[ $lib == */libc.so.6 ]] && libc_dir=$(dirname "$lib")

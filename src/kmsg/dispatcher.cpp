@@ -111,6 +111,8 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, const RecordTime& when)
   for (const ComponentRules& c : matcher_.rules()) {
     if (c.component != m.component || !c.annotate) continue;
     annotated = m;
+    // The GPU the line is about, for an annotation that needs it (to_event adds the same key).
+    if (!uuid.empty()) annotated.extra_info["gpu_uuid"] = uuid;
     c.annotate(annotated, when);
     stored = &annotated;
     break;

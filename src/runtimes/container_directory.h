@@ -15,12 +15,23 @@
 namespace gpud::runtimes {
 
 struct ContainerInfo {
-  std::string id;              // the runtime's full container id (64 hex digits for containerd/docker)
-  std::string name;            // container name (Kubernetes: the pod spec's container name)
-  std::string pod_name;        // empty outside Kubernetes
-  std::string pod_namespace;   // empty outside Kubernetes
-  std::string pod_uid;         // empty where unknown
-  std::string source;          // who listed it: "containerd", "docker", "kubelet"
+  std::string id;        // the runtime's full container id (64 hex digits for containerd/docker)
+  std::string name;      // container name (Kubernetes: the pod spec's container name)
+  std::string pod_name;  // empty outside Kubernetes
+  std::string pod_namespace;  // empty outside Kubernetes
+  std::string pod_uid;        // empty where unknown
+  std::string source;         // who listed it: "containerd", "docker", "kubelet"
+};
+
+// A device the kubelet allocated to a container (pod-resources `List`): for NVIDIA GPUs the id is
+// the GPU's UUID (or a MIG device's), so a GPU maps to its pod even when no process runs on it.
+struct DeviceHolder {
+  std::string device_id;
+  std::string resource_name;  // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb", ...
+  std::string pod_name;
+  std::string pod_namespace;
+  std::string container;
+  std::string source;  // "pod-resources"
 };
 
 class ContainerDirectory {
@@ -38,6 +49,13 @@ class ContainerDirectory {
   // Every listed container, for the API and tests.
   std::vector<ContainerInfo> all() const;
 
+  // Replaces the device allocations `source` published before (kept for at most `max_age` too).
+  void publish_devices(std::string_view source, std::vector<DeviceHolder> devices);
+  void clear_devices(std::string_view source);
+  // The container holding this device id (exact, case-insensitive: NVML and the device plugin
+  // agree on UUIDs but not always on case); nullopt when none is listed.
+  std::optional<DeviceHolder> find_device(std::string_view device_id) const;
+
  private:
   struct Listing {
     std::chrono::steady_clock::time_point at;
@@ -46,6 +64,11 @@ class ContainerDirectory {
   std::chrono::seconds max_age_;
   mutable std::mutex mu_;
   std::map<std::string, Listing, std::less<>> by_source_;
+  struct DeviceListing {
+    std::chrono::steady_clock::time_point at;
+    std::vector<DeviceHolder> devices;
+  };
+  std::map<std::string, DeviceListing, std::less<>> devices_by_source_;
 };
 
 }  // namespace gpud::runtimes

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -349,9 +351,31 @@ struct Harness {
 TEST(ContainerdComponent, NotApplicableWithoutContainerd) {
   Config config;
   config.executable_search_path = "/nonexistent";
+  config.host_root = fixture("containerd/host-missing-config");  // no binary, no socket
   ComponentContext ctx;
   ctx.config = &config;
   EXPECT_FALSE(ContainerdComponent(ctx).supported());
+}
+
+// gpud in a container: no containerd on its own search path, the host's under --host-root.
+TEST(ContainerdComponent, InstalledOnTheHostOrItsSocketExists) {
+  char tmpl[] = "/tmp/gpud-containerd-host-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  Config config;
+  config.executable_search_path = "/nonexistent";
+  config.host_root = root;
+  ComponentContext ctx;
+  ctx.config = &config;
+  EXPECT_FALSE(ContainerdComponent(ctx).supported());
+  std::filesystem::create_directories(root + "/usr/bin");
+  std::ofstream(root + "/usr/bin/containerd") << "#!/bin/sh\n";
+  EXPECT_TRUE(ContainerdComponent(ctx).supported());
+  std::filesystem::remove(root + "/usr/bin/containerd");
+  std::filesystem::create_directories(root + "/run/containerd");
+  std::ofstream(root + "/run/containerd/containerd.sock") << "";
+  EXPECT_TRUE(ContainerdComponent(ctx).supported());
+  std::filesystem::remove_all(root);
 }
 
 TEST(ContainerdComponent, AMissingSocketTurnsUnhealthyAtTheFifthCheckAndClearsItsContainers) {

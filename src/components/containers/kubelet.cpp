@@ -205,6 +205,19 @@ std::vector<runtimes::ContainerInfo> kubelet_containers(const std::vector<Kubele
   return out;
 }
 
+std::vector<runtimes::DeviceHolder> nvidia_device_holders(
+    const std::vector<runtimes::PodResources>& pods) {
+  std::vector<runtimes::DeviceHolder> out;
+  for (const auto& p : pods)
+    for (const auto& c : p.containers)
+      for (const auto& d : c.devices) {
+        if (d.resource_name.rfind("nvidia.com/", 0) != 0) continue;
+        for (const auto& id : d.device_ids)
+          out.push_back({id, d.resource_name, p.name, p.pod_namespace, c.name, "pod-resources"});
+      }
+  return out;
+}
+
 CheckResult evaluate_kubelet(const KubeletSnapshot& s) {
   nlohmann::json data = nlohmann::json::object();
   std::vector<std::string> errors;
@@ -246,6 +259,28 @@ CheckResult evaluate_kubelet(const KubeletSnapshot& s) {
     reason = fmt::format("{} pods ({} running, {} container restarts) from {}", pods.size(),
                          running, restarts, answered->endpoint);
   }
+  if (s.pod_resources) {
+    if (!*s.pod_resources) {
+      const std::string e = "kubelet pod-resources: " + s.pod_resources->error().message;
+      errors.push_back(e);
+      if (health == Health::kHealthy) {
+        health = Health::kDegraded;
+        reason = e;
+      }
+    } else {
+      nlohmann::json alloc = nlohmann::json::array();
+      for (const auto& p : **s.pod_resources)
+        for (const auto& c : p.containers)
+          for (const auto& d : c.devices)
+            if (d.resource_name.rfind("nvidia.com/", 0) == 0)
+              alloc.push_back({{"pod", p.name},
+                               {"namespace", p.pod_namespace},
+                               {"container", c.name},
+                               {"resource_name", d.resource_name},
+                               {"device_ids", d.device_ids}});
+      data["gpu_allocations"] = std::move(alloc);
+    }
+  }
   if (!errors.empty()) data["errors"] = errors;
   CheckResult r = single_state(kKubeletName, health, reason, std::nullopt, {{"data", data.dump()}});
   if (health != Health::kHealthy) r.states[0].error = fmt::format("{}", fmt::join(errors, "; "));
@@ -285,6 +320,16 @@ CheckResult KubeletComponent::check() {
   }
   if (ctx().containers != nullptr && !s.attempts.empty() && s.attempts.back().pods)
     ctx().containers->publish(kKubeletName, kubelet_containers(*s.attempts.back().pods));
+  // The GPU allocations: what the socket lists now, or none (never the last good list).
+  if (fs_.exists(kPodResourcesSocket))
+    s.pod_resources =
+        pod_resources_client_.list_pod_resources(fs_.path(kPodResourcesSocket), kKubeletTimeout);
+  if (ctx().containers != nullptr) {
+    if (s.pod_resources && *s.pod_resources)
+      ctx().containers->publish_devices("pod-resources", nvidia_device_holders(**s.pod_resources));
+    else
+      ctx().containers->clear_devices("pod-resources");
+  }
   return evaluate_kubelet(s);
 }
 

@@ -16,6 +16,7 @@
 #include "components/component.h"
 #include "host/host_fs.h"
 #include "runtimes/container_directory.h"
+#include "runtimes/cri.h"
 
 namespace gpud::components {
 
@@ -75,15 +76,29 @@ struct KubeletAttempt {
   Result<std::vector<KubeletPod>> pods = std::vector<KubeletPod>{};
 };
 
+// The kubelet's pod-resources socket (PodResourcesLister.List, v1), under --host-root: which
+// devices (GPU UUIDs for nvidia.com/gpu) each container holds.
+inline constexpr std::string_view kPodResourcesSocket =
+    "/var/lib/kubelet/pod-resources/kubelet.sock";
+
 struct KubeletSnapshot {
   std::vector<KubeletAttempt> attempts;  // in the order tried; the last is the one that answered
   std::string token_note;                // why no token was sent to the authenticated port
+  // List of the pod-resources socket; nullopt where the socket does not exist.
+  std::optional<Result<std::vector<runtimes::PodResources>>> pod_resources;
 };
+
+// The NVIDIA devices (resource names "nvidia.com/...") the pod-resources listing allocates, one
+// entry per device id, as the directory keeps them (source "pod-resources").
+std::vector<runtimes::DeviceHolder> nvidia_device_holders(
+    const std::vector<runtimes::PodResources>& pods);
 
 // The rule: the first attempt that listed pods ⇒ Healthy "N pods (R running, C container
 // restarts) from <endpoint>"; no attempt (both ports off) ⇒ Healthy, not applicable; else Degraded
-// "kubelet does not answer: ..." naming each endpoint's error. extra_info.data holds the endpoint
-// and the pods with their phase and containers.
+// "kubelet does not answer: ..." naming each endpoint's error. A pod-resources socket that exists
+// but whose List fails ⇒ Degraded too ("kubelet pod-resources: ..."). extra_info.data holds the
+// endpoint, the pods with their phase and containers, and "gpu_allocations" (pod, namespace,
+// container, resource_name, device_ids) from pod-resources.
 CheckResult evaluate_kubelet(const KubeletSnapshot& s);
 
 // The containers of the listed pods as the directory keeps them (those with an id).
@@ -103,6 +118,7 @@ class KubeletComponent : public Component {
 
  private:
   host::HostFs fs_;
+  runtimes::CriClient pod_resources_client_;  // loads the cri module once the socket exists
   mutable std::mutex mu_;
   mutable std::optional<std::chrono::steady_clock::time_point> looked_up_;
   mutable bool installed_ = false;

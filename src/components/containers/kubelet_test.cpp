@@ -12,6 +12,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -278,6 +279,33 @@ TEST(Kubelet, SupportedWhereAKubeletIsInstalled) {
   std::filesystem::create_directories(std::string(tmpl) + "/var/lib/kubelet");
   EXPECT_TRUE(KubeletComponent(ctx).supported());
   std::filesystem::remove_all(tmpl);
+}
+
+TEST(KubeletRule, PodResourcesAllocationsInTheDataAndAFailingSocketIsDegraded) {
+  KubeletSnapshot s;
+  KubeletEndpoint ro;
+  ro.port = 10255;
+  s.attempts.push_back({ro.describe(), std::vector<KubeletPod>{}});
+  runtimes::PodResources pod;
+  pod.name = "trainer-0";
+  pod.pod_namespace = "ml";
+  pod.containers.push_back(
+      {"main", {{"nvidia.com/gpu", {"GPU-a", "GPU-b"}}, {"example.com/nic", {"nic0"}}}});
+  s.pod_resources = std::vector<runtimes::PodResources>{pod};
+  CheckResult r = evaluate_kubelet(s);
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  ASSERT_EQ(data["gpu_allocations"].size(), 1u);  // only the nvidia.com resources
+  EXPECT_EQ(data["gpu_allocations"][0]["device_ids"], nlohmann::json({"GPU-a", "GPU-b"}));
+  auto holders = nvidia_device_holders({pod});
+  ASSERT_EQ(holders.size(), 2u);
+  EXPECT_EQ(holders[1].device_id, "GPU-b");
+  EXPECT_EQ(holders[1].container, "main");
+
+  s.pod_resources = Result<std::vector<runtimes::PodResources>>(make_error("connect refused"));
+  r = evaluate_kubelet(s);
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_EQ(r.states[0].reason, "kubelet pod-resources: connect refused");
 }
 
 }  // namespace

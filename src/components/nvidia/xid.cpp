@@ -124,19 +124,35 @@ Result<RebootThresholds> sxid_thresholds(const Config& c) {
 void attribute_xid_process(kmsg::Match& m, const kmsg::MatchTime& t, const host::HostFs& fs,
                            const runtimes::ContainerDirectory* containers, bool daemon,
                            bool saved_log) {
-  const auto& pid_json = m.extra_info.find("pid");
-  if (saved_log || pid_json == m.extra_info.end() || !pid_json->is_number_integer()) return;
-  const int64_t pid = pid_json->get<int64_t>();
-  if (pid <= 0 || pid > std::numeric_limits<uint32_t>::max()) return;
+  if (saved_log) return;
   if (daemon && (!t.wall || t.now - *t.wall > kXidAttributionMaxAge)) return;
-  // The line's time since boot is what the process's start time compares with; a line without
-  // it cannot rule out a reused pid.
-  if (!t.boot_offset_us) return;
-  const auto started = runtimes::process_start_seconds(fs, static_cast<uint32_t>(pid));
-  constexpr double kClockSlackS = 1.0;  // the kernel's start time is in clock ticks
-  if (!started || *started > static_cast<double>(*t.boot_offset_us) / 1e6 + kClockSlackS) return;
-  if (auto a = runtimes::attribute_pid(fs, containers, static_cast<uint32_t>(pid)))
-    runtimes::add_attribution(*a, m.extra_info);
+  const auto& pid_json = m.extra_info.find("pid");
+  if (pid_json != m.extra_info.end() && pid_json->is_number_integer() && t.boot_offset_us) {
+    const int64_t pid = pid_json->get<int64_t>();
+    // The line's time since boot is what the process's start time compares with; a line without
+    // it cannot rule out a reused pid.
+    const auto started = pid > 0 && pid <= std::numeric_limits<uint32_t>::max()
+                             ? runtimes::process_start_seconds(fs, static_cast<uint32_t>(pid))
+                             : std::nullopt;
+    constexpr double kClockSlackS = 1.0;  // the kernel's start time is in clock ticks
+    if (started && *started <= static_cast<double>(*t.boot_offset_us) / 1e6 + kClockSlackS)
+      if (auto a = runtimes::attribute_pid(fs, containers, static_cast<uint32_t>(pid))) {
+        runtimes::add_attribution(*a, m.extra_info);
+        return;
+      }
+  }
+  // No process to follow (the line names none, or it is gone): the pod the kubelet allocated the
+  // GPU to (pod-resources), where the GPU's UUID is known.
+  const std::string uuid = m.extra_info.value("gpu_uuid", std::string());
+  if (containers == nullptr || uuid.empty()) return;
+  if (auto holder = containers->find_device(uuid)) {
+    runtimes::Attribution a;
+    a.container = holder->container;
+    a.pod = holder->pod_name;
+    a.pod_namespace = holder->pod_namespace;
+    a.source = holder->source;
+    runtimes::add_attribution(a, m.extra_info);
+  }
 }
 
 XidComponent::XidComponent(const ComponentContext& ctx)

@@ -72,7 +72,9 @@ inline constexpr std::chrono::seconds kXidAttributionMaxAge{120};
 // Adds the container and pod of the Xid's `pid` (extra_info "pid") to the match:
 // runtimes::add_attribution's keys. Only for a process that is still there and started before
 // the line was logged (a pid reused since is not the one the line named); in the daemon only for
-// lines at most kXidAttributionMaxAge old; never for a saved log (`saved_log`).
+// lines at most kXidAttributionMaxAge old; never for a saved log (`saved_log`). Without such a
+// process, the pod the kubelet allocated the Xid's GPU to (extra_info "gpu_uuid" looked up in the
+// directory's pod-resources devices), attribution_source "pod-resources".
 void attribute_xid_process(kmsg::Match& m, const kmsg::MatchTime& t, const host::HostFs& fs,
                            const runtimes::ContainerDirectory* containers, bool daemon,
                            bool saved_log);

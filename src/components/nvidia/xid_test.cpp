@@ -518,5 +518,48 @@ TEST_F(XidAttribution, NotTracedWhenThePidCannotBeTheLinesProcess) {
   EXPECT_FALSE(stored_extra(true, true, Clock::now(), 1000).contains("container_id"));
 }
 
+TEST_F(XidAttribution, WithoutItsProcessTheGpusPodFromPodResources) {
+  dir_.publish_devices("pod-resources",
+                       {{"GPU-0b0e7a52-3c3a-5a1e-9d1c-9a1f7c2f0003", "nvidia.com/gpu",
+                         "llm-train-1", "ml", "trainer", "pod-resources"}});
+  std::filesystem::remove(root_ / "proc/4242/stat");  // the process is gone
+  host::HostFs fs(root_.string());
+  const kmsg::MatchTime fresh{Clock::now(), 1000 * 1'000'000, Clock::now()};
+  kmsg::Match m;
+  m.extra_info = {
+      {"xid", 79}, {"pid", 4242}, {"gpu_uuid", "GPU-0b0e7a52-3c3a-5a1e-9d1c-9a1f7c2f0003"}};
+  attribute_xid_process(m, fresh, fs, &dir_, true, false);
+  EXPECT_EQ(m.extra_info["pod"], "llm-train-1");
+  EXPECT_EQ(m.extra_info["namespace"], "ml");
+  EXPECT_EQ(m.extra_info["container"], "trainer");
+  EXPECT_EQ(m.extra_info["attribution_source"], "pod-resources");
+  EXPECT_FALSE(m.extra_info.contains("container_id"));
+  // A line without a pid too.
+  kmsg::Match no_pid;
+  no_pid.extra_info = {{"xid", 79}, {"gpu_uuid", "GPU-0b0e7a52-3c3a-5a1e-9d1c-9a1f7c2f0003"}};
+  attribute_xid_process(no_pid, fresh, fs, &dir_, true, false);
+  EXPECT_EQ(no_pid.extra_info["pod"], "llm-train-1");
+  // The process still there wins over the GPU's allocation.
+  write_start(500);
+  kmsg::Match live;
+  live.extra_info = m.extra_info;
+  live.extra_info.erase("pod");
+  attribute_xid_process(live, fresh, fs, &dir_, true, false);
+  EXPECT_EQ(live.extra_info["pod"], "llm-train-0");
+  EXPECT_EQ(live.extra_info["attribution_source"], "containerd");
+  // Another GPU, an old line in the daemon, a saved log: nothing.
+  kmsg::Match other;
+  other.extra_info = {{"xid", 79}, {"gpu_uuid", "GPU-ffffffff-3c3a-5a1e-9d1c-9a1f7c2f0003"}};
+  attribute_xid_process(other, fresh, fs, &dir_, true, false);
+  EXPECT_FALSE(other.extra_info.contains("pod"));
+  kmsg::Match old = no_pid;
+  old.extra_info.erase("pod");
+  attribute_xid_process(old, {Clock::now() - std::chrono::hours(1), 1000 * 1'000'000, Clock::now()},
+                        fs, &dir_, true, false);
+  EXPECT_FALSE(old.extra_info.contains("pod"));
+  attribute_xid_process(old, fresh, fs, &dir_, false, true);
+  EXPECT_FALSE(old.extra_info.contains("pod"));
+}
+
 }  // namespace
 }  // namespace gpud::components

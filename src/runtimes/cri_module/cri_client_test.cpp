@@ -14,9 +14,13 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
+#include "components/containers/kubelet.h"
+#include "core/config.h"
+#include "runtimes/container_directory.h"
 #include "runtimes/cri.h"
 
 extern char** environ;
@@ -170,6 +174,55 @@ TEST(CriModule, AServerThatNeverAnswersCostsTheDeadline) {
   ASSERT_FALSE(pods);
   EXPECT_EQ(pods.error().code, GPUD_CRI_DEADLINE_EXCEEDED) << pods.error().message;
   EXPECT_LT(took, 3s);
+}
+
+// The kubelet component reads the pod-resources socket under the host root and maps each GPU to
+// the container the kubelet allocated it to; a socket that does not answer is Degraded.
+TEST(CriModule, KubeletComponentMapsGpusToPodsThroughPodResources) {
+  TempDir dir;
+  Server srv(dir.path, "pod-resources");
+  ASSERT_TRUE(srv.up());
+  const std::string root = dir.path + "/host";
+  std::filesystem::create_directories(root + "/var/lib/kubelet/pod-resources");
+  std::filesystem::create_symlink(srv.socket, root + "/var/lib/kubelet/pod-resources/kubelet.sock");
+  Config config;
+  config.host_root = root;
+  config.kubelet_read_only_port = 0;  // no kubelet API here: only pod-resources
+  config.kubelet_port = 0;
+  ContainerDirectory directory;
+  components::ComponentContext ctx;
+  ctx.config = &config;
+  ctx.containers = &directory;
+  components::KubeletComponent kubelet(ctx);
+  ASSERT_TRUE(kubelet.supported());  // /var/lib/kubelet exists
+  CheckResult r = kubelet.check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  ASSERT_EQ(data["gpu_allocations"].size(), 1u) << data.dump();
+  EXPECT_EQ(data["gpu_allocations"][0]["pod"], "trainer-0");
+  EXPECT_EQ(data["gpu_allocations"][0]["device_ids"].size(), 2u);
+  auto holder = directory.find_device("GPU-0b0e7a52-3c3a-5a1e-9d1c-9a1f7c2f0005");
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(holder->pod_name, "trainer-0");
+  EXPECT_EQ(holder->pod_namespace, "ml");
+  EXPECT_EQ(holder->container, "main");
+  EXPECT_EQ(holder->source, "pod-resources");
+
+  // The kubelet gone, its socket left behind: Degraded with the reason, and the allocations
+  // are no longer published as fresh.
+  ::kill(srv.pid, SIGKILL);
+  ::waitpid(srv.pid, nullptr, 0);
+  srv.pid = 0;
+  r = kubelet.check();
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_NE(r.states[0].reason.find("kubelet pod-resources: "), std::string::npos)
+      << r.states[0].reason;
+  EXPECT_FALSE(directory.find_device("GPU-0b0e7a52-3c3a-5a1e-9d1c-9a1f7c2f0005"));
+  // The socket removed: not asked, its devices forgotten.
+  std::filesystem::remove(root + "/var/lib/kubelet/pod-resources/kubelet.sock");
+  r = kubelet.check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  EXPECT_FALSE(directory.find_device("GPU-0b0e7a52-3c3a-5a1e-9d1c-9a1f7c2f0005"));
 }
 
 }  // namespace
