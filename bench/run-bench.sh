@@ -4,6 +4,7 @@
 #   - time from start to the first successful /healthz (median of 5 starts)
 #   - peak RSS (VmHWM) and CPU seconds of gpud idling IDLE_S seconds with all host components
 #   - the same for Debian's prometheus-node-exporter idling beside it, scraped every 15 s
+#   - gpud's with eight fake GPUs, and with a private containerd running (the CRI module loaded)
 # Both daemons are scraped every 15 s (gpud's /metrics too), so the comparison is like for like.
 set -euo pipefail
 build=${1:-build}
@@ -91,6 +92,64 @@ if [[ -f $fake_nvml ]]; then
   echo "gpud (8 GPUs) idle CPU-seconds per minute: $(awk -v c=$f_cpu -v s=$idle_s 'BEGIN{printf "%.3f", c*60/s}') (target < 0.3)"
 else
   echo; echo "bench: $fake_nvml missing (build the fake_nvml target): skipping the eight-GPU figures"
+fi
+
+# With containerd running: gpud loads libgpud-cri.so (gRPC, protobuf) once the socket exists and
+# lists its pod sandboxes every check. A private containerd (root, state, socket in the work folder).
+containerd=$(command -v containerd || true)
+if [[ -n $containerd && $(id -u) -eq 0 && -f $build/libgpud-cri.so ]]; then
+  echo
+  echo "== idle footprint with containerd running (private containerd, its CRI listed every check) =="
+  c=$work/containerd
+  mkdir -p "$c"
+  cat >"$c/config.toml" <<TOML
+version = 2
+root = "$c/root"
+state = "$c/state"
+[grpc]
+  address = "$c/containerd.sock"
+[ttrpc]
+  address = "$c/containerd.sock.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "$c/cni/bin"
+  conf_dir = "$c/cni/conf"
+TOML
+  "$containerd" --config "$c/config.toml" >"$c/containerd.log" 2>&1 &
+  cpid=$!; pids+=($cpid)
+  for _ in $(seq 1 200); do [[ -S $c/containerd.sock ]] && break; sleep 0.05; done
+  if [[ -S $c/containerd.sock ]]; then
+    cport=$(free_port)
+    # The containerd component checks every 60 s: idle long enough for a few listings.
+    $gpud run --listen-address 127.0.0.1:$cport --data-dir "$work/idle-containerd" --log-level warn \
+      --containerd-socket "$c/containerd.sock" 2>"$work/idle-containerd.log" &
+    kpid=$!; pids+=($kpid)
+    until curl -skf "https://127.0.0.1:$cport/healthz" >/dev/null 2>&1; do sleep 0.01; done
+    k_cpu0=$(cpu_seconds $kpid)
+    k_idle=$(( idle_s > 125 ? idle_s : 125 ))
+    end=$(( $(date +%s) + k_idle ))
+    while (( $(date +%s) < end )); do
+      curl -skf "https://127.0.0.1:$cport/metrics" >/dev/null || true
+      sleep 15
+    done
+    k_cpu1=$(cpu_seconds $kpid); k_hwm=$(hwm_kib $kpid)
+    k_cpu=$(awk -v a=$k_cpu0 -v b=$k_cpu1 'BEGIN{printf "%.3f", b-a}')
+    state=$(curl -skf "https://127.0.0.1:$cport/v1/states?components=containerd" |
+      jq -r '.[0].states[0] | "\(.health): \(.reason)"' 2>/dev/null || echo "?")
+    loaded=$(grep -c 'libgpud-cri.so' "/proc/$kpid/maps" || true)
+    kill $kpid $cpid 2>/dev/null || true
+    echo "containerd component: $state (libgpud-cri.so mapped: $([[ $loaded -gt 0 ]] && echo yes || echo no))"
+    echo "gpud with containerd: peak RSS $(awk -v k=$k_hwm 'BEGIN{printf "%.1f", k/1024}') MiB," \
+      "idle CPU $k_cpu s over ${k_idle} s"
+    echo "gpud (containerd) RSS / node_exporter RSS: $(awk -v a=$k_hwm -v b=$n_hwm 'BEGIN{printf "%.2f", a/b}') (target <= 0.75 holds without containerd; quoted here)"
+  else
+    echo "bench: the private containerd did not start (see $c/containerd.log): skipping"
+  fi
+else
+  echo; echo "bench: containerd, root or $build/libgpud-cri.so missing: skipping the with-containerd figures"
 fi
 
 if [[ -x $build/gpud_bench ]]; then
