@@ -56,10 +56,10 @@ fuzz: asan-configure
 
 # The container image (OCI layout + docker-archive in one tarball), $(BUILD)/image/gpud-image.tar,
 # tagged gpud:<version>: `docker load -i` / `podman load -i` / `ctr images import` it. Builds only
-# the gpud binary and its client modules, then scripts/build-image.sh assembles the image with
+# the gpud binary and its CRI client module, then scripts/build-image.sh assembles the image with
 # umoci (as root).
 image: deps $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS) --target gpud gpud_cri_module gpud_docker_module
+	cmake --build $(BUILD) -j $(JOBS) --target gpud gpud_cri_module
 	./scripts/build-image.sh $(BUILD)
 
 # The Debian package, gpud_<version>_amd64.deb, in $(BUILD)/packages/ (CPack; see CMakeLists.txt).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds gpud's container image without a base image: the root file system is the built gpud binary
-# and its optional client modules (stripped), the shared libraries they load (and the glibc libraries a host's libnvidia-ml.so.1
-# needs when the NVIDIA container runtime injects it), an /etc/passwd with root, and empty /tmp,
+# and its CRI client module (stripped), the shared libraries they load (and the glibc libraries a
+# host's libnvidia-ml.so.1 needs when the NVIDIA container runtime injects it), an /etc/passwd with root, and empty /tmp,
 # /host and /var/lib/gpud. Debian's umoci writes it as an OCI image layout; a docker-archive
 # manifest.json beside index.json lets `docker load` (Docker 20.10 reads only that) take the same
 # tarball that podman, skopeo and `ctr images import` read as OCI.
@@ -47,12 +47,14 @@ printf 'root:x:0:\n' >"$rootfs/etc/group"
 
 strip --strip-unneeded -o "$rootfs/usr/bin/gpud" "$gpud"
 
-# The optional client modules (libgpud-cri.so: CRI and pod-resources over gRPC; libgpud-docker.so:
-# the Engine API over libcurl) in /usr/lib/gpud, where gpud looks beside ../lib/gpud: the DaemonSet
-# sees the host's containerd socket under /host. They are loaded only where such a socket exists.
+# The CRI client module (libgpud-cri.so: CRI and pod-resources over gRPC, 13 MiB of libraries) in
+# /usr/lib/gpud, where gpud looks (../lib/gpud beside it): the DaemonSet sees the host's containerd
+# and pod-resources sockets under /host, and loads it only where one exists. The docker module is
+# left out (another 10 MiB for libcurl's): a Kubernetes node runs containerd, and the image does
+# not mount the docker socket.
 modules=()
-for module in "$build"/libgpud-*.so; do
-  [[ -e $module ]] || continue
+for module in "$build"/libgpud-cri.so; do
+  [[ -f $module ]] || { echo "build-image: $module not built (make image builds it)" >&2; exit 1; }
   modules+=("$module")
   mkdir -p "$rootfs/usr/lib/gpud"
   strip --strip-unneeded -o "$rootfs/usr/lib/gpud/$(basename "$module")" "$module"

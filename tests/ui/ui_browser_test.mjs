@@ -147,10 +147,14 @@ async function main() {
   }
   // The test's POSTs (set-healthy, inject-fault) come over loopback from the daemon's own user, which
   // may mutate; /inject-fault also needs --enable-fault-injection.
+  // In the real /dev/kmsg the Xid an earlier run injected on GPU 2 stays until reboot: only Xids
+  // of the last 2 minutes count, so GPU 2 starts Healthy and turns Unhealthy on this run's line
+  // (runs closer together than that share their lines).
+  const lookback = realKmsg ? ['--xid-lookback-period', '2m'] : [];
   daemon = spawn(gpudBinary, ['run', '--listen-address', `127.0.0.1:${port}`,
                               '--data-dir', path.join(tmpDir, 'data'), '--nvml-lib', fakeNvml,
                               '--nvidia-check-interval', '1s', '--metrics-sample-interval', '2s',
-                              '--enable-fault-injection'],
+                              '--enable-fault-injection', ...lookback],
                  { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   daemon.stdout.on('data', (d) => (daemonLog += d));
   daemon.stderr.on('data', (d) => (daemonLog += d));
