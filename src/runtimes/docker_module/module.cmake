@@ -11,8 +11,13 @@ set_target_properties(gpud_docker_module PROPERTIES
   VISIBILITY_INLINES_HIDDEN ON)
 target_include_directories(gpud_docker_module PRIVATE ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(gpud_docker_module PRIVATE PkgConfig::CURL)
-# Only gpud_docker_client_v1 is exported: nothing of libstdc++ or of static archives leaks out.
-target_link_options(gpud_docker_module PRIVATE -Wl,--exclude-libs,ALL)
+# Only gpud_docker_client_v1 is exported: nothing of libstdc++ or of static archives leaks out
+# (libstdc++'s headers give std template instances default visibility; clang's unoptimised builds
+# keep them out of line, so the version script, not -fvisibility, decides).
+target_link_options(gpud_docker_module PRIVATE -Wl,--exclude-libs,ALL
+  "-Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/exports.map")
+set_target_properties(gpud_docker_module PROPERTIES
+  LINK_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/exports.map)
 if(NOT GPUD_SANITIZED)
   # Every symbol resolved at link time (a sanitized module takes the sanitizers' runtime from the
   # executable that loads it, so there it cannot be).
