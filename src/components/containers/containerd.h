@@ -86,9 +86,8 @@ class ContainerdComponent : public Component {
 
   std::string_view name() const override { return "containerd"; }
   std::vector<std::string> tags() const override { return {"container", "containerd"}; }
-  // containerd installed (found where commands are looked up, or in /usr/bin or /usr/local/bin under
-  // a --host-root other than /), or its socket exists; looked up again at most once a
-  // minute.
+  // containerd installed (found where commands are looked up, or in /usr/bin or /usr/local/bin
+  // under a --host-root other than /), or its socket exists; looked up again at most once a minute.
   bool supported() const override;
   CheckResult check() override;
 
