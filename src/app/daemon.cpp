@@ -13,6 +13,7 @@
 
 #include "components/nvidia/gpu_health.h"
 #include "components/nvidia/xid.h"
+#include "components/registry.h"
 #include "core/log.h"
 #include "core/time_util.h"
 #include "host/host_fs.h"
@@ -114,7 +115,11 @@ Result<void> Daemon::start() {
                    "health value (Healthy, Degraded, Unhealthy, Initializing), 0 for the others");
   scheduler_ = std::make_unique<Scheduler>(runtime_->registry, 2, &metrics);
   if (auto r = run_init_plugins(); !r) return r;
-  scheduler_->start();
+  // The container runtimes are listed first, and the kernel log is followed once they are (or
+  // kFirstChecksWait passed): a GPU process, and the Xid line of a process the ring still holds,
+  // are then traced to their pod from the start, not one check later.
+  scheduler_->start(components::checked_first(), kFirstChecksWait);
+  scheduler_->wait_first_checks(kFirstChecksWait);
   start_kernel_log();
   maybe_start_xid_watcher();
 

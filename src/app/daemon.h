@@ -92,6 +92,9 @@ class Daemon {
 inline constexpr std::chrono::seconds kStoreRetryInterval{5};
 // How long start() waits for NVML before following the kernel log and serving.
 inline constexpr std::chrono::seconds kNvmlStartWait{3};
+// How long start() waits for the container runtimes' first listing (components::checked_first())
+// before the other components' first checks and the kernel log go ahead without it.
+inline constexpr std::chrono::seconds kFirstChecksWait{3};
 // How often a missing or failed NVML is tried again: where NVIDIA GPUs are expected, and not.
 inline constexpr std::chrono::seconds kNvmlRetryExpected{30};
 inline constexpr std::chrono::seconds kNvmlRetry{300};

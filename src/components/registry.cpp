@@ -148,14 +148,19 @@ std::vector<kmsg::ComponentRules> kernel_log_rules(const Registry& registry) {
   return out;
 }
 
+// What runtimes::ContainerDirectory is filled by.
+constexpr std::string_view kCheckedFirst[] = {"containerd", "docker", "kubelet"};
+
+std::vector<std::string> checked_first() {
+  return {std::begin(kCheckedFirst), std::end(kCheckedFirst)};
+}
+
 std::vector<gpud::Component*> check_order(std::vector<gpud::Component*> components) {
-  // What runtimes::ContainerDirectory is filled by.
-  static constexpr std::string_view kListContainers[] = {"containerd", "docker", "kubelet"};
-  auto lists_containers = [](const gpud::Component* c) {
-    return std::find(std::begin(kListContainers), std::end(kListContainers), c->name()) !=
-           std::end(kListContainers);
+  auto first = [](const gpud::Component* c) {
+    return std::find(std::begin(kCheckedFirst), std::end(kCheckedFirst), c->name()) !=
+           std::end(kCheckedFirst);
   };
-  std::stable_partition(components.begin(), components.end(), lists_containers);
+  std::stable_partition(components.begin(), components.end(), first);
   return components;
 }
 

@@ -276,6 +276,54 @@ class SettableComponent : public Component {
   std::string name_;
 };
 
+// The components named first (the container runtimes the others trace processes through) are
+// checked before any other component's first check; the others go ahead once they finish, an
+// unsupported one counting as finished.
+TEST(Scheduler, ChecksTheFirstComponentsBeforeTheOthers) {
+  Config cfg;
+  ComponentContext ctx{&cfg, nullptr, nullptr};
+  Registry reg;
+  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "a-reads")).ok());
+  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "lister")).ok());
+  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "absent-runtime")).ok());
+  auto* reads = static_cast<SettableComponent*>(reg.find("a-reads"));
+  auto* lister = static_cast<SettableComponent*>(reg.find("lister"));
+  static_cast<SettableComponent*>(reg.find("absent-runtime"))->supported_ = false;
+  lister->hold = true;
+  Scheduler sched(reg, 2);
+  sched.start({"lister", "absent-runtime", "not-registered"}, 30s);
+  EXPECT_FALSE(sched.wait_first_checks(300ms));
+  EXPECT_EQ(reads->count, 0);  // a free worker waits for the lister rather than running it
+  lister->hold = false;
+  EXPECT_TRUE(sched.wait_first_checks(5s));
+  EXPECT_EQ(lister->count, 1);
+  for (int i = 0; i < 500 && reads->count == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(reads->count, 1);
+  sched.stop();
+}
+
+// A first component that hangs holds the others back for first_wait only.
+TEST(Scheduler, OthersGoAheadWhenTheFirstComponentsTakeTooLong) {
+  Config cfg;
+  ComponentContext ctx{&cfg, nullptr, nullptr};
+  Registry reg;
+  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "a-reads")).ok());
+  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "lister")).ok());
+  auto* reads = static_cast<SettableComponent*>(reg.find("a-reads"));
+  auto* lister = static_cast<SettableComponent*>(reg.find("lister"));
+  lister->hold = true;
+  Scheduler sched(reg, 2);
+  auto t0 = std::chrono::steady_clock::now();
+  sched.start({"lister"}, 200ms);
+  EXPECT_FALSE(sched.wait_first_checks(5s));  // bounded by first_wait, not by the 5 s
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  for (int i = 0; i < 500 && reads->count == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(reads->count, 1);
+  EXPECT_EQ(lister->count, 0);
+  lister->hold = false;
+  sched.stop();
+}
+
 // The value of gpud_component_health{component,health} in the exposition text, or -1 when absent.
 double component_health(const MetricRegistry& m, const std::string& component,
                         const std::string& health) {

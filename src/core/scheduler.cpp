@@ -108,11 +108,17 @@ void Scheduler::unpublish_health(std::string_view component) {
 
 Scheduler::~Scheduler() { stop(); }
 
-void Scheduler::start() {
+void Scheduler::start(std::vector<std::string> first, std::chrono::milliseconds first_wait) {
   std::lock_guard lock(mu_);
   if (!threads_.empty()) return;
   stopping_ = false;
   auto now = SteadyClock::now();
+  first_pending_.clear();
+  for (std::string& name : first) {
+    Component* c = registry_.find(name);
+    if (c != nullptr && c->scheduled()) first_pending_.insert(std::move(name));
+  }
+  first_until_ = now + first_wait;
   // Unsupported components are scheduled too: one may become supported later (NVML loads after
   // start).
   for (Component* c : registry_.all()) {
@@ -122,6 +128,13 @@ void Scheduler::start() {
       publish_health(c->name(), Health::kInitializing);
   }
   for (size_t i = 0; i < worker_count_; ++i) threads_.emplace_back([this] { worker_loop(); });
+}
+
+bool Scheduler::wait_first_checks(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  auto until = std::min(first_until_, SteadyClock::now() + timeout);
+  return cv_.wait_until(lock, until, [this] { return first_pending_.empty() || stopping_; }) &&
+         first_pending_.empty();
 }
 
 void Scheduler::stop() {
@@ -140,8 +153,12 @@ void Scheduler::worker_loop() {
   while (!stopping_) {
     Component* next = nullptr;
     auto earliest = SteadyClock::time_point::max();
+    // While the first components' first checks run, the others' first checks wait (up to
+    // first_until_); a worker with nothing else to run waits for one of them to finish.
+    const bool others_wait = !first_pending_.empty() && SteadyClock::now() < first_until_;
     for (auto it = next_due_.begin(); it != next_due_.end();) {
-      if (running_[it->first] || it->second >= earliest) {
+      if (running_[it->first] || it->second >= earliest ||
+          (others_wait && !first_pending_.contains(it->first) && !last_.contains(it->first))) {
         ++it;
         continue;
       }
@@ -156,6 +173,7 @@ void Scheduler::worker_loop() {
     }
     auto now = SteadyClock::now();
     if (next == nullptr || earliest > now) {
+      if (others_wait) earliest = std::min(earliest, first_until_);
       if (earliest == SteadyClock::time_point::max())
         cv_.wait(lock);
       else
@@ -170,6 +188,7 @@ void Scheduler::worker_loop() {
       unpublish_health(name);
       running_[name] = false;
       next_due_[name] = SteadyClock::now() + std::max(next->interval(), std::chrono::seconds(60));
+      if (first_pending_.erase(name) > 0) cv_.notify_all();
       continue;
     }
     CheckResult r;
@@ -180,6 +199,7 @@ void Scheduler::worker_loop() {
       r = single_state(name, Health::kUnhealthy, std::string("check failed: ") + e.what());
     }
     lock.lock();
+    first_pending_.erase(name);
     if (registry_.find(name) != next) {  // deregistered while it ran: its result is dropped
       running_.erase(name);
       cv_.notify_all();

@@ -55,8 +55,15 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Checks every supported component once right away, then each on its interval.
-  void start();
+  // Checks every supported component once right away, then each on its interval. The components
+  // named in `first` (those others' checks read from, e.g. the container runtimes a GPU process is
+  // traced through) have their first check before any other component's first check, for as long
+  // as `first_wait` after start(); a name not registered is ignored.
+  void start(std::vector<std::string> first = {},
+             std::chrono::milliseconds first_wait = std::chrono::seconds(10));
+  // Waits until the first checks of start()'s `first` components have finished (or found them
+  // unsupported), or until the deadline start() set or `timeout` passes; true when they finished.
+  bool wait_first_checks(std::chrono::milliseconds timeout);
   void stop();  // bounded: waits for running checks to finish
 
   // The cached states; one Initializing "no data yet" state before the first check finished.
@@ -95,6 +102,10 @@ class Scheduler {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> next_due_;
+  // start()'s `first` components whose first check has not finished, and until when the others
+  // wait for them.
+  std::set<std::string, std::less<>> first_pending_;
+  std::chrono::steady_clock::time_point first_until_{};
   std::map<std::string, bool, std::less<>> running_;
   std::map<std::string, CheckResult, std::less<>> last_;
   std::atomic<uint64_t> generation_{0};           // bumped with every change of last_ (mu_ held)

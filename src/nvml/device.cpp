@@ -1,5 +1,6 @@
 #include "nvml/device.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -353,34 +354,51 @@ void read_modes_processes(Reader& r) {
     g.compute_mode.value = mode;
   }
   // Ask for the count first, then read with slack: processes come and go between the two calls.
-  auto list = [&](auto fn, auto entry) {
+  auto list = [&](auto fn, auto entry, std::vector<Process>& out) {
     using E = decltype(entry);
     unsigned int n = 0;
     nvmlReturn_t ret = r.call(fn, r.d_, &n, nullptr);
-    if (ret == NVML_SUCCESS) {
-      g.processes.value.clear();
-      r.mark(g.processes, ret);
-      return;
-    }
     for (int attempt = 0; attempt < 3 && ret == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
       std::vector<E> buf(n + 8);
       n = static_cast<unsigned int>(buf.size());
       ret = r.call(fn, r.d_, &n, buf.data());
-      if (ret == NVML_SUCCESS) {
-        g.processes.value.clear();
-        for (unsigned int i = 0; i < n && i < buf.size(); ++i) {
-          g.processes.value.push_back({buf[i].pid, buf[i].usedGpuMemory});
-        }
-      }
+      if (ret == NVML_SUCCESS)
+        for (unsigned int i = 0; i < n && i < buf.size(); ++i)
+          out.push_back({buf[i].pid, buf[i].usedGpuMemory});
     }
-    r.mark(g.processes, ret);
+    return ret;
   };
-  if (a.compute_processes != nullptr) {
-    list(a.compute_processes, nvmlProcessInfo_t{});
-  } else if (a.compute_processes_v1 != nullptr) {
-    list(a.compute_processes_v1, nvmlProcessInfo_v1_t{});
-  } else {
-    r.mark(g.processes, NVML_ERROR_FUNCTION_NOT_FOUND);
+  std::vector<Process> compute, graphics;
+  nvmlReturn_t ret = NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (a.compute_processes != nullptr)
+    ret = list(a.compute_processes, nvmlProcessInfo_t{}, compute);
+  else if (a.compute_processes_v1 != nullptr)
+    ret = list(a.compute_processes_v1, nvmlProcessInfo_v1_t{}, compute);
+  if (ret == NVML_SUCCESS) {
+    // The graphics list adds to the compute one; a driver or GPU without it leaves the compute
+    // list alone, any other error of it leaves the processes unread (the list would be partial).
+    nvmlReturn_t gret = NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (a.graphics_processes != nullptr)
+      gret = list(a.graphics_processes, nvmlProcessInfo_t{}, graphics);
+    else if (a.graphics_processes_v1 != nullptr)
+      gret = list(a.graphics_processes_v1, nvmlProcessInfo_v1_t{}, graphics);
+    if (gret != NVML_SUCCESS && gret != NVML_ERROR_FUNCTION_NOT_FOUND &&
+        gret != NVML_ERROR_NOT_SUPPORTED)
+      ret = gret;
+  }
+  g.processes.value.clear();
+  if (!r.mark(g.processes, ret)) return;
+  g.processes.value = std::move(compute);
+  for (Process& p : graphics) {
+    auto same = std::find_if(g.processes.value.begin(), g.processes.value.end(),
+                             [&](const Process& c) { return c.pid == p.pid; });
+    if (same != g.processes.value.end()) {
+      same->graphics = true;  // one process with both contexts: its memory is counted once
+      continue;
+    }
+    p.compute = false;
+    p.graphics = true;
+    g.processes.value.push_back(p);
   }
 }
 

@@ -54,9 +54,12 @@ struct RetiredPages {
   uint32_t double_bit = 0;  // pages retired for double-bit errors
 };
 
+// A process with a context on the GPU: NVML's compute list, graphics list, or both (one entry).
 struct Process {
   uint32_t pid = 0;
   uint64_t used_memory_bytes = 0;  // NVML_VALUE_NOT_AVAILABLE_ULL when unknown
+  bool compute = true;
+  bool graphics = false;
 };
 
 struct NvLink {

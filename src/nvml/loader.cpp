@@ -92,6 +92,9 @@ Api resolve_api(const DynamicLibrary& lib) {
   GPUD_RESOLVE(compute_processes, "nvmlDeviceGetComputeRunningProcesses_v3",
                "nvmlDeviceGetComputeRunningProcesses_v2");
   GPUD_RESOLVE(compute_processes_v1, "nvmlDeviceGetComputeRunningProcesses");
+  GPUD_RESOLVE(graphics_processes, "nvmlDeviceGetGraphicsRunningProcesses_v3",
+               "nvmlDeviceGetGraphicsRunningProcesses_v2");
+  GPUD_RESOLVE(graphics_processes_v1, "nvmlDeviceGetGraphicsRunningProcesses");
   GPUD_RESOLVE(nvlink_state, "nvmlDeviceGetNvLinkState");
   GPUD_RESOLVE(nvlink_error_counter, "nvmlDeviceGetNvLinkErrorCounter");
   GPUD_RESOLVE(pcie_replay_counter, "nvmlDeviceGetPcieReplayCounter");

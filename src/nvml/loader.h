@@ -78,6 +78,8 @@ struct Api {
 
   PfnDevProcesses compute_processes = nullptr;       // _v3 | _v2 (nvmlProcessInfo_t layout)
   PfnDevProcessesV1 compute_processes_v1 = nullptr;  // unversioned (16-byte entries)
+  PfnDevProcesses graphics_processes = nullptr;      // the same, for graphics contexts
+  PfnDevProcessesV1 graphics_processes_v1 = nullptr;
 
   PfnDevNvLinkState nvlink_state = nullptr;
   PfnDevNvLinkErrorCounter nvlink_error_counter = nullptr;

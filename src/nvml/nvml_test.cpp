@@ -322,6 +322,38 @@ TEST(NvmlSnapshotRtx4090, ConsumerGpuFeaturesNotSupported) {
   EXPECT_FALSE(g.lost);
 }
 
+// The graphics list adds to the compute one: a process in both is one entry (C+G), a graphics-only
+// one (Xorg) is added; a GPU without the graphics list keeps its compute list, and a graphics list
+// that fails otherwise leaves the processes unread rather than partial.
+TEST(NvmlSnapshotProcesses, ComputeAndGraphicsListsMerge) {
+  auto nvml = open_fake(write_temp("graphics.json", R"({"count": 3,
+    "defaults": {"processes": [{"pid": 4242, "used_memory_bytes": 1000}]},
+    "gpus": {"0": {"graphics_processes": [{"pid": 4242, "used_memory_bytes": 1000},
+                                          {"pid": 1201, "used_memory_bytes": 20}]},
+             "2": {"graphics_processes": [],
+                   "errors": {"nvmlDeviceGetGraphicsRunningProcesses": "UNKNOWN"}}}})"));
+  ASSERT_TRUE(nvml->ready()) << nvml->message();
+  EXPECT_EQ(nvml->library()->api.resolved.at("graphics_processes"),
+            "nvmlDeviceGetGraphicsRunningProcesses_v3");
+  auto s = collect(*nvml, 5s);
+  ASSERT_TRUE(s.ok());
+  const auto& p0 = s->gpus[0].processes;
+  ASSERT_TRUE(p0.ok());
+  ASSERT_EQ(p0.value.size(), 2U);
+  EXPECT_EQ(p0.value[0].pid, 4242U);
+  EXPECT_TRUE(p0.value[0].compute && p0.value[0].graphics);
+  EXPECT_EQ(p0.value[1].pid, 1201U);
+  EXPECT_TRUE(!p0.value[1].compute && p0.value[1].graphics);
+  EXPECT_EQ(p0.value[1].used_memory_bytes, 20U);
+  const auto& p1 = s->gpus[1].processes;  // no graphics list (NOT_SUPPORTED)
+  ASSERT_TRUE(p1.ok());
+  ASSERT_EQ(p1.value.size(), 1U);
+  EXPECT_FALSE(p1.value[0].graphics);
+  const auto& p2 = s->gpus[2].processes;
+  EXPECT_EQ(p2.status, FieldStatus::kError);
+  EXPECT_TRUE(p2.value.empty());
+}
+
 TEST(NvmlHungDriver, CallPastDeadlineIsNamedAndOthersFailFastWithTheSameReport) {
   // The shipped hung-driver scenario sleeps past the default deadline (15 s); this one 1.5 s, so
   // the test also sees the worker recover.

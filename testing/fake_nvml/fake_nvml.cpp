@@ -445,12 +445,13 @@ nvmlReturn_t do_pci(const char* fn, nvmlDevice_t d, nvmlPciInfo_t* pci, bool leg
 }
 
 template <typename Info>
-nvmlReturn_t do_processes(const char* fn, nvmlDevice_t d, unsigned int* count, Info* infos) {
+nvmlReturn_t do_processes(const char* fn, nvmlDevice_t d, unsigned int* count, Info* infos,
+                          const char* key = "/processes") {
   return guard([&] {
     Call c = enter(fn, &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const json* list = get(c.gpu, "/processes");
+    const json* list = get(c.gpu, key);
     if (list == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     unsigned int n = static_cast<unsigned int>(list->size());
     if (*count < n || (n > 0 && infos == nullptr)) {
@@ -621,6 +622,10 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, un
                                                               nvmlProcessInfo_v1_t* p) {
   return do_processes("nvmlDeviceGetComputeRunningProcesses", d, n, p);
 }
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int* n,
+                                                               nvmlProcessInfo_v1_t* p) {
+  return do_processes("nvmlDeviceGetGraphicsRunningProcesses", d, n, p, "/graphics_processes");
+}
 FAKE_EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t s, nvmlEventData_t* e, unsigned int t) {
   return do_event_wait("nvmlEventSetWait", s, e, t);
 }
@@ -658,6 +663,14 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d,
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int* n,
                                                                  nvmlProcessInfo_t* p) {
   return do_processes("nvmlDeviceGetComputeRunningProcesses_v3", d, n, p);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned int* n,
+                                                                  nvmlProcessInfo_t* p) {
+  return do_processes("nvmlDeviceGetGraphicsRunningProcesses_v2", d, n, p, "/graphics_processes");
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned int* n,
+                                                                  nvmlProcessInfo_t* p) {
+  return do_processes("nvmlDeviceGetGraphicsRunningProcesses_v3", d, n, p, "/graphics_processes");
 }
 FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t s, nvmlEventData_t* e, unsigned int t) {
   return do_event_wait("nvmlEventSetWait_v2", s, e, t);

@@ -29,11 +29,12 @@ std::string source_file(const std::string& rel) {
   return read_file(std::string(GPUD_SOURCE_DIR) + "/" + rel);
 }
 
-// The kubelet's read-only port, on a free port of 127.0.0.1.
+// The kubelet's read-only port, on a free port of 127.0.0.1; it answers after `delay`.
 class FakeKubelet {
  public:
-  FakeKubelet() {
-    server_.Get("/pods", [](const httplib::Request&, httplib::Response& res) {
+  explicit FakeKubelet(std::chrono::milliseconds delay = 0ms) {
+    server_.Get("/pods", [delay](const httplib::Request&, httplib::Response& res) {
+      std::this_thread::sleep_for(delay);
       res.set_content(source_file("testing/fixtures/kubelet/pods.json"), "application/json");
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
@@ -191,6 +192,63 @@ TEST(AttributionE2E, XidEventOfTheDaemonNamesItsPod) {
   EXPECT_EQ(extra["namespace"], "ml");
   EXPECT_EQ(extra["container"], "trainer");
   EXPECT_EQ(extra["container_id"], kTrainerId);
+  EXPECT_EQ(extra["attribution_source"], "kubelet");
+  d.stop();
+}
+
+// The daemon lists the containers before its other first checks and before it reads the kernel
+// log: with a kubelet slow to answer, the first processes state and the Xid line the ring already
+// held at start name the pod, not only a later check.
+TEST(AttributionE2E, DaemonTracesFromItsFirstCheck) {
+  std::string dir = make_temp_dir();
+  TempDirGuard guard{dir};
+  Workload w;
+  ASSERT_GT(w.pid(), 0);
+  const std::string root = make_host_root(dir, w.pid());
+  FakeKubelet kubelet(700ms);
+  const std::string scenario = dir + "/scenario.json";
+  std::ofstream(scenario) << R"({"count": 8, "gpus": {"3": {"processes": [{"pid": )" << w.pid()
+                          << R"(, "used_memory_bytes": 1073741824}]}}})";
+  const std::string kmsg = dir + "/kmsg";
+  std::this_thread::sleep_for(20ms);  // the line comes after the workload started
+  double uptime_s = 0;
+  std::ifstream("/proc/uptime") >> uptime_s;
+  std::ofstream(kmsg) << "6,1," << static_cast<long>(uptime_s * 1e6) - 60000000
+                      << ",-;Linux version 6.1.0 (test)\n"
+                      << "4,2," << static_cast<long>(uptime_s * 1e6)
+                      << ",-;NVRM: Xid (PCI:0000:3a:00): 13, pid=" << w.pid()
+                      << ", name=python3, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0)\n";
+  DaemonProcess d(
+      dir + "/data",
+      {"--host-root", root, "--nvml-lib", GPUD_FAKE_NVML, "--components",
+       std::string(kXid) + ",accelerator-nvidia-processes,kubelet", "--kubelet-read-only-port",
+       std::to_string(kubelet.port()), "--kubelet-port", "0"},
+      false, {"GPUD_KMSG_PATH=" + kmsg, "FAKE_NVML_SCENARIO=" + scenario});
+  ASSERT_TRUE(d.ready()) << d.log();
+  nlohmann::json first;
+  ASSERT_TRUE(eventually(
+      [&] {
+        first = component_state(d, "accelerator-nvidia-processes");
+        return !first.empty() && first.value("health", "") != "Initializing";
+      },
+      20s))
+      << first.dump() << d.log();
+  EXPECT_NE(first.value("reason", "").find("in ml/llm-train-0/trainer"), std::string::npos)
+      << first.dump();
+  nlohmann::json extra;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto res = d.get(std::string("/v1/events?components=") + kXid);
+        if (!res || res->status != 200) return false;
+        for (const auto& c : parse_json(res->body))
+          for (const auto& e : c.value("events", nlohmann::json::array()))
+            if (e.contains("extra_info") && e["extra_info"].value("xid", 0) == 13)
+              extra = e["extra_info"];
+        return !extra.is_null();
+      },
+      10s))
+      << d.log();
+  EXPECT_EQ(extra["pod"], "llm-train-0") << extra.dump();
   EXPECT_EQ(extra["attribution_source"], "kubelet");
   d.stop();
 }

@@ -1,5 +1,6 @@
 #include "components/nvidia/processes.h"
 
+#include <algorithm>
 #include <set>
 
 #include "components/nvidia/bad_envs.h"
@@ -20,15 +21,22 @@ std::vector<std::string> split_nul(std::string_view block) {
 }
 
 constexpr GpuMetric kMetrics[] = {
+    // GPUd's gauge: compute processes only (a graphics-only process, such as Xorg, is not counted).
     {"accelerator_nvidia_processes_running_total", "Compute processes running on the GPU",
      MetricKind::kGauge,
      [](const nvml::GpuSnapshot& g) -> std::optional<double> {
        if (!g.processes.ok()) return std::nullopt;
-       return static_cast<double>(g.processes.value.size());
+       return static_cast<double>(std::count_if(g.processes.value.begin(), g.processes.value.end(),
+                                                [](const nvml::Process& p) { return p.compute; }));
      }},
 };
 
 }  // namespace
+
+std::string_view process_type(const nvml::Process& p) {
+  if (p.compute && p.graphics) return "C+G";
+  return p.graphics ? "G" : "C";
+}
 
 std::vector<std::string> bad_env_vars_in_environ(std::string_view environ_block) {
   std::vector<std::string> out;
@@ -68,10 +76,10 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
                                  int consecutive_errors) {
   NvidiaVerdict v;
   // extra_info has a row per GPU (its processes inside), the table a row per process.
-  v.columns = {"PID", "USED MEMORY", "BAD ENV", "CONTAINER", "COMMAND"};
-  v.empty_table = "no GPU compute processes\n";
+  v.columns = {"PID", "TYPE", "USED MEMORY", "BAD ENV", "CONTAINER", "COMMAND"};
+  v.empty_table = "no GPU processes\n";
   std::vector<Finding> errors, bad;
-  size_t total = 0, supported = 0;
+  size_t total = 0, supported = 0, graphics_only = 0;
   std::set<std::string> containers;  // where the processes run, for the healthy reason
   const Health error_health =
       consecutive_errors >= kProcessesErrorThreshold ? Health::kUnhealthy : Health::kHealthy;
@@ -88,10 +96,12 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
     if (f.ok()) {
       total += f.value.size();
       for (const auto& p : f.value) {
+        if (!p.compute) ++graphics_only;
         auto it = procs.find(p.pid);
         if (it == procs.end() || !it->second) continue;  // vanished
         const ProcInfo& info = *it->second;
         nlohmann::json jp = {{"pid", p.pid},
+                             {"type", process_type(p)},
                              {"cmd_args", info.cmdline},
                              {"bad_env_vars_for_cuda", info.bad_env_vars}};
         bool mem_known = p.used_memory_bytes != nvml::NVML_VALUE_NOT_AVAILABLE_ULL;
@@ -112,8 +122,10 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
         GpuRow& row = v.gpus.emplace_back(g.index, nlohmann::json());
         row.in_data = false;
         row.cells = {std::to_string(p.pid),
+                     std::string(process_type(p)),
                      mem_known ? std::to_string(p.used_memory_bytes >> 20) + " MiB" : "n/a",
-                     envs.empty() ? "-" : envs, container_cell(info.container),
+                     envs.empty() ? "-" : envs,
+                     container_cell(info.container),
                      info.cmdline.empty() ? "" : info.cmdline.front()};
       }
     }
@@ -132,8 +144,13 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
     v.reason_prefix = "bad CUDA environment variables set: ";
     v.action_description = "unset the profiling/debugging variables in the workload";
   }
-  v.healthy_reason = supported == 0 ? "process listing not supported (not applicable)"
-                                    : std::to_string(total) + " GPU compute process(es) running";
+  v.healthy_reason = supported == 0
+                         ? "process listing not supported (not applicable)"
+                         : std::to_string(total - graphics_only) + " GPU compute process(es)" +
+                               (graphics_only == 0 ? ""
+                                                   : " and " + std::to_string(graphics_only) +
+                                                         " graphics process(es)") +
+                               " running";
   // Whose they are, so that `gpud scan` names the pods without the JSON (a few; the data has all).
   if (!containers.empty()) {
     constexpr size_t kNamed = 3;

@@ -1,4 +1,5 @@
-// accelerator-nvidia-processes: the compute processes running on each GPU (pid, used memory, and
+// accelerator-nvidia-processes: the processes running on each GPU, NVML's compute and graphics
+// lists (pid, type, used memory, and
 // from /proc/<pid> the command line, environment and the container and pod it runs in), flagging
 // GPUd's bad CUDA environment variables set in a process.
 #pragma once
@@ -25,6 +26,9 @@ struct ProcInfo {
   // Its container and pod (runtimes/attribution.h); nullopt for a process in no container.
   std::optional<runtimes::Attribution> container;
 };
+
+// nvidia-smi's process type: "C" (compute), "G" (graphics) or "C+G".
+std::string_view process_type(const nvml::Process& p);
 
 // The CONTAINER cell of the scan table: "namespace/pod/container", else the container id's first
 // 12 digits, else "-".

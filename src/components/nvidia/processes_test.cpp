@@ -27,7 +27,7 @@ TEST(Processes, BadEnvVarIsDegradedNamingPidAndVariable) {
   EXPECT_EQ(v.data["running_total"], 2);
   ASSERT_EQ(v.gpus.size(), 2U);  // the process's table row, then the GPU's data
   EXPECT_EQ(v.gpus[0].cells,
-            (std::vector<std::string>{"42", "1 MiB", "CUDA_PROFILE", "-", "python"}));
+            (std::vector<std::string>{"42", "C", "1 MiB", "CUDA_PROFILE", "-", "python"}));
   EXPECT_EQ(v.gpus[1].data["processes"].size(), 1U);
   EXPECT_EQ(v.gpus[1].data["processes"][0]["bad_env_vars_for_cuda"][0], "CUDA_PROFILE");
 }
@@ -43,8 +43,8 @@ TEST(Processes, ProcessesNameTheirContainerAndPod) {
   auto v = evaluate_processes(s, procs, 0);
   EXPECT_EQ(v.health(), Health::kHealthy);
   ASSERT_EQ(v.gpus.size(), 4U);  // GPU 0's data, the two processes' rows, GPU 1's data
-  EXPECT_EQ(v.gpus[1].cells[3], "ml/llm-0/trainer");
-  EXPECT_EQ(v.gpus[2].cells[3], "cccccccccccc");
+  EXPECT_EQ(v.gpus[1].cells[4], "ml/llm-0/trainer");
+  EXPECT_EQ(v.gpus[2].cells[4], "cccccccccccc");
   const auto& list = v.gpus[3].data["processes"];
   ASSERT_EQ(list.size(), 2U);
   EXPECT_EQ(list[0]["pod"], "llm-0");
@@ -58,6 +58,24 @@ TEST(Processes, ProcessesNameTheirContainerAndPod) {
   // The healthy reason names where they run.
   EXPECT_EQ(v.healthy_reason,
             "2 GPU compute process(es) running in cccccccccccc, ml/llm-0/trainer");
+}
+
+// NVML's graphics list adds its processes with their type; the gauge counts compute ones (GPUd's).
+TEST(Processes, GraphicsProcessesAreListedWithTheirType) {
+  auto s = identity_only_snapshot(1);
+  nvml::Process both{42, 1 << 20, true, true}, xorg{7, 4 << 20, false, true};
+  s.gpus[0].processes = ok(std::vector<nvml::Process>{both, xorg});
+  std::map<uint32_t, std::optional<ProcInfo>> procs;
+  procs[42] = ProcInfo{{"python"}, {}, std::nullopt};
+  procs[7] = ProcInfo{{"/usr/lib/xorg/Xorg"}, {}, std::nullopt};
+  auto v = evaluate_processes(s, procs, 0);
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.healthy_reason, "1 GPU compute process(es) and 1 graphics process(es) running");
+  EXPECT_EQ(v.data["running_total"], 2);
+  ASSERT_EQ(v.gpus.size(), 3U);
+  EXPECT_EQ(v.gpus[0].cells[1], "C+G");
+  EXPECT_EQ(v.gpus[1].cells[1], "G");
+  EXPECT_EQ(v.gpus[2].data["processes"][1]["type"], "G");
 }
 
 TEST(Processes, GenericErrorsUnhealthyAfterFiveChecks) {
