@@ -51,6 +51,9 @@ constexpr auto kRejectTimeout = 2s;
 // How long stop() waits for handlers that are running when it cuts their connections.
 constexpr auto kStopGrace = 3s;
 constexpr auto kLogInterval = 10s;
+// Requests of one connection the loop serves in a row (pipelined ones) before a worker takes the
+// rest, so that one client cannot hold the loop.
+constexpr int kInlineBurst = 16;
 
 struct SslFree {
   void operator()(SSL* s) const { SSL_free(s); }
@@ -70,6 +73,10 @@ struct Connection {
   SteadyClock::time_point deadline;  // of the current phase
   bool in_request = false;           // a request's first byte has arrived
   size_t requests = 0;
+  // Response bytes the loop thread could not send at once (the socket was full); a worker sends
+  // them before anything else, then closes the connection when close_after_send.
+  std::string unsent;
+  bool close_after_send = false;
 
   std::string_view pending() const { return std::string_view(in).substr(in_pos); }
   void compact() {
@@ -110,6 +117,28 @@ Arrival request_arrival(std::string_view buf, size_t max_body) {
     }
   }
   return buf.size() - (end + 4) >= body ? Arrival::kComplete : Arrival::kIncomplete;
+}
+
+// Whether the bytes begin with a whole GET of one of `paths` that has no body, so that serving it
+// reads nothing more from the socket.
+bool inline_request(std::string_view buf, const std::vector<std::string>& paths) {
+  if (paths.empty() || buf.substr(0, 4) != "GET ") return false;
+  auto end = buf.find("\r\n\r\n");
+  if (end == std::string_view::npos) return false;
+  std::string_view head = buf.substr(0, end + 2);
+  std::string_view target = head.substr(4, head.find(' ', 4) - 4);
+  std::string_view path = target.substr(0, target.find('?'));
+  if (std::find(paths.begin(), paths.end(), path) == paths.end()) return false;
+  for (size_t at = head.find("\r\n"); at != std::string_view::npos && at + 2 < head.size();) {
+    size_t next = head.find("\r\n", at + 2);
+    std::string_view line = head.substr(at + 2, next - at - 2);
+    at = next;
+    if (iequals_prefix(line, "transfer-encoding:") || iequals_prefix(line, "expect:")) return false;
+    if (iequals_prefix(line, "content-length:") &&
+        parse_integer<size_t>(trim(line.substr(15))).value_or(1) != 0)
+      return false;
+  }
+  return true;
 }
 
 std::string peer_address(const sockaddr_storage& addr) {
@@ -156,21 +185,25 @@ bool wait_for(int fd, short events, SteadyClock::time_point deadline) {
 }
 
 // The stream a worker hands httplib: the bytes the loop read ahead first, then the socket, every
-// read and write bounded by the request's deadlines.
+// read and write bounded by the request's deadlines. On the loop thread (`on_loop`) it never
+// waits: it reads only what the loop read ahead and gathers the response for send_now().
 class ConnectionStream : public httplib::Stream {
  public:
   ConnectionStream(Connection& c, SteadyClock::time_point read_deadline,
-                   SteadyClock::time_point write_deadline)
-      : c_(c), read_deadline_(read_deadline), write_deadline_(write_deadline) {}
+                   SteadyClock::time_point write_deadline, bool on_loop = false)
+      : c_(c), read_deadline_(read_deadline), write_deadline_(write_deadline), on_loop_(on_loop) {}
 
   bool is_readable() const override {
     return !c_.pending().empty() || (c_.ssl && SSL_pending(c_.ssl.get()) > 0) ||
-           wait_for(c_.fd, POLLIN, read_deadline_);
+           (!on_loop_ && wait_for(c_.fd, POLLIN, read_deadline_));
   }
-  bool is_writable() const override { return wait_for(c_.fd, POLLOUT, write_deadline_); }
+  bool is_writable() const override {
+    return on_loop_ || wait_for(c_.fd, POLLOUT, write_deadline_);
+  }
 
   ssize_t read(char* ptr, size_t size) override {
     if (c_.pending().empty()) {
+      if (on_loop_) return -1;  // inline_request() vouched for a whole request
       // What httplib wrote so far may be what the client waits for ("100 Continue").
       if (!flush()) return -1;
       c_.in.clear();
@@ -190,7 +223,7 @@ class ConnectionStream : public httplib::Stream {
   // in one write (one TLS record) when the worker flushes after the request.
   ssize_t write(const char* ptr, size_t size) override {
     out_.append(ptr, size);
-    if (out_.size() >= kWriteChunk && !flush()) return -1;
+    if (!on_loop_ && out_.size() >= kWriteChunk && !flush()) return -1;
     return static_cast<ssize_t>(size);
   }
 
@@ -202,8 +235,27 @@ class ConnectionStream : public httplib::Stream {
     return ok;
   }
 
+  // On the loop thread: sends what the socket takes now and leaves the rest in the connection's
+  // `unsent`; false when the connection failed.
+  bool send_now() {
+    size_t done = 0;
+    bool ok = send_all(out_.data(), out_.size(), &done);
+    if (ok && done < out_.size()) c_.unsent.assign(out_, done);
+    out_.clear();
+    return ok;
+  }
+
+  // A worker: sends the connection's `unsent` first.
+  bool send_unsent() {
+    bool ok = send_all(c_.unsent.data(), c_.unsent.size());
+    c_.unsent.clear();
+    return ok;
+  }
+
  private:
-  bool send_all(const char* ptr, size_t size) {
+  // Sends size bytes, waiting until the write deadline; with `sent`, does not wait but stops where
+  // the socket is full and says how far it got.
+  bool send_all(const char* ptr, size_t size, size_t* sent = nullptr) {
     size_t done = 0;
     while (done < size) {
       ssize_t n;
@@ -229,8 +281,10 @@ class ConnectionStream : public httplib::Stream {
         continue;
       }
       if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+      if (sent != nullptr && errno != EINTR) break;
       if (!wait_for(c_.fd, wait, write_deadline_)) return false;
     }
+    if (sent != nullptr) *sent = done;
     return true;
   }
 
@@ -271,6 +325,7 @@ class ConnectionStream : public httplib::Stream {
   Connection& c_;
   SteadyClock::time_point read_deadline_;
   SteadyClock::time_point write_deadline_;
+  bool on_loop_;
   std::string out_;
 };
 
@@ -377,8 +432,9 @@ struct ConnectionLoop::Impl {
     ::shutdown(c->fd, SHUT_WR);
   }
 
-  // Reads what the socket has (handshaking first over TLS); dispatches a request that has fully
-  // arrived; closes a connection that ended, failed or sent what cannot be a request.
+  // Reads what the socket has (handshaking first over TLS); serves a request for one of the inline
+  // paths that has fully arrived, dispatches any other; closes a connection that ended, failed or
+  // sent what cannot be a request.
   void on_readable(Connection* c) {
     auto now = SteadyClock::now();
     c->want_write = false;
@@ -400,6 +456,36 @@ struct ConnectionLoop::Impl {
       c->deadline =
           now + (c->reject ? std::chrono::milliseconds(kRejectTimeout) : limits.idle_timeout);
     }
+    for (int served_here = 0;; ++served_here) {
+      if (!read_available(c, now)) return close_connection(c);
+      if (c->in_request) {
+        switch (request_arrival(c->pending(), limits.max_body_bytes)) {
+          case Arrival::kIncomplete:
+            if (c->eof) return close_connection(c);
+            break;
+          case Arrival::kUnreadable: return close_connection(c);
+          case Arrival::kComplete:
+            if (c->reject) {
+              answer_503(c);
+              return close_connection(c);
+            }
+            if (served_here < kInlineBurst && inline_request(c->pending(), limits.inline_paths)) {
+              if (!serve_inline(c)) return;  // closed, or at a worker
+              now = SteadyClock::now();
+              continue;  // the next request may have arrived meanwhile
+            }
+            return dispatch(c);
+        }
+      }
+      // A half-closed client that sent no request: nothing will come.
+      if (c->eof) return close_connection(c);
+      break;
+    }
+    park(c);
+  }
+
+  // Reads what the socket has into c->in; false when the connection failed.
+  bool read_available(Connection* c, SteadyClock::time_point now) {
     for (;;) {
       char buf[kReadChunk];
       ssize_t n;
@@ -412,7 +498,7 @@ struct ConnectionLoop::Impl {
             c->want_write = err == SSL_ERROR_WANT_WRITE;
             break;
           }
-          if (err != SSL_ERROR_ZERO_RETURN) return close_connection(c);
+          if (err != SSL_ERROR_ZERO_RETURN) return false;
           c->eof = true;
           break;
         }
@@ -420,7 +506,7 @@ struct ConnectionLoop::Impl {
       } else {
         n = ::recv(c->fd, buf, sizeof buf, 0);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
-        if (n < 0) return close_connection(c);
+        if (n < 0) return false;
         if (n == 0) {
           c->eof = true;
           break;
@@ -434,23 +520,48 @@ struct ConnectionLoop::Impl {
       c->in.append(buf, static_cast<size_t>(n));
       if (c->in.size() > kMaxHeadBytes + limits.max_body_bytes) break;
     }
-    if (c->in_request) {
-      switch (request_arrival(c->pending(), limits.max_body_bytes)) {
-        case Arrival::kIncomplete:
-          if (c->eof) return close_connection(c);
-          break;
-        case Arrival::kUnreadable: return close_connection(c);
-        case Arrival::kComplete:
-          if (c->reject) {
-            answer_503(c);
-            return close_connection(c);
-          }
-          return dispatch(c);
-      }
+    return true;
+  }
+
+  // Runs httplib over one request of c; false when it could not be read or answered. `done`: the
+  // connection ends after it (its last allowed request, the client asked to close, or stopping).
+  bool handle_one(Connection* c, ConnectionStream& stream, bool& done) {
+    bool last = stopping || ++c->requests >= limits.max_requests_per_connection;
+    bool client_closes = false;
+    bool ok = false;
+    try {
+      ok = http->handle(stream, last, client_closes);
+    } catch (...) {
+      ok = false;  // httplib's own failures; handlers' exceptions are answered as 500 inside
     }
-    // A half-closed client that sent no request: nothing will come.
-    if (c->eof) return close_connection(c);
-    park(c);
+    done = last || client_closes || stopping;
+    return ok;
+  }
+
+  // Serves the whole request at the front of c->in on the loop thread (inline_request() said it
+  // needs nothing more from the socket). True when the connection is to be read on; false when it
+  // was closed or handed to a worker (to finish sending a response the socket did not take).
+  bool serve_inline(Connection* c) {
+    auto now = SteadyClock::now();
+    ConnectionStream stream(*c, now + limits.request_timeout, now + limits.response_timeout,
+                            /*on_loop=*/true);
+    bool done = false;
+    bool ok = handle_one(c, stream, done);
+    if (!stream.send_now()) ok = false;
+    done = done || !ok;
+    if (!c->unsent.empty() && ok) {
+      c->close_after_send = done;
+      dispatch(c);
+      return false;
+    }
+    if (done) {
+      close_connection(c);
+      return false;
+    }
+    c->compact();
+    c->in_request = !c->in.empty();
+    c->deadline = now + (c->in_request ? limits.request_timeout : limits.idle_timeout);
+    return true;
   }
 
   void accept_all() {
@@ -642,21 +753,25 @@ struct ConnectionLoop::Impl {
     }
   }
 
-  // Serves the request that has arrived on c, and those behind it that have arrived too.
+  // Serves the request that has arrived on c, and those behind it that have arrived too; first
+  // sends what the loop thread could not.
   void serve(Connection* c) {
+    if (!c->unsent.empty()) {
+      auto now = SteadyClock::now();
+      ConnectionStream stream(*c, now + limits.request_timeout, now + limits.response_timeout);
+      if (!stream.send_unsent() || c->close_after_send) {
+        c->closing = true;
+        return;
+      }
+      if (request_arrival(c->pending(), limits.max_body_bytes) != Arrival::kComplete) return;
+    }
     for (;;) {
       auto now = SteadyClock::now();
       ConnectionStream stream(*c, now + limits.request_timeout, now + limits.response_timeout);
-      bool last = stopping || ++c->requests >= limits.max_requests_per_connection;
-      bool client_closes = false;
-      bool ok = false;
-      try {
-        ok = http->handle(stream, last, client_closes);
-      } catch (...) {
-        ok = false;  // httplib's own failures; handlers' exceptions are answered as 500 inside
-      }
+      bool done = false;
+      bool ok = handle_one(c, stream, done);
       if (!stream.flush()) ok = false;
-      if (!ok || last || client_closes || stopping || (c->eof && c->pending().empty())) {
+      if (!ok || done || (c->eof && c->pending().empty())) {
         c->closing = true;
         return;
       }

@@ -5,7 +5,8 @@
 // (Content-Length) without a worker, under one deadline for the whole request; a worker serves only
 // a request that has fully arrived. It also does the TLS handshake (non-blocking, with a deadline),
 // caps connections in total and per peer address (a clear 503 beyond), sets TCP_NODELAY on every
-// TCP connection, and closes every connection on stop().
+// TCP connection, and closes every connection on stop(). A GET of one of `inline_paths` is served
+// on the loop thread itself, without a worker.
 #pragma once
 
 #include <httplib.h>
@@ -14,6 +15,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "server/tls.h"
@@ -53,6 +55,11 @@ struct ConnectionLimits {
   // one is read by the worker, under the request's deadline.
   size_t max_body_bytes = 64 << 10;
   bool tcp_nodelay = true;
+  // GET paths (no query needed to match) whose handlers answer at once from memory, such as
+  // /healthz: the loop thread serves them itself instead of handing them to a worker, so that a
+  // liveness probe never waits for one and costs no thread hand-off. A response the socket cannot
+  // take at once is finished by a worker.
+  std::vector<std::string> inline_paths;
 };
 
 class ConnectionLoop {

@@ -27,13 +27,19 @@ using gpud::testing::kHealthzRequest;
 using gpud::testing::StarvationLoad;
 using gpud::testing::TestConnection;
 
-// A loop on 127.0.0.1 whose /healthz answers "ok" and /slow takes 300 ms.
+// A loop on 127.0.0.1 whose /healthz answers "ok", /big 8 MiB, and /slow takes 300 ms.
 class LoopServer {
  public:
   explicit LoopServer(ConnectionLimits limits, bool tls = false) {
     auto http = std::make_unique<RequestHandler>();
     http->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("ok", "text/plain");
+    });
+    http->Get("/big", [](const httplib::Request&, httplib::Response& res) {
+      std::string body(8 << 20, 'x');
+      for (size_t i = 0; i < body.size(); i += 4096)
+        body[i] = static_cast<char>('a' + i / 4096 % 26);
+      res.set_content(body, "text/plain");
     });
     http->Get("/slow", [](const httplib::Request&, httplib::Response& res) {
       std::this_thread::sleep_for(300ms);
@@ -261,6 +267,67 @@ TEST(ConnectionLoop, StopClosesEveryConnectionPromptly) {
 // The requirement behind the loop: /healthz answers at once while 200 idle keep-alive clients,
 // 50 whose headers trickle in and 4 that never send a byte are connected (httplib's own loop had a
 // worker per connection: 4 such connections made the API unreachable).
+// An inline path is answered by the loop thread: with the only worker busy for 300 ms, /healthz
+// answers at once; a path that is not inline waits for the worker. Pipelined inline requests, more
+// than the loop serves in a row, and a request of another method among them all get their answers,
+// in order.
+TEST(ConnectionLoop, InlinePathsAreAnsweredWithoutAWorker) {
+  for (bool tls : {false, true}) {
+    ConnectionLimits limits;
+    limits.workers = 1;
+    limits.inline_paths = {"/healthz"};
+    LoopServer s(limits, tls);
+    TestConnection busy(s.port(), tls);
+    ASSERT_TRUE(busy.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::this_thread::sleep_for(50ms);  // the worker has taken it
+    TestConnection probe(s.port(), tls);
+    ASSERT_TRUE(probe.ok());
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(probe.send("GET /healthz?verbose=1 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    EXPECT_EQ(status_line(probe.read_response(2s)), "HTTP/1.1 200 OK");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 150ms) << (tls ? "tls" : "plain");
+    EXPECT_EQ(status_line(busy.read_response(2s)), "HTTP/1.1 200 OK");
+
+    std::string burst;
+    for (int i = 0; i < 40; ++i) burst += kHealthzRequest;
+    burst += "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi";
+    burst += kHealthzRequest;
+    ASSERT_TRUE(probe.send(burst));
+    for (int i = 0; i < 40; ++i)
+      ASSERT_EQ(status_line(probe.read_response(2s)), "HTTP/1.1 200 OK") << i;
+    std::string echo = probe.read_response(2s);
+    EXPECT_EQ(echo.substr(echo.size() - 2), "hi") << echo;
+    EXPECT_EQ(status_line(probe.read_response(2s)), "HTTP/1.1 200 OK");
+  }
+}
+
+// An inline response larger than the socket takes at once: the loop sends what it can and a worker
+// finishes it, intact, while the loop goes on answering others; a client that asked to close gets
+// the whole response before the close.
+TEST(ConnectionLoop, AnInlineResponseTheSocketCannotTakeIsFinishedByAWorker) {
+  for (bool tls : {false, true}) {
+    ConnectionLimits limits;
+    limits.workers = 1;
+    limits.inline_paths = {"/healthz", "/big"};
+    LoopServer s(limits, tls);
+    TestConnection big(s.port(), tls);
+    ASSERT_TRUE(big.send("GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    std::this_thread::sleep_for(200ms);  // not reading: the socket fills
+    TestConnection probe(s.port(), tls);
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(probe.send(kHealthzRequest));
+    EXPECT_EQ(status_line(probe.read_response(2s)), "HTTP/1.1 200 OK");
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 150ms) << (tls ? "tls" : "plain");
+    std::string response = big.read_response(10s);
+    ASSERT_EQ(status_line(response), "HTTP/1.1 200 OK") << (tls ? "tls" : "plain");
+    std::string body = response.substr(response.find("\r\n\r\n") + 4);
+    ASSERT_EQ(body.size(), 8U << 20);
+    for (size_t i = 0; i < body.size(); i += 4096)
+      ASSERT_EQ(body[i], static_cast<char>('a' + i / 4096 % 26)) << i;
+    EXPECT_TRUE(big.closed_within(2s));
+  }
+}
+
 TEST(ConnectionLoop, HealthzAnswersWithin100msUnderStarvationLoad) {
   for (bool tls : {false, true}) {
     LoopServer s(ConnectionLimits{}, tls);
