@@ -1,18 +1,21 @@
 #include "app/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <iostream>
 
 #include "app/verbs.h"
 
 namespace gpud::app {
 
-int run_cli(int argc, char** argv) {
+namespace {
+
+// Parses argv and runs the verb; kExitOk, or the exit code of a usage error or a help text.
+int parse_cli(int argc, char** argv, int& exit_code, std::function<void()>& serve) {
   CLI::App app{"gpud: GPU node health daemon (GPUd-compatible API on port 15132)", "gpud"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every verb");
-  int exit_code = kExitOk;
-  add_run(app, &exit_code);
+  add_run(app, &exit_code, &serve);
   add_scan(app, &exit_code);
   add_status(app, &exit_code);
   add_machine_info(app, &exit_code);
@@ -36,6 +39,16 @@ int run_cli(int argc, char** argv) {
     app.exit(e);
     return kExitUsage;
   }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  int exit_code = kExitOk;
+  std::function<void()> serve;
+  if (int r = parse_cli(argc, argv, exit_code, serve); r != kExitOk) return r;
+  if (serve) serve();
   return exit_code;
 }
 

@@ -127,14 +127,49 @@ LogOptions log_options(const Config& c) {
   return o;
 }
 
-void add_run(CLI::App& app, int* exit_code) {
+namespace {
+
+// Starts the daemon and serves until SIGINT or SIGTERM.
+void serve_until_stopped(const Config& config, int* exit_code) {
+  // Block the stop signals before any thread starts so only sigwait below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  Daemon daemon(config);
+  if (auto r = daemon.start(); !r) {
+    logger("daemon")->error("cannot start: {}", r.error().message);
+    // Tells a Type=notify unit why it failed instead of letting it wait for READY=1.
+    (void)sd_notify("STATUS=cannot start: " + r.error().message);
+    std::cerr << "✘ cannot start gpud: " << r.error().message << "\n";
+    *exit_code = kExitUnhealthy;
+    return;
+  }
+  // The API listens now: a Type=notify unit becomes active.
+  if (auto n = sd_notify("READY=1\nSTATUS=serving\nMAINPID=" + std::to_string(::getpid())); !n)
+    logger("daemon")->warn("{}", n.error().message);
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  (void)sd_notify("STOPPING=1\nSTATUS=shutting down");
+  logger("daemon")->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  daemon.stop();
+  logger("daemon")->info("stopped");
+  *exit_code = kExitOk;
+}
+
+}  // namespace
+
+void add_run(CLI::App& app, int* exit_code, std::function<void()>* serve) {
   auto flags = std::make_shared<RunFlags>();
   auto sample = std::make_shared<std::string>("1m");
   auto config_file = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("run", "Run the gpud daemon in the foreground");
   add_run_options(*cmd, *flags, *sample);
   add_config_option(*cmd, *config_file);
-  cmd->callback([cmd, flags, sample, config_file, exit_code] {
+  cmd->callback([cmd, flags, sample, config_file, exit_code, serve] {
     if (auto r = apply_config_file(*cmd, *config_file); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
@@ -160,34 +195,7 @@ void add_run(CLI::App& app, int* exit_code) {
       return;
     }
     flags->config.admin_token = *token;
-
-    // Block the stop signals before any thread starts so only sigwait below sees them.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    ::signal(SIGPIPE, SIG_IGN);
-
-    Daemon daemon(flags->config);
-    if (auto r = daemon.start(); !r) {
-      logger("daemon")->error("cannot start: {}", r.error().message);
-      // Tells a Type=notify unit why it failed instead of letting it wait for READY=1.
-      (void)sd_notify("STATUS=cannot start: " + r.error().message);
-      std::cerr << "✘ cannot start gpud: " << r.error().message << "\n";
-      *exit_code = kExitUnhealthy;
-      return;
-    }
-    // The API listens now: a Type=notify unit becomes active.
-    if (auto n = sd_notify("READY=1\nSTATUS=serving\nMAINPID=" + std::to_string(::getpid())); !n)
-      logger("daemon")->warn("{}", n.error().message);
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    (void)sd_notify("STOPPING=1\nSTATUS=shutting down");
-    logger("daemon")->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    daemon.stop();
-    logger("daemon")->info("stopped");
-    *exit_code = kExitOk;
+    *serve = [config = flags->config, exit_code] { serve_until_stopped(config, exit_code); };
   });
 }
 

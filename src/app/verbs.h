@@ -3,12 +3,15 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
 
 namespace gpud::app {
 
 // Each add_* registers a subcommand whose callback stores the verb's exit code in *exit_code.
-void add_run(CLI::App& app, int* exit_code);
+// `run` checks its flags in the callback and leaves the daemon in *serve, which run_cli calls once
+// the parser (every verb's options, hundreds of strings and functions) is gone.
+void add_run(CLI::App& app, int* exit_code, std::function<void()>* serve);
 void add_scan(CLI::App& app, int* exit_code);
 void add_status(CLI::App& app, int* exit_code);
 void add_machine_info(CLI::App& app, int* exit_code);
