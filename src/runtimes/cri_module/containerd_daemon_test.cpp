@@ -28,10 +28,13 @@
 #include <vector>
 
 #include "components/containers/containerd.h"
+#include "components/nvidia/xid.h"
 #include "host/command.h"
+#include "runtimes/attribution.h"
 #include "runtimes/container_directory.h"
 #include "runtimes/cri.h"
 #include "testing/fake_command.h"
+#include "testing/xid_line.h"
 
 extern char** environ;
 
@@ -316,6 +319,20 @@ TEST_F(ContainerdDaemon, ListsTheSandboxAndItsPauseProcessResolvesToThePod) {
   EXPECT_EQ(found->pod_namespace, "gpud-test");
   EXPECT_EQ(found->pod_uid, "uid-trainer-0");
   EXPECT_EQ(found->source, "containerd");
+
+  // The pod of that process, as the processes component traces a GPU process, and an Xid line
+  // naming it, as the Xid component traces it.
+  auto traced = runtimes::attribute_pid(host::HostFs("/"), &directory_, static_cast<uint32_t>(pid));
+  ASSERT_TRUE(traced);
+  EXPECT_EQ(traced->pod, "trainer-0");
+  EXPECT_EQ(traced->pod_namespace, "gpud-test");
+  auto xid = testing::xid_line_now(31, pid);
+  components::attribute_xid_process(xid.match, xid.time, host::HostFs("/"), &directory_,
+                                    /*daemon=*/true, /*saved_log=*/false);
+  EXPECT_EQ(xid.match.extra_info.value("pod", ""), "trainer-0") << xid.match.extra_info.dump();
+  EXPECT_EQ(xid.match.extra_info.value("namespace", ""), "gpud-test");
+  EXPECT_EQ(xid.match.extra_info.value("pod_uid", ""), "uid-trainer-0");
+  EXPECT_EQ(xid.match.extra_info.value("attribution_source", ""), "containerd");
 }
 
 TEST_F(ContainerdDaemon, AnInactiveServiceOfAYoungContainerdGetsTheGrace) {

@@ -27,9 +27,11 @@
 #include <vector>
 
 #include "components/containers/docker.h"
+#include "components/nvidia/xid.h"
 #include "host/command.h"
 #include "runtimes/container_directory.h"
 #include "runtimes/docker.h"
+#include "testing/xid_line.h"
 
 namespace gpud {
 namespace {
@@ -523,6 +525,33 @@ TEST_F(DockerDaemon, ListsTheContainerWithItsPodThenUnhealthyWhenStopped) {
   EXPECT_EQ(info->pod_namespace, "ml-team");
   EXPECT_EQ(info->pod_uid, "0b5c2d4e-1111-2222-3333-444455556666");
   EXPECT_EQ(info->source, "docker");
+
+  // An Xid line naming that process is traced to its pod, as the daemon's Xid component does.
+  const int64_t main_pid = std::stoll(pid);
+  auto xid = testing::xid_line_now(13, main_pid);
+  components::attribute_xid_process(xid.match, xid.time, host::HostFs("/"), &directory,
+                                    /*daemon=*/true, /*saved_log=*/false);
+  EXPECT_EQ(xid.match.extra_info.value("pod", ""), "job-7f9c") << xid.match.extra_info.dump();
+  EXPECT_EQ(xid.match.extra_info.value("namespace", ""), "ml-team");
+  EXPECT_EQ(xid.match.extra_info.value("container", ""), "trainer");
+  EXPECT_EQ(xid.match.extra_info.value("container_id", ""), id);
+  EXPECT_EQ(xid.match.extra_info.value("attribution_source", ""), "docker");
+
+  // `gpud scan` with the fake NVML putting that process on GPU 3 names its pod (the docker
+  // component lists the containers before the processes component traces them).
+  const std::string scenario = tmp_ + "/scenario.json";
+  std::ofstream(scenario) << R"({"count": 8, "gpus": {"3": {"processes": [{"pid": )" << main_pid
+                          << R"(, "used_memory_bytes": 1073741824}]}}})";
+  ::setenv("FAKE_NVML_SCENARIO", scenario.c_str(), 1);
+  auto scan = host::run_command(
+      {GPUD_BINARY, "scan", "--nvml-lib", GPUD_FAKE_NVML, "--docker-socket", socket_,
+       "--components", "docker,accelerator-nvidia-processes", "--log-level", "error"},
+      host::kDefaultSearchPath, 60s);
+  ::unsetenv("FAKE_NVML_SCENARIO");
+  ASSERT_TRUE(scan) << scan.error().message;
+  EXPECT_NE(scan->out.find("1 GPU compute process(es) running in ml-team/job-7f9c/trainer"),
+            std::string::npos)
+      << scan->out << scan->err;
 
   // dockerd stopped: the ping fails, Unhealthy, and nothing it listed stays published.
   stop_dockerd(SIGTERM);

@@ -35,9 +35,11 @@ file(GLOB GPUD_DOCKER_MODULE_TESTS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*
 add_executable(gpud_docker_module_tests ${GPUD_DOCKER_MODULE_TESTS})
 target_link_libraries(gpud_docker_module_tests PRIVATE gpud_lib GTest::gtest GTest::gtest_main)
 target_include_directories(gpud_docker_module_tests PRIVATE ${CMAKE_SOURCE_DIR})
+# DockerDaemon.* also runs `gpud scan` against the real dockerd with the fake NVML.
 target_compile_definitions(gpud_docker_module_tests PRIVATE GPUD_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
-  GPUD_DOCKER_MODULE="$<TARGET_FILE:gpud_docker_module>")
-add_dependencies(gpud_docker_module_tests gpud_docker_module)
+  GPUD_DOCKER_MODULE="$<TARGET_FILE:gpud_docker_module>" GPUD_BINARY="$<TARGET_FILE:gpud>"
+  GPUD_FAKE_NVML="$<TARGET_FILE:fake_nvml>")
+add_dependencies(gpud_docker_module_tests gpud_docker_module gpud fake_nvml)
 gtest_discover_tests(gpud_docker_module_tests DISCOVERY_TIMEOUT 60 TEST_FILTER "-DockerDaemon.*"
   PROPERTIES ENVIRONMENT "GPUD_SOURCE_DIR=${CMAKE_SOURCE_DIR}" TIMEOUT 60)
 gtest_discover_tests(gpud_docker_module_tests DISCOVERY_TIMEOUT 60 TEST_FILTER "DockerDaemon.*"
