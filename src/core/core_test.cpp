@@ -276,6 +276,13 @@ class SettableComponent : public Component {
   std::string name_;
 };
 
+SettableComponent* add_settable(Registry& reg, const ComponentContext& ctx, std::string name) {
+  auto c = std::make_unique<SettableComponent>(ctx, std::move(name));
+  auto* raw = c.get();
+  EXPECT_TRUE(reg.add(std::move(c)).ok());
+  return raw;
+}
+
 // The components named first (the container runtimes the others trace processes through) are
 // checked before any other component's first check; the others go ahead once they finish, an
 // unsupported one counting as finished.
@@ -283,12 +290,9 @@ TEST(Scheduler, ChecksTheFirstComponentsBeforeTheOthers) {
   Config cfg;
   ComponentContext ctx{&cfg, nullptr, nullptr};
   Registry reg;
-  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "a-reads")).ok());
-  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "lister")).ok());
-  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "absent-runtime")).ok());
-  auto* reads = static_cast<SettableComponent*>(reg.find("a-reads"));
-  auto* lister = static_cast<SettableComponent*>(reg.find("lister"));
-  static_cast<SettableComponent*>(reg.find("absent-runtime"))->supported_ = false;
+  auto* reads = add_settable(reg, ctx, "a-reads");
+  auto* lister = add_settable(reg, ctx, "lister");
+  add_settable(reg, ctx, "absent-runtime")->supported_ = false;
   lister->hold = true;
   Scheduler sched(reg, 2);
   sched.start({"lister", "absent-runtime", "not-registered"}, 30s);
@@ -307,10 +311,8 @@ TEST(Scheduler, OthersGoAheadWhenTheFirstComponentsTakeTooLong) {
   Config cfg;
   ComponentContext ctx{&cfg, nullptr, nullptr};
   Registry reg;
-  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "a-reads")).ok());
-  ASSERT_TRUE(reg.add(std::make_unique<SettableComponent>(ctx, "lister")).ok());
-  auto* reads = static_cast<SettableComponent*>(reg.find("a-reads"));
-  auto* lister = static_cast<SettableComponent*>(reg.find("lister"));
+  auto* reads = add_settable(reg, ctx, "a-reads");
+  auto* lister = add_settable(reg, ctx, "lister");
   lister->hold = true;
   Scheduler sched(reg, 2);
   auto t0 = std::chrono::steady_clock::now();

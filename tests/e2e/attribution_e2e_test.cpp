@@ -93,6 +93,25 @@ std::string make_host_root(const std::string& dir, pid_t pid) {
   return root;
 }
 
+// A fake NVML scenario of eight GPUs whose GPU 3 runs `pid`; its path.
+std::string write_scenario(const std::string& dir, pid_t pid) {
+  const std::string scenario = dir + "/scenario.json";
+  std::ofstream(scenario) << R"({"count": 8, "gpus": {"3": {"processes": [{"pid": )" << pid
+                          << R"(, "used_memory_bytes": 1073741824}]}}})";
+  return scenario;
+}
+
+// The extra_info of the daemon's Xid event with that code; null while there is none.
+nlohmann::json xid_event_extra(const DaemonProcess& d, int xid) {
+  auto res = d.get(std::string("/v1/events?components=") + kXid);
+  if (!res || res->status != 200) return nullptr;
+  for (const auto& c : parse_json(res->body))
+    for (const auto& e : c.value("events", nlohmann::json::array()))
+      if (e.contains("extra_info") && e["extra_info"].value("xid", 0) == xid)
+        return e["extra_info"];
+  return nullptr;
+}
+
 TEST(AttributionE2E, ScanShowsTheGpuProcessesPod) {
   std::string dir = make_temp_dir();
   TempDirGuard guard{dir};
@@ -100,9 +119,7 @@ TEST(AttributionE2E, ScanShowsTheGpuProcessesPod) {
   ASSERT_GT(w.pid(), 0);
   const std::string root = make_host_root(dir, w.pid());
   FakeKubelet kubelet;
-  const std::string scenario = dir + "/scenario.json";
-  std::ofstream(scenario) << R"({"count": 8, "gpus": {"3": {"processes": [{"pid": )" << w.pid()
-                          << R"(, "used_memory_bytes": 1073741824}]}}})";
+  const std::string scenario = write_scenario(dir, w.pid());
   ::setenv("FAKE_NVML_SCENARIO", scenario.c_str(), 1);
   const std::vector<std::string> args = {"scan",
                                          "--nvml-lib",
@@ -175,17 +192,7 @@ TEST(AttributionE2E, XidEventOfTheDaemonNamesItsPod) {
       << ",-;NVRM: Xid (PCI:0000:3a:00): 13, pid=" << w.pid()
       << ", name=python3, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0)\n";
   nlohmann::json extra;
-  ASSERT_TRUE(eventually(
-      [&] {
-        auto res = d.get(std::string("/v1/events?components=") + kXid);
-        if (!res || res->status != 200) return false;
-        for (const auto& c : parse_json(res->body))
-          for (const auto& e : c.value("events", nlohmann::json::array()))
-            if (e.contains("extra_info") && e["extra_info"].value("xid", 0) == 13)
-              extra = e["extra_info"];
-        return !extra.is_null();
-      },
-      10s))
+  ASSERT_TRUE(eventually([&] { return !(extra = xid_event_extra(d, 13)).is_null(); }, 10s))
       << d.log();
   EXPECT_EQ(extra["pid"], w.pid());
   EXPECT_EQ(extra["pod"], "llm-train-0") << extra.dump();
@@ -206,9 +213,7 @@ TEST(AttributionE2E, DaemonTracesFromItsFirstCheck) {
   ASSERT_GT(w.pid(), 0);
   const std::string root = make_host_root(dir, w.pid());
   FakeKubelet kubelet(700ms);
-  const std::string scenario = dir + "/scenario.json";
-  std::ofstream(scenario) << R"({"count": 8, "gpus": {"3": {"processes": [{"pid": )" << w.pid()
-                          << R"(, "used_memory_bytes": 1073741824}]}}})";
+  const std::string scenario = write_scenario(dir, w.pid());
   const std::string kmsg = dir + "/kmsg";
   std::this_thread::sleep_for(20ms);  // the line comes after the workload started
   double uptime_s = 0;
@@ -236,17 +241,7 @@ TEST(AttributionE2E, DaemonTracesFromItsFirstCheck) {
   EXPECT_NE(first.value("reason", "").find("in ml/llm-train-0/trainer"), std::string::npos)
       << first.dump();
   nlohmann::json extra;
-  ASSERT_TRUE(eventually(
-      [&] {
-        auto res = d.get(std::string("/v1/events?components=") + kXid);
-        if (!res || res->status != 200) return false;
-        for (const auto& c : parse_json(res->body))
-          for (const auto& e : c.value("events", nlohmann::json::array()))
-            if (e.contains("extra_info") && e["extra_info"].value("xid", 0) == 13)
-              extra = e["extra_info"];
-        return !extra.is_null();
-      },
-      10s))
+  ASSERT_TRUE(eventually([&] { return !(extra = xid_event_extra(d, 13)).is_null(); }, 10s))
       << d.log();
   EXPECT_EQ(extra["pod"], "llm-train-0") << extra.dump();
   EXPECT_EQ(extra["attribution_source"], "kubelet");
