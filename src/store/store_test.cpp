@@ -1,5 +1,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -456,6 +457,30 @@ TEST(Database, DamagedPagesBehindAValidHeaderAreQuarantined) {
   EXPECT_THAT((*db)->quarantined_path(), HasSubstr(".corrupt-"));
   EXPECT_TRUE(fs::exists((*db)->quarantined_path()));
   EXPECT_TRUE(EventStore(**db).query("", TimePoint::min(), TimePoint::max())->empty());
+}
+
+// Reopening a database of several MiB (its quick_check reads every page) and reading all of it
+// keeps SQLite's page cache at its 512 KiB bound, not the 2 MiB default.
+TEST(Database, PageCacheStaysBoundedOnALargeDatabase) {
+  TempDir dir;
+  const std::string path = dir.file("gpud.state");
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db.ok()) << db.error().message;
+    EventStore events(**db);
+    const std::string filler(2000, 'x');
+    for (int i = 0; i < 3000; ++i)
+      ASSERT_TRUE(events.insert(make_event("os", i, "reboot", {{"filler", filler}})).ok());
+  }
+  ASSERT_GT(std::filesystem::file_size(path), 4u << 20);  // closing checkpointed the WAL
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  ASSERT_TRUE((*db)->exec("SELECT count(*) FROM gpud_events WHERE extra_info LIKE '%y%'").ok());
+  int used = 0, highwater = 0;
+  ASSERT_EQ(sqlite3_db_status((*db)->handle(), SQLITE_DBSTATUS_CACHE_USED, &used, &highwater, 0),
+            SQLITE_OK);
+  EXPECT_GT(used, 64 << 10);   // it does cache
+  EXPECT_LT(used, 700 << 10);  // 512 KiB of pages and their headers
 }
 
 TEST(Database, EventsPersistAcrossCloseAndReopen) {
