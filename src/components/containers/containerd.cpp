@@ -318,21 +318,17 @@ std::string ContainerdComponent::crio_socket_path() const {
 }
 
 bool ContainerdComponent::supported() const {
-  std::lock_guard lock(mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (!looked_up_ || now - *looked_up_ >= std::chrono::minutes(1)) {
+  return installed_.get([this] {
     // On the search path, or on the host (gpud in a container sees the host under --host-root),
     // or its socket exists.
     std::error_code ec;
-    installed_ = host::find_executable(config().containerd_command, config().executable_search_path)
-                     .has_value() ||
-                 (fs_.root() != "/" &&
-                  (std::filesystem::exists(fs_.path("/usr/bin/containerd"), ec) ||
-                   std::filesystem::exists(fs_.path("/usr/local/bin/containerd"), ec))) ||
-                 std::filesystem::exists(socket_path(), ec);
-    looked_up_ = now;
-  }
-  return installed_;
+    return host::find_executable(config().containerd_command, config().executable_search_path)
+               .has_value() ||
+           (fs_.root() != "/" &&
+            (std::filesystem::exists(fs_.path("/usr/bin/containerd"), ec) ||
+             std::filesystem::exists(fs_.path("/usr/local/bin/containerd"), ec))) ||
+           std::filesystem::exists(socket_path(), ec);
+  });
 }
 
 CheckResult ContainerdComponent::check() {

@@ -6,13 +6,13 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "components/component.h"
+#include "core/cached_answer.h"
 #include "host/host_fs.h"
 #include "host/systemctl.h"
 #include "runtimes/cri.h"
@@ -102,9 +102,7 @@ class ContainerdComponent : public Component {
   runtimes::CriClient cri_;
   std::chrono::seconds toolkit_min_age_ = kNvidiaToolkitMinAge;
   int socket_missing_checks_ = 0;  // only check() touches it; the scheduler runs one at a time
-  mutable std::mutex mu_;
-  mutable std::optional<std::chrono::steady_clock::time_point> looked_up_;
-  mutable bool installed_ = false;
+  CachedAnswer installed_;
 };
 
 }  // namespace gpud::components

@@ -292,15 +292,11 @@ KubeletComponent::KubeletComponent(const ComponentContext& ctx)
     : Component(ctx), fs_(ctx.config->host_root) {}
 
 bool KubeletComponent::supported() const {
-  std::lock_guard lock(mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (!looked_up_ || now - *looked_up_ >= std::chrono::minutes(1)) {
-    installed_ = !config().kubelet_token_file.empty() ||
-                 host::find_executable("kubelet", config().executable_search_path).has_value() ||
-                 fs_.exists("/var/lib/kubelet");
-    looked_up_ = now;
-  }
-  return installed_;
+  return installed_.get([this] {
+    return !config().kubelet_token_file.empty() ||
+           host::find_executable("kubelet", config().executable_search_path).has_value() ||
+           fs_.exists("/var/lib/kubelet");
+  });
 }
 
 CheckResult KubeletComponent::check() {

@@ -7,13 +7,13 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "components/component.h"
+#include "core/cached_answer.h"
 #include "host/host_fs.h"
 #include "runtimes/container_directory.h"
 #include "runtimes/cri.h"
@@ -119,9 +119,7 @@ class KubeletComponent : public Component {
  private:
   host::HostFs fs_;
   runtimes::CriClient pod_resources_client_;  // loads the cri module once the socket exists
-  mutable std::mutex mu_;
-  mutable std::optional<std::chrono::steady_clock::time_point> looked_up_;
-  mutable bool installed_ = false;
+  CachedAnswer installed_;
 };
 
 }  // namespace gpud::components

@@ -63,14 +63,10 @@ TailscaleComponent::TailscaleComponent(const ComponentContext& ctx)
     : Component(ctx), fs_(ctx.config->host_root) {}
 
 bool TailscaleComponent::supported() const {
-  std::lock_guard lock(mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (!looked_up_ || now - *looked_up_ >= std::chrono::minutes(1)) {
-    installed_ = host::find_executable(config().tailscaled_command, config().executable_search_path)
-                     .has_value();
-    looked_up_ = now;
-  }
-  return installed_;
+  return installed_.get([this] {
+    return host::find_executable(config().tailscaled_command, config().executable_search_path)
+        .has_value();
+  });
 }
 
 CheckResult TailscaleComponent::check() {

@@ -3,11 +3,11 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "components/component.h"
+#include "core/cached_answer.h"
 #include "host/command.h"
 #include "host/host_fs.h"
 #include "host/systemctl.h"
@@ -40,9 +40,7 @@ class TailscaleComponent : public Component {
 
  private:
   host::HostFs fs_;
-  mutable std::mutex mu_;
-  mutable std::optional<std::chrono::steady_clock::time_point> looked_up_;
-  mutable bool installed_ = false;
+  CachedAnswer installed_;
 };
 
 }  // namespace gpud::components
