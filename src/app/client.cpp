@@ -8,10 +8,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
 
+#include "app/api_replies.h"
 #include "app/options.h"
 
 namespace gpud::app {
@@ -231,6 +233,32 @@ Result<ApiResponse> ApiClient::request(const std::string& method, const std::str
       return make_error(method + " " + where + path + " failed: " + httplib::to_string(res.error()),
                         kUntrusted);
   }
+}
+
+Result<ApiResponse> answered(Result<ApiResponse> r, const std::string& verb,
+                             std::initializer_list<int> accepted) {
+  if (!r && r.error().code == kNoDaemon)
+    return make_error("gpud is not running: " + r.error().message, kNoDaemon);
+  if (!r) return r;
+  if (std::find(accepted.begin(), accepted.end(), r->status) == accepted.end())
+    return make_error(verb + " refused (HTTP " + std::to_string(r->status) +
+                      "): " + error_message(r->status, r->body));
+  return r;
+}
+
+void add_admin_client_flags(CLI::App& cmd, ClientOptions& options, std::string& token_file) {
+  add_client_flags(cmd, options);
+  cmd.add_option("--admin-token-file", token_file,
+                 "File with the daemon's admin token, for users other than root (or set "
+                 "GPUD_ADMIN_TOKEN)");
+}
+
+Result<ApiClient> admin_client(const ClientOptions& options, const std::string& token_file) {
+  auto token = resolve_admin_token(token_file, std::getenv(kAdminTokenEnv));
+  if (!token) return token.error();
+  auto endpoint = resolve_endpoint(options);
+  if (!endpoint) return endpoint.error();
+  return ApiClient(*endpoint, *token);
 }
 
 }  // namespace gpud::app

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <initializer_list>
 #include <string>
 
 #include "core/result.h"
@@ -62,5 +63,18 @@ class ApiClient {
   Endpoint endpoint_;
   std::string admin_token_;
 };
+
+// A verb's request as it turned out: the response when the daemon answered with one of
+// `accepted`, else the message to print: "gpud is not running: …", the transport's error, or
+// "<verb> refused (HTTP n): <the daemon's message>".
+[[nodiscard]] Result<ApiResponse> answered(Result<ApiResponse> r, const std::string& verb,
+                                           std::initializer_list<int> accepted = {200});
+
+// Adds add_client_flags' flags and --admin-token-file, for verbs that change the daemon's state.
+void add_admin_client_flags(CLI::App& cmd, ClientOptions& options, std::string& token_file);
+// The client of such a verb: the endpoint, and the admin token from the file, else
+// $GPUD_ADMIN_TOKEN (none for root over the local socket).
+[[nodiscard]] Result<ApiClient> admin_client(const ClientOptions& options,
+                                             const std::string& token_file);
 
 }  // namespace gpud::app

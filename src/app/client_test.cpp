@@ -196,6 +196,26 @@ TEST(ApiClient, NeverFallsBackToPlainHttp) {
   EXPECT_EQ(ok->status, 200);
 }
 
+// What a verb prints for each outcome of its request.
+TEST(ApiClient, AnsweredNamesTheVerbTheStatusAndTheDaemonsMessage) {
+  auto none = answered(make_error("connection refused at https://localhost:15132", kNoDaemon), "x");
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message,
+            "gpud is not running: connection refused at https://localhost:15132");
+  EXPECT_EQ(none.error().code, kNoDaemon);
+  auto other = answered(make_error("certificate verify failed", kUntrusted), "x");
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().message, "certificate verify failed");
+  auto refused = answered(ApiResponse{403, R"({"code":403,"message":"admin token required"})"},
+                          "set-healthy", {200, 400, 404});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message, "set-healthy refused (HTTP 403): admin token required");
+  auto partial = answered(ApiResponse{404, "{}"}, "set-healthy", {200, 400, 404});
+  ASSERT_TRUE(partial);
+  EXPECT_EQ(partial->status, 404);
+  EXPECT_FALSE(answered(ApiResponse{404, "{}"}, "trigger-check"));
+}
+
 TEST(ApiClient, NothingListeningMeansNoDaemon) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

@@ -131,13 +131,8 @@ void add_list_plugins(CLI::App& app, int* exit_code) {
     };
     auto endpoint = resolve_endpoint(*options);
     if (!endpoint) return fail(kExitUsage, endpoint.error().message);
-    auto r = ApiClient(*endpoint, "").get("/v1/plugins");
-    if (!r && r.error().code == kNoDaemon)
-      return fail(kExitUsage, "gpud is not running: " + r.error().message);
+    auto r = answered(ApiClient(*endpoint, "").get("/v1/plugins"), "list-plugins");
     if (!r) return fail(kExitUsage, r.error().message);
-    if (r->status != 200)
-      return fail(kExitUsage, "list-plugins refused (HTTP " + std::to_string(r->status) +
-                                  "): " + error_message(r->status, r->body));
     auto doc = nlohmann::json::parse(r->body, nullptr, false);
     if (!doc.is_array()) return fail(kExitUsage, endpoint->describe() + ": not a list of plugins");
     auto text = [](const nlohmann::json& o, const char* key) {
@@ -169,14 +164,10 @@ void add_run_plugin_group(CLI::App& app, int* exit_code) {
     auto endpoint = resolve_endpoint(*options);
     if (!endpoint) return fail(kExitUsage, endpoint.error().message);
     ApiClient client(*endpoint, "");
-    auto r = client.get("/v1/components/trigger-tag?tagName=" +
-                        httplib::detail::encode_query_param(*tag));
-    if (!r && r.error().code == kNoDaemon)
-      return fail(kExitUsage, "gpud is not running: " + r.error().message);
+    auto r = answered(client.get("/v1/components/trigger-tag?tagName=" +
+                                 httplib::detail::encode_query_param(*tag)),
+                      "run-plugin-group");
     if (!r) return fail(kExitUsage, r.error().message);
-    if (r->status != 200)
-      return fail(kExitUsage, "run-plugin-group refused (HTTP " + std::to_string(r->status) +
-                                  "): " + error_message(r->status, r->body));
     auto doc = nlohmann::json::parse(r->body, nullptr, false);
     if (!doc.is_object() || !doc.contains("components") || !doc["components"].is_array() ||
         !doc.contains("success") || !doc["success"].is_boolean())
@@ -203,27 +194,18 @@ void add_deregister_component(CLI::App& app, int* exit_code) {
       "deregister-component",
       "Stop and remove a custom plugin component from the running daemon (until it restarts)");
   cmd->add_option("component", *name, "The plugin's component name")->required();
-  add_client_flags(*cmd, *options);
-  cmd->add_option("--admin-token-file", *token_file,
-                  "File with the daemon's admin token, for users other than root (or set "
-                  "GPUD_ADMIN_TOKEN)");
+  add_admin_client_flags(*cmd, *options, *token_file);
   cmd->callback([options, token_file, name, exit_code] {
     auto fail = [exit_code](int code, const std::string& message) {
       std::cerr << "✘ " << message << "\n";
       *exit_code = code;
     };
-    auto token = resolve_admin_token(*token_file, std::getenv(kAdminTokenEnv));
-    if (!token) return fail(kExitUsage, token.error().message);
-    auto endpoint = resolve_endpoint(*options);
-    if (!endpoint) return fail(kExitUsage, endpoint.error().message);
-    auto r = ApiClient(*endpoint, *token)
-                 .del("/v1/components?componentName=" + httplib::detail::encode_query_param(*name));
-    if (!r && r.error().code == kNoDaemon)
-      return fail(kExitUsage, "gpud is not running: " + r.error().message);
+    auto client = admin_client(*options, *token_file);
+    if (!client) return fail(kExitUsage, client.error().message);
+    auto r = answered(
+        client->del("/v1/components?componentName=" + httplib::detail::encode_query_param(*name)),
+        "deregister");
     if (!r) return fail(kExitUsage, r.error().message);
-    if (r->status != 200)
-      return fail(kExitUsage, "deregister refused (HTTP " + std::to_string(r->status) +
-                                  "): " + error_message(r->status, r->body));
     std::cout << "✔ component " << *name << " deregistered\n";
     *exit_code = kExitOk;
   });

@@ -18,33 +18,24 @@ void add_set_healthy(CLI::App& app, int* exit_code) {
       "set-healthy", "Clear the failure history of components (all that support it by default)");
   cmd->alias("set-health");
   cmd->add_option("components", *comps, "Components, comma- or space-separated")->delimiter(',');
-  add_client_flags(*cmd, *options);
-  cmd->add_option("--admin-token-file", *token_file,
-                  "File with the daemon's admin token, for users other than root (or set "
-                  "GPUD_ADMIN_TOKEN)");
+  add_admin_client_flags(*cmd, *options, *token_file);
   cmd->callback([options, token_file, comps, exit_code] {
     auto fail = [exit_code](int code, const std::string& message) {
       std::cerr << "✘ " << message << "\n";
       *exit_code = code;
     };
-    auto token = resolve_admin_token(*token_file, std::getenv(kAdminTokenEnv));
-    if (!token) return fail(kExitUsage, token.error().message);
-    auto endpoint = resolve_endpoint(*options);
-    if (!endpoint) return fail(kExitUsage, endpoint.error().message);
+    auto client = admin_client(*options, *token_file);
+    if (!client) return fail(kExitUsage, client.error().message);
     std::string list;
     for (const auto& c : *comps) list += (list.empty() ? "" : ",") + c;
-    ApiClient client(*endpoint, *token);
-    auto r = client.post("/v1/health-states/set-healthy" +
-                         (list.empty() ? std::string() : "?components=" + list));
-    if (!r && r.error().code == kNoDaemon)
-      return fail(kExitUsage, "gpud is not running: " + r.error().message);
-    if (!r) return fail(kExitUsage, r.error().message);
     // 200, 400 (every component failed) and 404 (unknown component) share one body shape.
-    if (r->status != 200 && r->status != 400 && r->status != 404)
-      return fail(kExitUsage, "set-healthy refused (HTTP " + std::to_string(r->status) +
-                                  "): " + error_message(r->status, r->body));
+    auto r = answered(client->post("/v1/health-states/set-healthy" +
+                                   (list.empty() ? std::string() : "?components=" + list)),
+                      "set-healthy", {200, 400, 404});
+    if (!r) return fail(kExitUsage, r.error().message);
     auto reply = parse_set_healthy_reply(r->body);
-    if (!reply) return fail(kExitUsage, endpoint->describe() + ": " + reply.error().message);
+    if (!reply)
+      return fail(kExitUsage, client->endpoint().describe() + ": " + reply.error().message);
     if (r->status == 404) return fail(kExitUsage, reply->message);
     if (r->status == 200) {
       std::string ok;

@@ -32,17 +32,14 @@ void add_trigger_check(CLI::App& app, int* exit_code) {
       return fail(kExitUsage, "name one component, or a --tag");
     auto endpoint = resolve_endpoint(*options);
     if (!endpoint) return fail(kExitUsage, endpoint.error().message);
-    ApiClient client(*endpoint, "");
-    auto r = client.get("/v1/components/trigger-check?" +
-                        (component->empty()
-                             ? "tagName=" + httplib::detail::encode_query_param(*tag)
-                             : "componentName=" + httplib::detail::encode_query_param(*component)));
-    if (!r && r.error().code == kNoDaemon)
-      return fail(kExitUsage, "gpud is not running: " + r.error().message);
+    auto r = answered(
+        ApiClient(*endpoint, "")
+            .get("/v1/components/trigger-check?" +
+                 (component->empty()
+                      ? "tagName=" + httplib::detail::encode_query_param(*tag)
+                      : "componentName=" + httplib::detail::encode_query_param(*component))),
+        "trigger-check");
     if (!r) return fail(kExitUsage, r.error().message);
-    if (r->status != 200)
-      return fail(kExitUsage, "trigger-check refused (HTTP " + std::to_string(r->status) +
-                                  "): " + error_message(r->status, r->body));
     auto doc = parse_states_reply(r->body);
     if (!doc) return fail(kExitUsage, endpoint->describe() + ": " + doc.error().message);
     std::cout << states_text(*doc);
