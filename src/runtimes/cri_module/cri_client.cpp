@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "cri.grpc.pb.h"
@@ -89,19 +90,39 @@ gpud_cri_reply guarded(F&& body) {
   }
 }
 
-gpud_cri_reply cri_version(const char* socket_path, int64_t timeout_ms) {
+// Connects to the socket within the call's deadline and runs body(stub, deadline) (guarded);
+// the reply saying why it could not connect otherwise.
+template <typename Service, typename Body>
+gpud_cri_reply with_stub(const char* socket_path, int64_t timeout_ms, Body&& body) {
   return guarded([&] {
     const auto deadline = deadline_of(timeout_ms);
     Connection c = connect(socket_path, deadline, timeout_ms);
     if (!c.channel) return c.error;
-    auto stub = runtime::v1::RuntimeService::NewStub(c.channel);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline);
+    auto stub = Service::NewStub(c.channel);
+    return body(*stub, deadline);
+  });
+}
+
+// Makes one call(context) under the deadline; the reply of its failed status, or nullopt.
+template <typename Call>
+std::optional<gpud_cri_reply> failed(const char* method, Clock::time_point deadline, Call&& call) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline);
+  grpc::Status s = call(&ctx);
+  if (!s.ok()) return status_reply(method, s);
+  return std::nullopt;
+}
+
+using runtime::v1::RuntimeService;
+
+gpud_cri_reply cri_version(const char* socket_path, int64_t timeout_ms) {
+  return with_stub<RuntimeService>(socket_path, timeout_ms, [&](auto& stub, auto deadline) {
     runtime::v1::VersionRequest req;
     req.set_version("v1");
     runtime::v1::VersionResponse resp;
-    if (grpc::Status s = stub->Version(&ctx, req, &resp); !s.ok())
-      return status_reply("Version", s);
+    if (auto f =
+            failed("Version", deadline, [&](auto* ctx) { return stub.Version(ctx, req, &resp); }))
+      return *f;
     json j = {{"version", resp.version()},
               {"runtime_name", resp.runtime_name()},
               {"runtime_version", resp.runtime_version()},
@@ -111,26 +132,17 @@ gpud_cri_reply cri_version(const char* socket_path, int64_t timeout_ms) {
 }
 
 gpud_cri_reply cri_list_pods(const char* socket_path, int64_t timeout_ms) {
-  return guarded([&] {
-    const auto deadline = deadline_of(timeout_ms);
-    Connection c = connect(socket_path, deadline, timeout_ms);
-    if (!c.channel) return c.error;
-    auto stub = runtime::v1::RuntimeService::NewStub(c.channel);
+  return with_stub<RuntimeService>(socket_path, timeout_ms, [&](auto& stub, auto deadline) {
     runtime::v1::ListPodSandboxResponse sandboxes;
-    {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(deadline);
-      grpc::Status s = stub->ListPodSandbox(&ctx, runtime::v1::ListPodSandboxRequest(), &sandboxes);
-      if (!s.ok()) return status_reply("ListPodSandbox", s);
-    }
+    if (auto f = failed("ListPodSandbox", deadline, [&](auto* ctx) {
+          return stub.ListPodSandbox(ctx, runtime::v1::ListPodSandboxRequest(), &sandboxes);
+        }))
+      return *f;
     runtime::v1::ListContainersResponse containers;
-    {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(deadline);
-      grpc::Status s =
-          stub->ListContainers(&ctx, runtime::v1::ListContainersRequest(), &containers);
-      if (!s.ok()) return status_reply("ListContainers", s);
-    }
+    if (auto f = failed("ListContainers", deadline, [&](auto* ctx) {
+          return stub.ListContainers(ctx, runtime::v1::ListContainersRequest(), &containers);
+        }))
+      return *f;
     json out = {{"sandboxes", json::array()}, {"containers", json::array()}};
     for (const auto& p : sandboxes.items())
       out["sandboxes"].push_back({{"id", p.id()},
@@ -161,9 +173,6 @@ gpud_cri_reply cri_run_pod_sandbox(const char* socket_path, const char* config_j
     if (!spec.is_object())
       return make_reply(GPUD_CRI_INVALID_ARGUMENT,
                         "RunPodSandbox: the config is not a JSON object");
-    const auto deadline = deadline_of(timeout_ms);
-    Connection c = connect(socket_path, deadline, timeout_ms);
-    if (!c.channel) return c.error;
     runtime::v1::RunPodSandboxRequest req;
     auto* cfg = req.mutable_config();
     auto* md = cfg->mutable_metadata();
@@ -178,30 +187,25 @@ gpud_cri_reply cri_run_pod_sandbox(const char* socket_path, const char* config_j
       for (const auto& [k, v] : spec["labels"].items())
         if (v.is_string()) (*cfg->mutable_labels())[k] = v.get<std::string>();
     req.set_runtime_handler(spec.value("runtime_handler", ""));
-    auto stub = runtime::v1::RuntimeService::NewStub(c.channel);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline);
-    runtime::v1::RunPodSandboxResponse resp;
-    if (grpc::Status s = stub->RunPodSandbox(&ctx, req, &resp); !s.ok())
-      return status_reply("RunPodSandbox", s);
-    return make_reply(GPUD_CRI_OK, json{{"id", resp.pod_sandbox_id()}}.dump());
+    return with_stub<RuntimeService>(socket_path, timeout_ms, [&](auto& stub, auto deadline) {
+      runtime::v1::RunPodSandboxResponse resp;
+      if (auto f = failed("RunPodSandbox", deadline,
+                          [&](auto* ctx) { return stub.RunPodSandbox(ctx, req, &resp); }))
+        return *f;
+      return make_reply(GPUD_CRI_OK, json{{"id", resp.pod_sandbox_id()}}.dump());
+    });
   });
 }
 
 template <typename Req, typename Resp, typename Call>
 gpud_cri_reply sandbox_call(const char* method, const char* socket_path, const char* id,
                             int64_t timeout_ms, Call call) {
-  return guarded([&] {
-    const auto deadline = deadline_of(timeout_ms);
-    Connection c = connect(socket_path, deadline, timeout_ms);
-    if (!c.channel) return c.error;
-    auto stub = runtime::v1::RuntimeService::NewStub(c.channel);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline);
+  return with_stub<RuntimeService>(socket_path, timeout_ms, [&](auto& stub, auto deadline) {
     Req req;
     req.set_pod_sandbox_id(id != nullptr ? id : "");
     Resp resp;
-    if (grpc::Status s = call(*stub, &ctx, req, &resp); !s.ok()) return status_reply(method, s);
+    if (auto f = failed(method, deadline, [&](auto* ctx) { return call(stub, ctx, req, &resp); }))
+      return *f;
     return make_reply(GPUD_CRI_OK, "{}");
   });
 }
@@ -225,16 +229,12 @@ gpud_cri_reply cri_remove_pod_sandbox(const char* socket_path, const char* id, i
 }
 
 gpud_cri_reply list_pod_resources(const char* socket_path, int64_t timeout_ms) {
-  return guarded([&] {
-    const auto deadline = deadline_of(timeout_ms);
-    Connection c = connect(socket_path, deadline, timeout_ms);
-    if (!c.channel) return c.error;
-    auto stub = v1::PodResourcesLister::NewStub(c.channel);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(deadline);
+  return with_stub<v1::PodResourcesLister>(socket_path, timeout_ms, [&](auto& stub, auto deadline) {
     v1::ListPodResourcesResponse resp;
-    if (grpc::Status s = stub->List(&ctx, v1::ListPodResourcesRequest(), &resp); !s.ok())
-      return status_reply("List", s);
+    if (auto f = failed("List", deadline, [&](auto* ctx) {
+          return stub.List(ctx, v1::ListPodResourcesRequest(), &resp);
+        }))
+      return *f;
     json pods = json::array();
     for (const auto& p : resp.pod_resources()) {
       json containers = json::array();
