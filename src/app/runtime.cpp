@@ -1,6 +1,7 @@
 #include "app/runtime.h"
 
 #include "components/registry.h"
+#include "core/log.h"
 #include "host/host_fs.h"
 #include "host/pci.h"
 
@@ -27,7 +28,14 @@ Result<std::unique_ptr<Runtime>> build_runtime(const Config& config, RuntimeMode
     rt->nvidia->open_async();
 
   components::ComponentContext ctx{&config, rt->events.get(), &rt->metrics, scan};
-  rt->nvidia_pci_present = host::nvidia_gpu_present(host::HostFs(config.host_root));
+  const host::HostFs host_fs(config.host_root);
+  rt->nvidia_pci_present = host::nvidia_gpu_present(host_fs);
+  if (auto bus = host_fs.list("/sys/bus/pci/devices"); !bus && config.gpu_count == 0)
+    logger("nvml")->warn(
+        "cannot list the PCI devices ({}): whether NVIDIA GPUs are present is unknown, so a "
+        "missing NVIDIA driver reads as not applicable; mount the host's /sys (under "
+        "--host-root) or pass --gpu-count",
+        bus.error().message);
   ctx.nvidia_pci_present = rt->nvidia_pci_present;
   ctx.nvidia = rt->nvidia.get();
   ctx.containers = &rt->containers;

@@ -7,6 +7,7 @@
 
 #include "components/nvidia/xid.h"
 #include "kmsg/writer.h"
+#include "testing/log_capture.h"
 
 namespace gpud::app {
 namespace {
@@ -29,6 +30,24 @@ TEST(BuildRuntime, ScanKeepsItsStoreInMemoryAndHasNoSelfWatch) {
   const Component* gpud = (*rt)->registry.find("gpud");
   ASSERT_NE(gpud, nullptr);
   EXPECT_FALSE(gpud->supported());
+}
+
+// A host root whose PCI devices cannot be listed (a container without the host's /sys): the
+// start-up says that GPUs cannot be looked for, and how to fix it; --gpu-count says they are there.
+TEST(BuildRuntime, UnlistablePciDevicesAreSaidAtStart) {
+  Config config = test_config();
+  {
+    gpud::testing::LogCapture log("nvml");
+    auto rt = build_runtime(config, RuntimeMode::kScan);
+    ASSERT_TRUE(rt) << rt.error().message;
+    EXPECT_FALSE((*rt)->nvidia_pci_present);
+    EXPECT_EQ(log.count("cannot list the PCI devices"), 1U) << log.text();
+    EXPECT_NE(log.text().find("pass --gpu-count"), std::string::npos);
+  }
+  config.gpu_count = 8;
+  gpud::testing::LogCapture log("nvml");
+  ASSERT_TRUE(build_runtime(config, RuntimeMode::kScan));
+  EXPECT_EQ(log.count("cannot list the PCI devices"), 0U) << log.text();
 }
 
 TEST(BuildRuntime, DaemonOpensTheStateFileOfTheDataDir) {
