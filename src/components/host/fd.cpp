@@ -82,11 +82,18 @@ Result<FdSnapshot> FdComponent::collect() {
 
 CheckResult FdComponent::check() {
   auto snapshot = collect();
-  if (snapshot && ctx().metrics != nullptr) {
+  if (ctx().metrics != nullptr) {
     MetricRegistry& m = *ctx().metrics;
-    m.set("fd", "fd_allocated_file_handles", static_cast<double>(snapshot->allocated_file_handles));
-    m.set("fd", "fd_file_max", static_cast<double>(snapshot->file_max));
-    m.set("fd", "fd_used_percent", snapshot->used_percent());
+    if (snapshot) {
+      m.set("fd", "fd_allocated_file_handles",
+            static_cast<double>(snapshot->allocated_file_handles));
+      m.set("fd", "fd_file_max", static_cast<double>(snapshot->file_max));
+      m.set("fd", "fd_used_percent", snapshot->used_percent());
+    } else {
+      // Not read: absent, never the last value read.
+      for (const char* name : {"fd_allocated_file_handles", "fd_file_max", "fd_used_percent"})
+        m.clear_series("fd", name);
+    }
   }
   return evaluate_fd(snapshot);
 }

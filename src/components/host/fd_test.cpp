@@ -1,6 +1,9 @@
 #include "components/host/fd.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 namespace gpud::components {
 namespace {
@@ -71,6 +74,30 @@ TEST(FdComponent, NearLimitFixtureIsUnhealthyAndPublishesMetrics) {
       << text;
   EXPECT_NE(text.find("fd_file_max{gpud_component=\"fd\"} 100000"), std::string::npos);
   EXPECT_NE(text.find("fd_used_percent{gpud_component=\"fd\"} 97"), std::string::npos);
+}
+
+// file-nr unreadable after a good check: Unhealthy, and the gauges go away rather than keep the
+// last values.
+TEST(FdComponent, AnUnreadableFileNrDropsTheGauges) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("gpud-fd-" + std::to_string(::getpid()));
+  fs::create_directories(root / "proc/sys/fs");
+  fs::copy_file(fixture_root("fd-near-limit") + "/proc/sys/fs/file-nr",
+                root / "proc/sys/fs/file-nr", fs::copy_options::overwrite_existing);
+  Config cfg;
+  cfg.host_root = root.string();
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  FdComponent c(ctx);
+  c.check();
+  EXPECT_NE(metrics.prometheus_text().find("fd_allocated_file_handles{"), std::string::npos);
+  fs::remove(root / "proc/sys/fs/file-nr");
+  CheckResult r = c.check();
+  EXPECT_EQ(r.health(), Health::kUnhealthy) << r.summary();
+  const std::string text = metrics.prometheus_text();
+  for (const char* name : {"fd_allocated_file_handles{", "fd_file_max{", "fd_used_percent{"})
+    EXPECT_EQ(text.find(name), std::string::npos) << name << "\n" << text;
+  fs::remove_all(root);
 }
 
 TEST(FdComponent, RecordedDebianFixtureIsHealthy) {

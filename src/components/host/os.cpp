@@ -264,11 +264,21 @@ CheckResult OsComponent::check() {
     m->set(kName, "os_blocked_processes", static_cast<double>(snap.blocked));
     m->set(kName, "os_blocked_processes_persistent",
            static_cast<double>(snap.persistent_blocked.size()));
-    m->set(kName, "os_allocated_file_handles", static_cast<double>(fds));
-    m->set(kName, "os_allocated_file_handles_percent", percent(fds, fd_limit));
+    // What could not be read is absent, not 0 (nor the last value read).
+    auto set_or_clear = [&](const char* name, std::optional<double> v) {
+      if (v)
+        m->set(kName, name, *v);
+      else
+        m->clear_series(kName, name);
+    };
+    const bool fds_known = snap.info.file_handles_allocated.has_value();
+    set_or_clear("os_allocated_file_handles",
+                 fds_known ? std::optional<double>(static_cast<double>(fds)) : std::nullopt);
+    set_or_clear("os_allocated_file_handles_percent",
+                 fds_known ? std::optional<double>(percent(fds, fd_limit)) : std::nullopt);
     m->set(kName, "os_threshold_running_pids", static_cast<double>(pid_limit));
     m->set(kName, "os_threshold_running_pids_percent", percent(snap.processes, pid_limit));
-    m->set(kName, "os_uptime_seconds", snap.info.uptime_seconds.value_or(0));
+    set_or_clear("os_uptime_seconds", snap.info.uptime_seconds);
   }
 
   CheckResult r =

@@ -261,7 +261,22 @@ TEST(OsComponent, CheckReportsSnapshotAndMetrics) {
   EXPECT_DOUBLE_EQ(m.at("os_allocated_file_handles_percent"), 1.5);
   EXPECT_EQ(m.at("os_threshold_running_pids"), 32768);
   EXPECT_DOUBLE_EQ(m.at("os_threshold_running_pids_percent"), 100.0 * 6 / 32768);
-  EXPECT_TRUE(m.contains("os_uptime_seconds"));
+  EXPECT_FALSE(m.contains("os_uptime_seconds"));  // the fixture has no /proc/uptime
+}
+
+// A host root without /proc/uptime and /proc/sys/fs/file-nr: those gauges are absent, not 0.
+TEST(OsComponent, WhatCannotBeReadHasNoGauge) {
+  BootRoot root;
+  root.set_btime(1700000000);
+  Harness h(root.path());
+  OsComponent os(h.ctx);
+  os.check();
+  std::map<std::string, double> m;
+  for (const MetricSample& s : h.metrics.snapshot(0)) m[s.name] = s.value;
+  EXPECT_TRUE(m.contains("os_running_pids"));
+  EXPECT_FALSE(m.contains("os_uptime_seconds"));
+  EXPECT_FALSE(m.contains("os_allocated_file_handles"));
+  EXPECT_FALSE(m.contains("os_allocated_file_handles_percent"));
 }
 
 TEST(OsComponent, DStateMustPersistForFiveChecks) {
