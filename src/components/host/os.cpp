@@ -69,6 +69,18 @@ std::vector<BlockedProcess> DStateTracker::update(const std::vector<host::Proces
   return out;
 }
 
+namespace {
+
+// A value that could not be read is null in the data, not 0.
+template <typename T>
+nlohmann::json or_null(const std::optional<T>& v) {
+  if (!v) return nullptr;
+  if constexpr (std::is_floating_point_v<T>) return static_cast<int64_t>(*v);
+  return *v;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const OsSnapshot& s) {
   nlohmann::json blocked = nlohmann::json::array();
   for (const auto& b : s.persistent_blocked)
@@ -82,16 +94,16 @@ nlohmann::json to_json(const OsSnapshot& s) {
       {"boot_id", i.boot_id},
       {"machine_id", i.machine_id},
       {"boot_time", i.boot_time ? format_rfc3339(*i.boot_time) : std::string()},
-      {"uptime_seconds", i.uptime_seconds ? static_cast<int64_t>(*i.uptime_seconds) : 0},
+      {"uptime_seconds", or_null(i.uptime_seconds)},
       {"processes", s.processes},
       {"processes_by_state", s.processes_by_state},
       {"zombie_processes", s.zombies},
       {"blocked_processes", s.blocked},
       {"blocked_processes_persistent", std::move(blocked)},
       {"blocked_persistence_checks", s.persistence},
-      {"pid_max", i.pid_max.value_or(0)},
-      {"file_handles_allocated", i.file_handles_allocated.value_or(0)},
-      {"file_max", i.file_max.value_or(0)},
+      {"pid_max", or_null(i.pid_max)},
+      {"file_handles_allocated", or_null(i.file_handles_allocated)},
+      {"file_max", or_null(i.file_max)},
   };
   return j;
 }
