@@ -19,6 +19,7 @@
 #include <cctype>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -95,50 +96,59 @@ bool iequals_prefix(std::string_view line, std::string_view name) {
 
 enum class Arrival { kIncomplete, kComplete, kUnreadable };
 
-// Whether the bytes hold a whole request: its header block and, for a Content-Length up to
-// max_body, its body. A chunked body, one larger than max_body or one awaiting "100 Continue" is
-// left to the worker (it reads it under the request's deadline).
-Arrival request_arrival(std::string_view buf, size_t max_body) {
+// What a request's header block says about its body.
+struct RequestHead {
+  size_t size = 0;              // the request line and headers with the blank line
+  bool body_by_worker = false;  // Transfer-Encoding or Expect: the worker reads the body
+  // Content-Length: the last one, and the largest (an unreadable one counts as SIZE_MAX).
+  std::optional<size_t> content_length;
+  size_t largest_content_length = 0;
+};
+
+// The header block at the start of buf; nullopt while it has not fully arrived.
+std::optional<RequestHead> read_head(std::string_view buf) {
   auto end = buf.find("\r\n\r\n");
-  if (end == std::string_view::npos)
-    return buf.size() > kMaxHeadBytes ? Arrival::kUnreadable : Arrival::kIncomplete;
+  if (end == std::string_view::npos) return std::nullopt;
+  RequestHead h;
+  h.size = end + 4;
   std::string_view head = buf.substr(0, end + 2);
-  size_t body = 0;
   for (size_t at = head.find("\r\n"); at != std::string_view::npos && at + 2 < head.size();) {
     size_t next = head.find("\r\n", at + 2);
     std::string_view line = head.substr(at + 2, next - at - 2);
     at = next;
     if (iequals_prefix(line, "transfer-encoding:") || iequals_prefix(line, "expect:"))
-      return Arrival::kComplete;
+      h.body_by_worker = true;
     if (iequals_prefix(line, "content-length:")) {
       auto n = parse_integer<size_t>(trim(line.substr(15)));
-      if (!n || *n > max_body) return Arrival::kComplete;  // httplib answers it
-      body = *n;
+      h.largest_content_length = std::max(h.largest_content_length, n.value_or(SIZE_MAX));
+      if (n) h.content_length = *n;
     }
   }
-  return buf.size() - (end + 4) >= body ? Arrival::kComplete : Arrival::kIncomplete;
+  return h;
+}
+
+// Whether the bytes hold a whole request: its header block and, for a Content-Length up to
+// max_body, its body. A chunked body, one larger than max_body or one awaiting "100 Continue" is
+// left to the worker (it reads it under the request's deadline); so is an unreadable length
+// (httplib answers it).
+Arrival request_arrival(std::string_view buf, size_t max_body) {
+  auto head = read_head(buf);
+  if (!head) return buf.size() > kMaxHeadBytes ? Arrival::kUnreadable : Arrival::kIncomplete;
+  if (head->body_by_worker || head->largest_content_length > max_body) return Arrival::kComplete;
+  return buf.size() - head->size >= head->content_length.value_or(0) ? Arrival::kComplete
+                                                                     : Arrival::kIncomplete;
 }
 
 // Whether the bytes begin with a whole GET of one of `paths` that has no body, so that serving it
 // reads nothing more from the socket.
 bool inline_request(std::string_view buf, const std::vector<std::string>& paths) {
   if (paths.empty() || buf.substr(0, 4) != "GET ") return false;
-  auto end = buf.find("\r\n\r\n");
-  if (end == std::string_view::npos) return false;
-  std::string_view head = buf.substr(0, end + 2);
-  std::string_view target = head.substr(4, head.find(' ', 4) - 4);
+  auto head = read_head(buf);
+  if (!head || head->body_by_worker || head->largest_content_length != 0) return false;
+  std::string_view line = buf.substr(0, buf.find("\r\n"));
+  std::string_view target = line.substr(4, line.find(' ', 4) - 4);
   std::string_view path = target.substr(0, target.find('?'));
-  if (std::find(paths.begin(), paths.end(), path) == paths.end()) return false;
-  for (size_t at = head.find("\r\n"); at != std::string_view::npos && at + 2 < head.size();) {
-    size_t next = head.find("\r\n", at + 2);
-    std::string_view line = head.substr(at + 2, next - at - 2);
-    at = next;
-    if (iequals_prefix(line, "transfer-encoding:") || iequals_prefix(line, "expect:")) return false;
-    if (iequals_prefix(line, "content-length:") &&
-        parse_integer<size_t>(trim(line.substr(15))).value_or(1) != 0)
-      return false;
-  }
-  return true;
+  return std::find(paths.begin(), paths.end(), path) != paths.end();
 }
 
 std::string peer_address(const sockaddr_storage& addr) {

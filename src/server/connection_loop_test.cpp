@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,7 +29,7 @@ using gpud::testing::kHealthzRequest;
 using gpud::testing::StarvationLoad;
 using gpud::testing::TestConnection;
 
-// A loop on 127.0.0.1 whose /healthz answers "ok", /big 8 MiB, and /slow takes 300 ms.
+// A loop on 127.0.0.1 whose /healthz answers "ok", /big?bytes=N N bytes, and /slow takes 300 ms.
 class LoopServer {
  public:
   explicit LoopServer(ConnectionLimits limits, bool tls = false) {
@@ -35,8 +37,8 @@ class LoopServer {
     http->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("ok", "text/plain");
     });
-    http->Get("/big", [](const httplib::Request&, httplib::Response& res) {
-      std::string body(8 << 20, 'x');
+    http->Get("/big", [](const httplib::Request& req, httplib::Response& res) {
+      std::string body(std::stoul(req.get_param_value("bytes")), 'x');
       for (size_t i = 0; i < body.size(); i += 4096)
         body[i] = static_cast<char>('a' + i / 4096 % 26);
       res.set_content(body, "text/plain");
@@ -311,7 +313,15 @@ TEST(ConnectionLoop, AnInlineResponseTheSocketCannotTakeIsFinishedByAWorker) {
     limits.inline_paths = {"/healthz", "/big"};
     LoopServer s(limits, tls);
     TestConnection big(s.port(), tls);
-    ASSERT_TRUE(big.send("GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    // More than the server's socket can hold however the machine sizes its buffers: the largest
+    // send buffer (tcp_wmem's maximum) and a receive buffer kept small.
+    size_t wmem_min = 0, wmem_default = 0, wmem_max = 4 << 20;
+    std::ifstream("/proc/sys/net/ipv4/tcp_wmem") >> wmem_min >> wmem_default >> wmem_max;
+    const size_t bytes = std::max<size_t>(8 << 20, 2 * wmem_max);
+    int rcvbuf = 64 << 10;
+    ::setsockopt(big.fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    ASSERT_TRUE(big.send("GET /big?bytes=" + std::to_string(bytes) +
+                         " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
     std::this_thread::sleep_for(200ms);  // not reading: the socket fills
     TestConnection probe(s.port(), tls);
     auto t0 = std::chrono::steady_clock::now();
@@ -321,7 +331,7 @@ TEST(ConnectionLoop, AnInlineResponseTheSocketCannotTakeIsFinishedByAWorker) {
     std::string response = big.read_response(10s);
     ASSERT_EQ(status_line(response), "HTTP/1.1 200 OK") << (tls ? "tls" : "plain");
     std::string body = response.substr(response.find("\r\n\r\n") + 4);
-    ASSERT_EQ(body.size(), 8U << 20);
+    ASSERT_EQ(body.size(), bytes);
     for (size_t i = 0; i < body.size(); i += 4096)
       ASSERT_EQ(body[i], static_cast<char>('a' + i / 4096 % 26)) << i;
     EXPECT_TRUE(big.closed_within(2s));
