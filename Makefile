@@ -5,12 +5,22 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 ARGS ?=
 
-.PHONY: all deps build run run-fake test asan-configure test-asan fuzz bench clean format deb image
+.PHONY: all deps deps-test deps-asan build run run-fake test asan-configure test-asan fuzz bench clean format \
+  deb image
 
 all: build
 
+# What each command installs (scripts/install-deps.sh, which starts no service): `make build`, `make run`,
+# `make deb` and `make image` only what building and running gpud needs; `make test` and `make bench` also the
+# programs the tests start themselves; `make test-asan` and `make fuzz` also clang.
 deps:
-	@./scripts/install-deps.sh
+	@./scripts/install-deps.sh build
+
+deps-test:
+	@./scripts/install-deps.sh test
+
+deps-asan:
+	@./scripts/install-deps.sh asan
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
@@ -27,7 +37,7 @@ FAKE_NVML_SCENARIO ?= testing/fixtures/nvml/h100x8-healthy.json
 run-fake: build
 	FAKE_NVML_SCENARIO=$(FAKE_NVML_SCENARIO) ./$(BUILD)/gpud run --nvml-lib $(BUILD)/libnvidia-ml.so.1 $(ARGS)
 
-test: build
+test: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
 # The sanitizer build: clang, ASan and UBSan, with the libFuzzer targets (fuzz/) in the same build,
@@ -35,7 +45,7 @@ test: build
 # otherwise (an older gcc sanitizer build) is configured afresh.
 ASAN_CONFIGURE = CC=clang-14 CXX=clang++-14 cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
   -DGPUD_SANITIZE=ON -DGPUD_FUZZ=ON $(CMAKE_FLAGS)
-asan-configure: deps
+asan-configure: deps-asan
 	@if ! grep -qs '^GPUD_FUZZ:BOOL=ON' $(ASAN_BUILD)/CMakeCache.txt; then \
 	  $(ASAN_CONFIGURE) --fresh; fi
 
@@ -67,7 +77,7 @@ deb: build
 	cd $(BUILD) && cpack -G DEB --config CPackConfig.cmake
 	@ls -1 $(BUILD)/packages/*.deb
 
-bench: build
+bench: deps-test build
 	cmake --build $(BUILD) -j $(JOBS) --target gpud_bench
 	./bench/run-bench.sh $(BUILD)
 

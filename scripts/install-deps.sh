@@ -1,48 +1,90 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gpud needs to build, test and benchmark. Idempotent: it installs only what is
-# missing and runs `apt-get update` at most once, only when something has to be installed.
+# Installs the Debian packages one use of gpud needs, by set:
+#   build  (make build, make run, make deb, make image): the compiler, the libraries, the tools that package gpud
+#   test   (make test, make bench): build, plus the real programs the tests and benchmarks start themselves
+#          (Prometheus, Alertmanager, node_exporter, containerd, dockerd, nginx, chromium, kubectl, FUSE)
+#   asan   (make test-asan, make fuzz): test, plus clang-14 with its sanitizer and libFuzzer runtimes and lld
+# Idempotent: it installs only what is missing and runs `apt-get update` at most once, only when something has
+# to be installed. No service is started on the host: the install runs under a policy-rc.d that refuses every
+# start (Debian's convention, invoke-rc.d(8)), and the units of the packages it installed are not enabled either;
+# the tests start the programs they need with private sockets, ports and data directories.
+#   install-deps.sh [build|test|asan]        install a set (default: build)
+#   install-deps.sh --list [build|test|asan]  print the set's packages, one per line, and install nothing
+#   install-deps.sh --list-test-only          the packages test and asan add to build (to remove them again)
 set -euo pipefail
 
-packages=(
-  build-essential cmake pkg-config g++ clang-14 ccache
-  # `make fuzz`: libFuzzer's runtime for clang-14.
+build_packages=(
+  build-essential cmake pkg-config g++ ccache
+  libcpp-httplib-dev libssl-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev
+  libspdlog-dev libfmt-dev libre2-dev libyaml-cpp-dev
+  # CMake configures the unit tests and the benchmarks with the rest (headers and static libraries only).
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # The container-runtime client modules: the CRI and pod-resources clients (gRPC, our own .proto files) and
+  # the docker Engine client (libcurl over the unix socket).
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libcurl4-openssl-dev
+  # testing/hung_fuse (a FUSE file system whose statfs hangs) is configured with the build.
+  libfuse3-dev
+  # `gpud scan --kernel-log-tz Europe/Berlin` reads the zone's rules from /usr/share/zoneinfo.
+  tzdata
+  # `make deb`: CPack's DEB generator computes Depends with dpkg-shlibdeps, which finds ELF files with file(1).
+  dpkg-dev file
+  # `make image` assembles the OCI image with umoci (jq edits its index) and puts busybox's shell in it.
+  umoci jq busybox-static
+)
+# The web UI: its build needs Node.js and npm (a node from elsewhere, e.g. NodeSource's package that bundles npm,
+# is fine, so Debian's are added only when the commands are missing).
+command -v node >/dev/null 2>&1 || build_packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || build_packages+=(npm)
+
+test_only_packages=(
+  sqlite3 openssl curl procps
+  # The rules and fleet tests run promtool, Prometheus, Alertmanager; `make bench` measures node_exporter.
+  prometheus prometheus-node-exporter prometheus-alertmanager
+  # `make bench` loads the API with wrk beside nginx serving a static file over TLS.
+  wrk nginx-light
+  # The image and runtime tests start a private dockerd and containerd with a busybox image.
+  docker.io containerd
+  # A hung FUSE mount shows that no check waits on a mount that does not answer.
+  fuse3
+  # The UI's browser test.
+  chromium
+)
+# The manifests test renders deploy/kubernetes with `kubectl kustomize`: any kubectl does (one from elsewhere,
+# e.g. Google Cloud's `kubectl` package, conflicts with Debian's kubernetes-client).
+command -v kubectl >/dev/null 2>&1 || test_only_packages+=(kubernetes-client)
+
+asan_only_packages=(
+  clang-14
+  # libFuzzer's and the sanitizers' runtimes for clang-14.
   libclang-rt-14-dev
   # The sanitizer build links with lld (CMakeLists.txt: a fraction of GNU ld's time for its large binaries).
   lld-14
-  libcpp-httplib-dev libssl-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev
-  libspdlog-dev libfmt-dev libre2-dev libyaml-cpp-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  sqlite3 openssl curl procps
-  prometheus prometheus-node-exporter
-  # `make bench` loads the API with wrk beside nginx serving a static file over TLS.
-  wrk nginx-light
-  # `make deb`: CPack's DEB generator computes Depends with dpkg-shlibdeps, which finds ELF files
-  # with file(1).
-  dpkg-dev file
-  # `make image` assembles the OCI image with umoci (jq edits its index); the image test and the
-  # fleet tests run it in Docker and alert through Alertmanager.
-  umoci jq docker.io prometheus-alertmanager
-  # A hung FUSE mount (testing/hung_fuse) shows that no check waits on a mount that does not answer.
-  libfuse3-dev fuse3
-  # The container-runtime components: the CRI and pod-resources clients (gRPC, our own .proto files)
-  # and the docker Engine client (libcurl over the unix socket) live in optional modules; their
-  # tests start Debian's containerd and dockerd with a busybox image made from busybox-static.
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libcurl4-openssl-dev
-  containerd busybox-static
-  # `gpud scan --kernel-log-tz Europe/Berlin` reads the zone's rules from /usr/share/zoneinfo.
-  tzdata
 )
 
-# The manifests test renders deploy/kubernetes with `kubectl kustomize`: any kubectl does (one from
-# elsewhere, e.g. Google Cloud's `kubectl` package, conflicts with Debian's kubernetes-client).
-command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+set_packages() {
+  case "$1" in
+    build) printf '%s\n' "${build_packages[@]}" ;;
+    test) printf '%s\n' "${build_packages[@]}" "${test_only_packages[@]}" ;;
+    asan) printf '%s\n' "${build_packages[@]}" "${test_only_packages[@]}" "${asan_only_packages[@]}" ;;
+    *)
+      echo "install-deps: unknown set '$1' (build, test or asan)" >&2
+      return 2
+      ;;
+  esac
+}
 
-# The web UI: its build needs Node.js and npm (a node from elsewhere, e.g. NodeSource's package that
-# bundles npm, is fine, so Debian's are added only when the commands are missing); its browser test
-# drives Debian's chromium.
-command -v node >/dev/null 2>&1 || packages+=(nodejs)
-command -v npm >/dev/null 2>&1 || packages+=(npm)
-packages+=(chromium)
+case "${1:-build}" in
+  --list)
+    set_packages "${2:-build}"
+    exit
+    ;;
+  --list-test-only)
+    printf '%s\n' "${test_only_packages[@]}" "${asan_only_packages[@]}"
+    exit
+    ;;
+esac
+set_packages "${1:-build}" >/dev/null
+mapfile -t packages < <(set_packages "${1:-build}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -65,8 +107,43 @@ else
   SUDO=
 fi
 
+# invoke-rc.d and deb-systemd-invoke ask /usr/sbin/policy-rc.d before they start a service; 101 is "action
+# forbidden". One that is already there is the administrator's own and stays as it is.
+policy_rc_d=${GPUD_DEPS_POLICY_RC_D:-/usr/sbin/policy-rc.d}
+placed_policy=0
+remove_policy() {
+  if ((placed_policy)); then $SUDO rm -f "$policy_rc_d"; fi
+}
+if [[ ! -e $policy_rc_d ]]; then
+  trap remove_policy EXIT
+  printf '#!/bin/sh\n# scripts/install-deps.sh (gpud): no service starts while it installs packages.\nexit 101\n' |
+    $SUDO tee "$policy_rc_d" >/dev/null
+  $SUDO chmod 0755 "$policy_rc_d"
+  placed_policy=1
+fi
+
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # --no-install-recommends keeps the prometheus packages from pulling a web stack we do not use.
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# Packages enable their units for the next boot even when policy-rc.d forbids starting them now: on a host that
+# runs systemd, the units of the packages installed here (and only those) are disabled again.
+if [[ -d ${GPUD_DEPS_SYSTEMD_DIR:-/run/systemd/system} ]] && command -v systemctl >/dev/null 2>&1; then
+  units=()
+  for p in "${missing[@]}"; do
+    while IFS= read -r f; do
+      case "$f" in
+        /lib/systemd/system/*.service | /lib/systemd/system/*.socket | /usr/lib/systemd/system/*.service | \
+          /usr/lib/systemd/system/*.socket)
+          [[ $f == *@.* ]] || units+=("${f##*/}")
+          ;;
+      esac
+    done < <(dpkg -L "$p" 2>/dev/null || true)
+  done
+  if ((${#units[@]} > 0)); then
+    echo "install-deps: not enabling ${units[*]} (the tests start what they need themselves)"
+    $SUDO systemctl disable --quiet "${units[@]}" || true
+  fi
+fi
