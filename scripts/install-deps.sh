@@ -10,7 +10,7 @@
 # the tests start the programs they need with private sockets, ports and data directories.
 #   install-deps.sh [build|test|asan]        install a set (default: build)
 #   install-deps.sh --list [build|test|asan]  print the set's packages, one per line, and install nothing
-#   install-deps.sh --list-test-only          the packages test and asan add to build (to remove them again)
+#   install-deps.sh --list-test-only          the programs test and asan add to build (to remove them again)
 set -euo pipefail
 
 build_packages=(
@@ -36,8 +36,10 @@ build_packages=(
 command -v node >/dev/null 2>&1 || build_packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || build_packages+=(npm)
 
+# Command-line tools the tests call that most hosts have anyway (ca-certificates needs openssl): never listed
+# for removal.
+test_utility_packages=(sqlite3 openssl curl procps)
 test_only_packages=(
-  sqlite3 openssl curl procps
   # The rules and fleet tests run promtool, Prometheus, Alertmanager; `make bench` measures node_exporter.
   prometheus prometheus-node-exporter prometheus-alertmanager
   # `make bench` loads the API with wrk beside nginx serving a static file over TLS.
@@ -64,8 +66,11 @@ asan_only_packages=(
 set_packages() {
   case "$1" in
     build) printf '%s\n' "${build_packages[@]}" ;;
-    test) printf '%s\n' "${build_packages[@]}" "${test_only_packages[@]}" ;;
-    asan) printf '%s\n' "${build_packages[@]}" "${test_only_packages[@]}" "${asan_only_packages[@]}" ;;
+    test) printf '%s\n' "${build_packages[@]}" "${test_utility_packages[@]}" "${test_only_packages[@]}" ;;
+    asan)
+      printf '%s\n' "${build_packages[@]}" "${test_utility_packages[@]}" "${test_only_packages[@]}" \
+        "${asan_only_packages[@]}"
+      ;;
     *)
       echo "install-deps: unknown set '$1' (build, test or asan)" >&2
       return 2
