@@ -40,7 +40,7 @@ kmsg::Match nvml_xid_match(int code, std::string_view pci_bus_id, std::string_vi
 // the code, mnemonic, description, bus id and UUID.
 ErrorRecord to_error_record(const Event& e, std::string_view code_key);
 // The extra_info values to_error_record judges by (code, first repair action, bus id, UUID), as
-// JSON pointers: the keys the Xid/SXid history is digested on (EventLog::digest).
+// JSON pointers: the keys the Xid/SXid history is digested on (digest_events).
 std::vector<std::string> error_record_key_paths(std::string_view code_key);
 
 // The Xid rule: events (any order) and reboot times -> the verdict. Xid 63/64 are skipped when the
