@@ -15,7 +15,7 @@ bool nvidia_kernel_log_supported(const ComponentContext& ctx, std::string_view c
   if (ctx.nvidia != nullptr && ctx.nvidia->status() != nvml::NvmlStatus::kNotFound) return true;
   if (has_events.load()) return true;
   if (ctx.events == nullptr) return false;
-  auto ev = ctx.events->query(component, TimePoint{}, TimePoint::max());
+  auto ev = ctx.events->query_page(component, TimePoint{}, TimePoint::max(), 0, 1);
   if (ev && !ev->empty()) has_events = true;
   return has_events.load();
 }
@@ -113,6 +113,27 @@ Result<KernelLogHistory> kernel_log_history(const ComponentContext& ctx, std::st
   if (!reboots) return reboots.error();
   h.reboots = std::move(*reboots);
   return h;
+}
+
+Result<KernelLogDigest> kernel_log_digest(const ComponentContext& ctx, std::string_view component,
+                                          TimePoint since,
+                                          const std::vector<std::string>& key_paths,
+                                          size_t newest_limit) {
+  KernelLogDigest d;
+  if (ctx.events == nullptr) return d;
+  if (!ctx.scan_mode) {
+    auto reboots = reboot_times(ctx.events, since);
+    if (!reboots) return reboots.error();
+    d.reboots = std::move(*reboots);
+  }
+  auto digest =
+      digest_events(*ctx.events, component, since, TimePoint::max(), key_paths, d.reboots);
+  if (!digest) return digest.error();
+  d.digest = std::move(*digest);
+  auto newest = ctx.events->query_page(component, since, TimePoint::max(), 0, newest_limit);
+  if (!newest) return newest.error();
+  d.newest = std::move(*newest);
+  return d;
 }
 
 KernelLogVerdict unreadable_history(const Error& e) {

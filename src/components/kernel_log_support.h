@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "components/component.h"
+#include "core/event_digest.h"
 #include "kmsg/rules.h"
 
 namespace gpud::components {
@@ -50,6 +51,20 @@ struct KernelLogHistory {
 [[nodiscard]] Result<KernelLogHistory> kernel_log_history(const ComponentContext& ctx,
                                                           std::string_view component,
                                                           TimePoint since);
+
+// What a reboot-aware error rule (Xid, SXid) reads of a long history, in memory bounded by its
+// distinct kinds of error, not by their number: the events digested on `key_paths` and split at
+// the reboots, the newest `newest_limit` events (newest first) and the reboots after `since`
+// (none in scan mode), or the store's error.
+struct KernelLogDigest {
+  EventDigest digest;
+  std::vector<Event> newest;
+  std::vector<TimePoint> reboots;
+};
+[[nodiscard]] Result<KernelLogDigest> kernel_log_digest(const ComponentContext& ctx,
+                                                        std::string_view component, TimePoint since,
+                                                        const std::vector<std::string>& key_paths,
+                                                        size_t newest_limit);
 
 // What a component says when the store cannot give its history: Unhealthy, with the error.
 KernelLogVerdict unreadable_history(const Error& e);

@@ -36,6 +36,7 @@
 #include "store/event_store.h"
 #include "testing/log_capture.h"
 #include "testing/memory_event_log.h"
+#include "testing/peak_rss.h"
 #include "testing/swagger_validator.h"
 
 namespace gpud::server {
@@ -875,14 +876,6 @@ TEST(ServerTls, UsesOperatorCertificateAndRejectsBadOnes) {
 }
 
 // This process's resident memory in KiB, now ("VmRSS") or at its peak ("VmHWM").
-int64_t status_kib(const std::string& key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(key + ":", 0) == 0) return std::atoll(line.c_str() + key.size() + 1);
-  return -1;
-}
-
 // GET /v1/events?startTime=0 over 200k stored events once built a ~100 MB document (RSS +770 MB);
 // now the answer is a page of 10,000, and the pages together are the whole history.
 TEST(ServerPaging, A200kEventHistoryIsServedInPagesInBoundedMemory) {
@@ -916,9 +909,9 @@ TEST(ServerPaging, A200kEventHistoryIsServedInPagesInBoundedMemory) {
 
   // The peak resident memory, reset (clear_refs 5), then measured over the first page.
   std::ofstream("/proc/self/clear_refs") << "5";
-  const int64_t before_kib = status_kib("VmRSS");
+  const int64_t before_kib = testing_support::status_kib("VmRSS");
   auto res = cli.Get("/v1/events?startTime=0");
-  const int64_t peak_kib = status_kib("VmHWM");
+  const int64_t peak_kib = testing_support::status_kib("VmHWM");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200);
   EXPECT_EQ(json::parse(res->body)[0]["events"].size(), 10000u);

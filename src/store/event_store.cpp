@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "store/statement.h"
@@ -73,6 +75,95 @@ std::string dedup_key(const Event& stored) {
 
 // Newest first; at the same second the later insert first, as the database orders by id.
 bool newer(const Event& a, const Event& b) { return a.time > b.time; }
+
+// SQLite's JSON path ("$.repair_actions[0]") for a JSON pointer ("/repair_actions/0") whose
+// segments are names or indexes; other pointers are refused rather than escaped.
+Result<std::string> sqlite_json_path(std::string_view pointer) {
+  auto refuse = [&] { return make_error("unsupported key path \"" + std::string(pointer) + "\""); };
+  if (pointer.size() < 2 || pointer.front() != '/') return refuse();
+  std::string out = "$";
+  size_t start = 1;
+  while (start <= pointer.size()) {
+    size_t end = pointer.find('/', start);
+    if (end == std::string_view::npos) end = pointer.size();
+    const std::string_view seg = pointer.substr(start, end - start);
+    if (seg.empty()) return refuse();
+    const bool index =
+        std::all_of(seg.begin(), seg.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool name = std::all_of(seg.begin(), seg.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (index)
+      out += "[" + std::string(seg) + "]";
+    else if (name)
+      out += "." + std::string(seg);
+    else
+      return refuse();
+    start = end + 1;
+  }
+  return out;
+}
+
+// The part of a digest key that one key path contributes: the value's JSON text, or a mark for an
+// absent value (JSON text never holds a raw control character, so neither can be confused).
+constexpr char kKeySeparator = '\x1f';
+constexpr char kAbsentValue = '\x01';
+
+std::string waiting_digest_key(const Event& e,
+                               const std::vector<nlohmann::json::json_pointer>& ptrs) {
+  std::string key(to_string(e.type));
+  key += kKeySeparator;
+  for (const auto& p : ptrs) {
+    if (e.extra_info.contains(p))
+      key += e.extra_info.at(p).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    else
+      key += kAbsentValue;
+    key += kKeySeparator;
+  }
+  return key;
+}
+
+// Events fed in the order they happened, grouped on their key and on the interval between splits
+// they fall in; each group keeps the handles of its first and last event.
+class EventGrouper {
+ public:
+  explicit EventGrouper(std::vector<TimePoint> splits) : splits_(std::move(splits)) {
+    std::sort(splits_.begin(), splits_.end());
+  }
+  // `time` never decreases from one call to the next.
+  void add(TimePoint time, std::string key, uint64_t handle) {
+    while (interval_ < splits_.size() && splits_[interval_] < time) ++interval_;
+    key += std::to_string(interval_);
+    auto [it, fresh] = groups_.try_emplace(std::move(key), Ends{{seq_, handle}, {seq_, handle}});
+    if (!fresh) it->second.last = {seq_, handle};
+    ++seq_;
+  }
+  uint64_t total() const { return seq_; }
+  // The kept handles, oldest first.
+  std::vector<uint64_t> kept() const {
+    std::vector<std::pair<uint64_t, uint64_t>> ends;
+    for (const auto& [key, g] : groups_) {
+      ends.push_back(g.first);
+      if (g.last.first != g.first.first) ends.push_back(g.last);
+    }
+    std::sort(ends.begin(), ends.end());
+    std::vector<uint64_t> out;
+    for (const auto& e : ends) out.push_back(e.second);
+    return out;
+  }
+
+ private:
+  struct Ends {
+    std::pair<uint64_t, uint64_t> first, last;  // (sequence, handle)
+  };
+  std::vector<TimePoint> splits_;
+  size_t interval_ = 0;
+  uint64_t seq_ = 0;
+  std::map<std::string, Ends> groups_;
+};
+
+// Digest handles: a stored row's id, or a waiting event's index with the top bit set.
+constexpr uint64_t kWaitingHandle = uint64_t{1} << 63;
 
 }  // namespace
 
@@ -237,6 +328,114 @@ Result<std::vector<Event>> EventStore::query_rows(std::string_view component, Ti
   }
   std::stable_sort(out.begin(), out.end(), newer);
   return page(std::move(out));
+}
+
+Result<EventDigest> EventStore::digest(std::string_view component, TimePoint since, TimePoint until,
+                                       const std::vector<std::string>& key_paths,
+                                       const std::vector<TimePoint>& splits) const {
+  std::vector<std::string> sql_paths;
+  std::vector<nlohmann::json::json_pointer> pointers;
+  for (const std::string& p : key_paths) {
+    auto path = sqlite_json_path(p);
+    if (!path) return path.error();
+    sql_paths.push_back(std::move(*path));
+    pointers.emplace_back(p);
+  }
+  const int64_t since_s = floor_unix_seconds(since);
+  const int64_t until_s = floor_unix_seconds(until);
+  constexpr int kKeyColumn = 7;
+  std::string sql = std::string("SELECT ") + kColumns + ", id";
+  // A row edited into invalid JSON reads as an empty object, as read_event takes it.
+  for (size_t i = 0; i < sql_paths.size(); ++i)
+    sql += ", iif(json_valid(extra_info), extra_info -> ?" + std::to_string(i + 4) + ", NULL)";
+  sql +=
+      " FROM gpud_events WHERE component = ?1 AND unix_seconds > ?2 AND unix_seconds <= ?3"
+      " ORDER BY unix_seconds, id";
+
+  std::lock_guard lock(db_.mutex());
+  // Waiting events in range, oldest first; at the same second they follow the stored ones (the
+  // order query() gives).
+  std::vector<uint64_t> waiting;
+  std::unordered_set<std::string_view> waiting_keys;
+  for (size_t i = 0; i < backlog_.size(); ++i) {
+    const Event& e = backlog_[i].event;
+    const int64_t t = floor_unix_seconds(e.time);
+    if (t <= since_s || t > until_s || e.component != component) continue;
+    waiting.push_back(i);
+    waiting_keys.insert(backlog_[i].key);
+  }
+  std::stable_sort(waiting.begin(), waiting.end(), [&](uint64_t a, uint64_t b) {
+    return backlog_[a].event.time < backlog_[b].event.time;
+  });
+
+  uint64_t total = 0;
+  auto kept = db_.run_locked("query", false, [&](sqlite3* db) -> Result<std::vector<uint64_t>> {
+    EventGrouper grouper(splits);
+    size_t next_waiting = 0;
+    auto add_waiting_before = [&](std::optional<TimePoint> t) {
+      for (; next_waiting < waiting.size(); ++next_waiting) {
+        const Event& e = backlog_[waiting[next_waiting]].event;
+        if (t && e.time >= *t) return;
+        grouper.add(e.time, waiting_digest_key(e, pointers),
+                    kWaitingHandle | waiting[next_waiting]);
+      }
+    };
+    auto st = Statement::prepare(db, sql);
+    if (!st) return st.error();
+    st->bind(1, component);
+    st->bind(2, since_s);
+    st->bind(3, until_s);
+    for (size_t i = 0; i < sql_paths.size(); ++i) st->bind(static_cast<int>(i + 4), sql_paths[i]);
+    for (;;) {
+      const int rc = st->step();
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) return sqlite_error(db, "digest events");
+      const TimePoint t{std::chrono::seconds(st->int64(1))};
+      // A waiting event the database wrote while reporting a failure is counted once.
+      if (!waiting.empty() && t >= backlog_[waiting.front()].event.time &&
+          waiting_keys.count(dedup_key(read_event(*st))) != 0)
+        continue;
+      add_waiting_before(t);
+      std::string key = st->text(3);
+      key += kKeySeparator;
+      for (size_t i = 0; i < sql_paths.size(); ++i) {
+        const int col = kKeyColumn + static_cast<int>(i);
+        if (sqlite3_column_type(st->get(), col) == SQLITE_NULL)
+          key += kAbsentValue;
+        else
+          key += st->text(col);
+        key += kKeySeparator;
+      }
+      grouper.add(t, std::move(key), static_cast<uint64_t>(st->int64(6)));
+    }
+    add_waiting_before(std::nullopt);
+    total = grouper.total();
+    return grouper.kept();
+  });
+  if (!kept) return kept.error();
+
+  EventDigest out;
+  out.total = total;
+  auto rows = db_.run_locked("query", false, [&](sqlite3* db) -> Result<std::vector<Event>> {
+    auto st = Statement::prepare(
+        db, std::string("SELECT ") + kColumns + " FROM gpud_events WHERE id = ?1");
+    if (!st) return st.error();
+    std::vector<Event> events;
+    for (auto it = kept->rbegin(); it != kept->rend(); ++it) {
+      if ((*it & kWaitingHandle) != 0) {
+        events.push_back(backlog_[*it & ~kWaitingHandle].event);
+        continue;
+      }
+      st->reset();
+      st->bind(1, static_cast<int64_t>(*it));
+      if (st->step() != SQLITE_ROW) return sqlite_error(db, "read digested event");
+      events.push_back(read_event(*st));
+    }
+    return events;
+  });
+  if (!rows) return rows.error();
+  out.events = std::move(*rows);
+  return out;
 }
 
 // An empty component purges every component, as an empty component queries all of them.

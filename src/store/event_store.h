@@ -12,6 +12,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "core/event_digest.h"
 #include "core/event_log.h"
 #include "store/database.h"
 
@@ -26,7 +27,7 @@ inline constexpr std::string_view kStoreEventsDroppedTotal = "gpud_store_events_
 // the backlog to a few MiB: hours of a fault storm that the kernel-log deduper let through.
 inline constexpr size_t kDefaultEventBacklogCapacity = 10000;
 
-class EventStore : public EventLog {
+class EventStore : public EventLog, public EventDigestSource {
  public:
   explicit EventStore(Database& db, size_t backlog_capacity = kDefaultEventBacklogCapacity);
 
@@ -42,6 +43,11 @@ class EventStore : public EventLog {
   Result<std::vector<Event>> query_page(std::string_view component, TimePoint since,
                                         TimePoint until, size_t offset,
                                         size_t limit) const override;
+  // Reads the stored rows one at a time, oldest first, keeping only each group's first and last
+  // row ids; then reads those rows. Waiting events take part as query() merges them.
+  Result<EventDigest> digest(std::string_view component, TimePoint since, TimePoint until,
+                             const std::vector<std::string>& key_paths,
+                             const std::vector<TimePoint>& splits) const override;
   Result<int> purge(std::string_view component, TimePoint before) override;
   // Deletes events of every component older than now - retention; returns how many.
   Result<int> enforce_retention(std::chrono::seconds retention, TimePoint now = Clock::now());

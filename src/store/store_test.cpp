@@ -605,6 +605,84 @@ TEST(EventStore, QueryPagesAreSlicesOfTheWholeAnswerWithOrWithoutWaitingEvents) 
   check_pages();
 }
 
+// ---- digest ----------------------------------------------------------------------------------
+
+Event keyed_event(int64_t unix_s, nlohmann::json extra, EventType type = EventType::kWarning) {
+  Event e = make_event("c", unix_s, "e", std::move(extra));
+  e.type = type;
+  e.message = "at " + std::to_string(unix_s);
+  return e;
+}
+
+// A group is the events of one type and key between two splits; each keeps its first and last.
+TEST(EventStore, DigestKeepsTheFirstAndLastEventOfEachGroupBetweenSplits) {
+  auto db = memory_db();
+  EventStore events(*db);
+  for (const Event& e : {keyed_event(100, {{"k", 1}}), keyed_event(101, {{"k", 1}}),
+                         keyed_event(102, {{"k", 1}}, EventType::kFatal),
+                         keyed_event(103, {{"k", 2}}), keyed_event(104, {{"k", 1}}),
+                         keyed_event(105, nlohmann::json::object()), keyed_event(106, {{"k", 1}}),
+                         keyed_event(107, {{"k", 1}}), make_event("other", 103, "e", {{"k", 1}})})
+    ASSERT_TRUE(events.insert(e).value_or(false));
+  // An event at the split's very second falls before it.
+  const std::vector<TimePoint> splits{from_unix_seconds(104)};
+  auto d = events.digest("c", TimePoint{}, TimePoint::max(), {"/k"}, splits);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->total, 8u);
+  EXPECT_EQ(times_of(d->events), (std::vector<int64_t>{107, 106, 105, 104, 103, 102, 100}));
+  // The window is since < time <= until, as query()'s.
+  d = events.digest("c", from_unix_seconds(100), from_unix_seconds(106), {"/k"}, splits);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->total, 6u);
+  EXPECT_EQ(times_of(d->events), (std::vector<int64_t>{106, 105, 104, 103, 102, 101}));
+  // Without keys or splits, one group per type.
+  d = events.digest("c", TimePoint{}, TimePoint::max(), {}, {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(times_of(d->events), (std::vector<int64_t>{107, 102, 100}));
+  EXPECT_EQ(d->events.front().message, "at 107");
+}
+
+TEST(EventStore, DigestKeysAreJsonPointersAndAMalformedRowHasNoValues) {
+  auto db = memory_db();
+  EventStore events(*db);
+  ASSERT_TRUE(events.insert(keyed_event(100, {{"a", nlohmann::json::array({"x"})}})).ok());
+  ASSERT_TRUE(events.insert(keyed_event(101, {{"a", nlohmann::json::array({"y"})}})).ok());
+  ASSERT_TRUE(events.insert(keyed_event(102, {{"a", nlohmann::json::array({"x"})}})).ok());
+  ASSERT_TRUE(events.insert(keyed_event(103, nlohmann::json::object())).ok());
+  ASSERT_TRUE(
+      db->exec("UPDATE gpud_events SET extra_info = '{not json' WHERE unix_seconds = 103").ok());
+  ASSERT_TRUE(events.insert(keyed_event(104, nlohmann::json::object())).ok());
+  ASSERT_TRUE(events.insert(keyed_event(105, nlohmann::json::object())).ok());
+  auto d = events.digest("c", TimePoint{}, TimePoint::max(), {"/a/0"}, {});
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->total, 6u);
+  EXPECT_EQ(times_of(d->events), (std::vector<int64_t>{105, 103, 102, 101, 100}));
+  EXPECT_TRUE(d->events[1].extra_info.empty());
+  for (const char* bad : {"a", "/", "/a//b", "/a'b", "/a.b"}) {
+    auto r = events.digest("c", TimePoint{}, TimePoint::max(), {bad}, {});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.error().message, HasSubstr("unsupported key path")) << bad;
+  }
+}
+
+// Waiting events take part where query() puts them: after the stored ones of their second.
+TEST(EventStore, DigestTakesWaitingEventsInQueryOrder) {
+  TempDir dir;
+  auto db = Database::open(dir.file("gpud.state"));
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  EventStore events(**db);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(events.insert(big_event(i)).value_or(false));
+  cap_size(**db);
+  for (int i = 10; i < 15; ++i) ASSERT_TRUE(events.insert(big_event(i)).ok());
+  ASSERT_EQ(events.backlog_size(), 5u);
+  auto d = events.digest("accelerator-nvidia-error-xid", TimePoint{}, TimePoint::max(), {},
+                         {from_unix_seconds(1011)});
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->total, 15u);
+  EXPECT_EQ(times_of(d->events), (std::vector<int64_t>{1014, 1012, 1011, 1000}));
+  EXPECT_EQ(d->events.front().extra_info.value("i", -1), 14);
+}
+
 TEST(EventStore, NewEventWaitsBehindOlderWaitingOnesSoTheOrderHolds) {
   TempDir dir;
   const std::string path = dir.file("gpud.state");

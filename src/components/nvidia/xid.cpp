@@ -41,6 +41,10 @@ ErrorRecord to_error_record(const Event& e, std::string_view code_key) {
   return r;
 }
 
+std::vector<std::string> error_record_key_paths(std::string_view code_key) {
+  return {"/" + std::string(code_key), "/repair_actions/0", "/pci_bus_id", "/gpu_uuid"};
+}
+
 namespace {
 
 ErrorVerdict evaluate(const std::vector<Event>& events, const std::vector<TimePoint>& reboots,
@@ -61,8 +65,8 @@ ErrorVerdict evaluate(const std::vector<Event>& events, const std::vector<TimePo
 }  // namespace
 
 CheckResult error_check_result(std::string_view component, const ErrorVerdict& v,
-                               std::string_view what, const std::vector<Event>& events,
-                               TimePoint now) {
+                               std::string_view what, uint64_t total,
+                               const std::vector<Event>& newest, TimePoint now) {
   std::string reason = v.reason.empty() ? fmt::format("{} is healthy", what) : v.reason;
   CheckResult r = single_state(component, v.health, reason, v.actions, {}, now);
   r.states.front().name = std::string(component == kXidComponent ? "error_xid" : "error_sxid");
@@ -77,8 +81,9 @@ CheckResult error_check_result(std::string_view component, const ErrorVerdict& v
                          {"reason", d.reason}});
     r.states.front().extra_info["devices"] = devices.dump();
   }
-  r.detail = fmt::format("{} events in the lookback: {}\n", what, events.size());
-  for (const Event& e : events) r.detail += "  " + e.message + "\n";
+  r.detail = fmt::format("{} events in the lookback: {}\n", what, total);
+  for (const Event& e : newest) r.detail += "  " + e.message + "\n";
+  if (total > newest.size()) r.detail += fmt::format("  ... {} older\n", total - newest.size());
   return r;
 }
 
@@ -87,15 +92,18 @@ CheckResult error_component_check(
     TimePoint now,
     const std::function<ErrorVerdict(const std::vector<Event>&, const std::vector<TimePoint>&)>&
         evaluate) {
-  auto h = kernel_log_history(ctx, component, since);
+  const std::string_view code_key = component == kXidComponent ? "xid" : "sxid";
+  auto h = kernel_log_digest(ctx, component, since, error_record_key_paths(code_key),
+                             kErrorDetailEvents);
   if (!h) {
     const KernelLogVerdict unreadable = unreadable_history(h.error());
     ErrorVerdict v;
     v.health = unreadable.health;
     v.reason = unreadable.reason;
-    return error_check_result(component, v, what, {}, now);
+    return error_check_result(component, v, what, 0, {}, now);
   }
-  return error_check_result(component, evaluate(h->events, h->reboots), what, h->events, now);
+  return error_check_result(component, evaluate(h->digest.events, h->reboots), what,
+                            h->digest.total, h->newest, now);
 }
 
 ErrorVerdict evaluate_xid(const std::vector<Event>& events, const std::vector<TimePoint>& reboots,

@@ -39,6 +39,9 @@ kmsg::Match nvml_xid_match(int code, std::string_view pci_bus_id, std::string_vi
 // One stored Xid/SXid event as a replay record; `code_key` is "xid" or "sxid". The reason names
 // the code, mnemonic, description, bus id and UUID.
 ErrorRecord to_error_record(const Event& e, std::string_view code_key);
+// The extra_info values to_error_record judges by (code, first repair action, bus id, UUID), as
+// JSON pointers: the keys the Xid/SXid history is digested on (digest_events).
+std::vector<std::string> error_record_key_paths(std::string_view code_key);
 
 // The Xid rule: events (any order) and reboot times -> the verdict. Xid 63/64 are skipped when the
 // GPU remaps rows.
@@ -47,13 +50,17 @@ ErrorVerdict evaluate_xid(const std::vector<Event>& events, const std::vector<Ti
 ErrorVerdict evaluate_sxid(const std::vector<Event>& events, const std::vector<TimePoint>& reboots,
                            const RebootThresholds& thresholds);
 
-// The state "error_xid"/"error_sxid" from a verdict; `what` names the component when healthy.
-CheckResult error_check_result(std::string_view component, const ErrorVerdict& v,
-                               std::string_view what, const std::vector<Event>& events,
-                               TimePoint now);
+// How many of the newest events the detail of an Xid/SXid state lists.
+inline constexpr size_t kErrorDetailEvents = 20;
 
-// An Xid/SXid component's check: its history since `since` judged by `evaluate`, or Unhealthy with
-// the store's error when the history cannot be read.
+// The state "error_xid"/"error_sxid" from a verdict; `what` names the component when healthy. The
+// detail gives the number of events in the lookback (`total`) and lists `newest` (newest first).
+CheckResult error_check_result(std::string_view component, const ErrorVerdict& v,
+                               std::string_view what, uint64_t total,
+                               const std::vector<Event>& newest, TimePoint now);
+
+// An Xid/SXid component's check: its history since `since`, digested (kernel_log_digest), judged
+// by `evaluate`, or Unhealthy with the store's error when the history cannot be read.
 CheckResult error_component_check(
     const ComponentContext& ctx, std::string_view component, std::string_view what, TimePoint since,
     TimePoint now,

@@ -6,16 +6,20 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <random>
 
 #include "components/kernel_log_test_util.h"
 #include "components/nvidia/nvidia_component.h"
 #include "components/nvidia/sxid.h"
 #include "components/nvidia/test_snapshot.h"
 #include "components/registry.h"
+#include "core/time_util.h"
 #include "kmsg/dispatcher.h"
 #include "kmsg/writer.h"
 #include "store/database.h"
 #include "store/event_store.h"
+#include "testing/peak_rss.h"
 
 namespace gpud::components {
 namespace {
@@ -187,7 +191,7 @@ TEST(XidRule, AnXidOnAnotherGpuDoesNotHideTheFirst) {
   EXPECT_NE(v.reason.find("UUID:GPU-0"), std::string::npos) << v.reason;
   EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kRebootSystem});
   ASSERT_EQ(v.devices.size(), 2u);
-  CheckResult r = error_check_result(kXidComponent, v, "XIDComponent", {}, at(3));
+  CheckResult r = error_check_result(kXidComponent, v, "XIDComponent", 0, {}, at(3));
   auto devices = nlohmann::json::parse(r.states.front().extra_info.at("devices"));
   ASSERT_EQ(devices.size(), 2u);
   EXPECT_EQ(devices[0]["code"], 48);  // both fatal with REBOOT_SYSTEM: by bus id
@@ -297,6 +301,207 @@ TEST(XidComponent, KernelLogScanMakesItSupported) {
   c.kernel_log_scan = true;
   EXPECT_TRUE(XidComponent(c).supported());
   EXPECT_TRUE(SxidComponent(c).supported());
+}
+
+// ---- the history read as a digest ------------------------------------------------------------
+
+// Everything a verdict says, as one string, so that two verdicts compare whole.
+std::string describe(const ErrorVerdict& v) {
+  std::string out = std::string(to_string(v.health)) + " | " + v.reason + " | " +
+                    std::to_string(v.last_code) + " | ";
+  if (v.actions) {
+    out += v.actions->description;
+    for (RepairAction a : v.actions->repair_actions) out += " " + std::string(to_string(a));
+  }
+  for (const DeviceError& d : v.devices)
+    out += " | " + d.device + " " + std::to_string(d.code) + " " +
+           std::string(to_string(d.health)) + " " +
+           (d.action ? std::string(to_string(*d.action)) : "-") + " " + d.reason;
+  return out;
+}
+
+// The rule judges the digest of a history (each GPU's first and last event of a code, type and
+// action between two reboots) exactly as it judges every event: random histories on three GPUs,
+// many events sharing a second, with reboots among them, some at an event's very second.
+TEST(XidRule, ADigestedHistoryIsJudgedAsTheWholeHistory) {
+  std::mt19937 rng(29);
+  const std::vector<int> codes{79, 48, 13, 94, 63, 119};
+  const std::vector<std::string> buses{"0000:1a:00.0", "0000:3b:00.0", "0000:b3:00.0"};
+  const std::vector<EventType> types{EventType::kWarning, EventType::kCritical, EventType::kFatal};
+  const std::vector<std::string> actions{"REBOOT_SYSTEM", "CHECK_USER_APP_AND_GPU",
+                                         "HARDWARE_INSPECTION"};
+  const TimePoint base = std::chrono::floor<std::chrono::seconds>(kT0);
+  auto pick = [&](const auto& v) { return v[rng() % v.size()]; };
+  int smaller = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    auto db = memory_db();
+    store::EventStore events(*db);
+    const int n = 1 + static_cast<int>(rng() % 80);
+    for (int i = 0; i < n; ++i) {
+      const int code = pick(codes);
+      kmsg::Match m = match_one(xid_kernel_log_rules(),
+                                kmsg::xid_line(code, pick(buses), "detail " + std::to_string(i)));
+      // Now and then a type or an action other than the catalog's (NVLink Xids decode their own).
+      if (rng() % 5 == 0) m.type = pick(types);
+      if (rng() % 5 == 0) m.extra_info["repair_actions"] = nlohmann::json::array({pick(actions)});
+      const std::string uuid = rng() % 4 == 0 ? "GPU-" + std::to_string(rng() % 2) : "";
+      ASSERT_TRUE(events.insert(kmsg::to_event(m, base + std::chrono::seconds(rng() % 30), uuid)));
+    }
+    std::vector<TimePoint> reboots;
+    for (int i = static_cast<int>(rng() % 5); i > 0; --i)
+      reboots.push_back(base + std::chrono::seconds(rng() % 30));
+    const RebootThresholds thresholds{1 + static_cast<int>(rng() % 2), {{94, 3}}};
+    const bool remapping = rng() % 2 == 0;
+
+    auto all = events.query(kXidComponent, TimePoint{}, TimePoint::max());
+    auto digest = events.digest(kXidComponent, TimePoint{}, TimePoint::max(),
+                                error_record_key_paths("xid"), reboots);
+    ASSERT_TRUE(all.ok() && digest.ok());
+    ASSERT_EQ(digest->total, all->size());
+    if (digest->events.size() < all->size()) ++smaller;
+    EXPECT_EQ(describe(evaluate_xid(digest->events, reboots, thresholds, remapping)),
+              describe(evaluate_xid(*all, reboots, thresholds, remapping)))
+        << "trial " << trial;
+  }
+  EXPECT_GT(smaller, 200) << "the digests dropped too few events to test anything";
+}
+
+TEST(SxidRule, ADigestedHistoryIsJudgedAsTheWholeHistory) {
+  std::mt19937 rng(31);
+  const std::vector<int> codes{20034, 12028, 11004, 22013};
+  const TimePoint base = std::chrono::floor<std::chrono::seconds>(kT0);
+  int smaller = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    auto db = memory_db();
+    store::EventStore events(*db);
+    const int n = 1 + static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) {
+      const std::string bus = rng() % 2 == 0 ? "0000:05:00.0" : "0000:06:00.0";
+      kmsg::Match m = match_one(
+          sxid_kernel_log_rules(),
+          kmsg::sxid_line(codes[rng() % codes.size()], bus, 0, static_cast<int>(rng() % 8)));
+      m.component = std::string(kSxidComponent);
+      ASSERT_TRUE(events.insert(kmsg::to_event(m, base + std::chrono::seconds(rng() % 20))));
+    }
+    std::vector<TimePoint> reboots;
+    for (int i = static_cast<int>(rng() % 4); i > 0; --i)
+      reboots.push_back(base + std::chrono::seconds(rng() % 20));
+    auto all = events.query(kSxidComponent, TimePoint{}, TimePoint::max());
+    auto digest = events.digest(kSxidComponent, TimePoint{}, TimePoint::max(),
+                                error_record_key_paths("sxid"), reboots);
+    ASSERT_TRUE(all.ok() && digest.ok());
+    if (digest->events.size() < all->size()) ++smaller;
+    EXPECT_EQ(describe(evaluate_sxid(digest->events, reboots, {1, {}})),
+              describe(evaluate_sxid(*all, reboots, {1, {}})))
+        << "trial " << trial;
+  }
+  EXPECT_GT(smaller, 100) << "the digests dropped too few events to test anything";
+}
+
+std::string sql_text(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// A check once read the whole lookback into memory: with 200,000 application Xids stored, every
+// check grew the heap by hundreds of MiB. Now it reads a digest and the newest few events: its
+// peak memory stays flat, and its verdict is the one the whole history gives.
+TEST(XidComponent, TwoHundredThousandStoredXidsAreJudgedInFlatMemory) {
+  char dir[] = "/tmp/gpud-xid-history-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() { std::filesystem::remove_all(path); }
+  } cleanup{dir};
+  auto db = store::Database::open(std::string(dir) + "/gpud.state");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  store::EventStore events(**db);
+  // Application Xids (13, 31, 43) over thirteen days on eight GPUs, each its own event, as the
+  // dispatcher stores them (the bus id and pid vary), then one GPU falls off the bus.
+  const TimePoint now = Clock::now();
+  const int64_t start_s = to_unix_seconds(now - std::chrono::hours(13 * 24));
+  std::string templates;
+  const std::vector<int> codes{13, 31, 43};
+  for (size_t k = 0; k < codes.size(); ++k) {
+    const int code = codes[k];
+    Event e = kmsg::to_event(
+        match_one(xid_kernel_log_rules(),
+                  "NVRM: Xid (PCI:0000:18:00): " + std::to_string(code) +
+                      ", pid=4242, name=python3, Graphics Exception: ESR 0x404490=0x80000001"),
+        now);
+    templates += std::string(templates.empty() ? "" : ", ") + "(" + std::to_string(k) + ", " +
+                 sql_text(to_string(e.type)) + ", " + sql_text(e.message) + ", " +
+                 sql_text(e.extra_info.dump()) + ")";
+  }
+  constexpr int kStored = 200000;
+  const std::string bus = "printf('0000:%02x:00', 24 + (i % 8) * 16)";
+  ASSERT_TRUE((*db)
+                  ->exec("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE "
+                         "i < " +
+                         std::to_string(kStored - 1) + "), t(k, type, message, extra) AS (VALUES " +
+                         templates +
+                         ") INSERT INTO gpud_events(component, unix_seconds, name, type, "
+                         "message, extra_info) SELECT 'accelerator-nvidia-error-xid', " +
+                         std::to_string(start_s) +
+                         " + i * 5, 'error_xid', t.type, replace(t.message, '0000:18:00', " + bus +
+                         "), json_set(replace(t.extra, '0000:18:00', " + bus +
+                         "), '$.pid', 1000 + i) FROM n JOIN t ON t.k = i % 3")
+                  .ok());
+  ASSERT_TRUE(events
+                  .insert(kmsg::to_event(
+                      match_one(xid_kernel_log_rules(), kmsg::xid_line(79, "0000:3b:00.0")),
+                      now - std::chrono::minutes(1)))
+                  .value_or(false));
+
+  MetricRegistry metrics;
+  Config config;
+  ComponentContext ctx{&config, &events, &metrics, false};
+  XidComponent xid(ctx);
+  ASSERT_TRUE(xid.supported());
+  CheckResult first = xid.check();
+
+  // The peak resident memory over three checks.
+  CheckResult r;
+  testing_support::PeakRssGrowth checks;
+  ASSERT_TRUE(checks.measured());
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) r = xid.check();
+  const auto took = std::chrono::steady_clock::now() - started;
+  const int64_t growth_kib = checks.growth_kib();
+  std::cout << "peak RSS growth over three Xid checks of 200,001 stored events: "
+            << growth_kib / 1024 << " MiB, "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() / 3
+            << " ms a check\n";
+#if defined(GPUD_SANITIZED)
+  // AddressSanitizer keeps freed memory resident in its quarantine: RSS measures the sanitizer.
+  std::cout << "NOTE: the RSS bound is not checked under AddressSanitizer\n";
+#else
+  EXPECT_LT(growth_kib, 24 * 1024)
+      << "peak RSS grew by " << growth_kib / 1024 << " MiB over three checks";
+#endif
+
+  // The verdict is the whole history's, as the rule judges it. Reading that history at once, as
+  // the check did, is what the bound above catches.
+  testing_support::PeakRssGrowth whole_read;
+  auto all = events.query(kXidComponent, TimePoint{}, TimePoint::max());
+  std::cout << "peak RSS growth reading the whole history at once: "
+            << whole_read.growth_kib() / 1024 << " MiB\n";
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), static_cast<size_t>(kStored + 1));
+  const ErrorVerdict whole = evaluate_xid(*all, {}, xid_thresholds(config).value(), false);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(whole.health, Health::kUnhealthy);
+  EXPECT_EQ(r.states.front().reason, whole.reason);
+  EXPECT_NE(r.states.front().reason.find("XID 79"), std::string::npos) << r.states.front().reason;
+  EXPECT_EQ(r.states.front().suggested_actions, whole.actions);
+  EXPECT_EQ(r.states.front().extra_info, first.states.front().extra_info);
+  // The detail counts every event and lists the newest.
+  EXPECT_NE(r.detail.find("XIDComponent events in the lookback: 200001\n  XID 79"),
+            std::string::npos)
+      << r.detail.substr(0, 300);
+  EXPECT_NE(r.detail.find("  ... " + std::to_string(kStored + 1 - kErrorDetailEvents) + " older\n"),
+            std::string::npos);
 }
 
 // ---- the Xid and SXid counters, through the dispatcher ----------------------------------------
