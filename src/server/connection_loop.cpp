@@ -100,7 +100,13 @@ bool iequals_prefix(std::string_view line, std::string_view name) {
   return true;
 }
 
-enum class Arrival { kIncomplete, kComplete, kUnreadable, kMethodRefused };
+enum class Arrival {
+  kIncomplete,
+  kComplete,
+  kUnreadable,
+  kMethodRefused,  // ConnectionLimits::methods
+  kBodyRefused,    // ConnectionLimits::worker_reads_bodies
+};
 
 // What a request's header block says about its body.
 struct RequestHead {
@@ -568,7 +574,11 @@ struct ConnectionLoop::Impl {
                      "too many connections; retry later");
   }
 
-  void answer_405(Connection* c) {
+  // A request the limits refuse (kMethodRefused, kBodyRefused): answered before its body.
+  void refuse_request(Connection* c, Arrival why) {
+    if (why == Arrival::kBodyRefused)
+      return answer_and_close(c, 413, "Payload Too Large", "",
+                              "request bodies are not read on this listener");
     const std::string allowed = join(limits.methods, ", ");
     answer_and_close(c, 405, "Method Not Allowed", "Allow: " + allowed + "\r\n",
                      "method not allowed; this listener serves " + allowed);
@@ -577,6 +587,11 @@ struct ConnectionLoop::Impl {
   // What the bytes c holds make of its next request.
   Arrival arrival_of(const Connection& c) const {
     if (!method_allowed(c.pending(), limits.methods)) return Arrival::kMethodRefused;
+    if (!limits.worker_reads_bodies) {
+      auto head = read_head(c.pending());
+      if (head && (head->body_by_worker || head->largest_content_length > limits.max_body_bytes))
+        return Arrival::kBodyRefused;
+    }
     return request_arrival(c.pending(), limits.max_body_bytes);
   }
 
@@ -607,12 +622,14 @@ struct ConnectionLoop::Impl {
     for (int served_here = 0;; ++served_here) {
       if (!read_available(c, now)) return close_connection(c);
       if (c->in_request) {
-        switch (arrival_of(*c)) {
+        const Arrival arrival = arrival_of(*c);
+        switch (arrival) {
           case Arrival::kIncomplete:
             if (c->eof) return close_connection(c);
             break;
           case Arrival::kUnreadable: return close_connection(c);
-          case Arrival::kMethodRefused: return c->reject ? answer_503(c) : answer_405(c);
+          case Arrival::kMethodRefused:
+          case Arrival::kBodyRefused: return c->reject ? answer_503(c) : refuse_request(c, arrival);
           case Arrival::kComplete:
             if (c->reject) return answer_503(c);
             if (served_here < kInlineBurst && inline_request(c->pending(), limits.inline_paths)) {
@@ -816,8 +833,8 @@ struct ConnectionLoop::Impl {
         dispatch(c);
         continue;
       }
-      if (next == Arrival::kMethodRefused) {
-        answer_405(c);
+      if (next == Arrival::kMethodRefused || next == Arrival::kBodyRefused) {
+        refuse_request(c, next);
         continue;
       }
       park(c);

@@ -67,6 +67,10 @@ struct ConnectionLimits {
   // A body of at most this many bytes is read with its request before a worker takes it; a larger
   // one is read by the worker, under the request's deadline.
   size_t max_body_bytes = 64 << 10;
+  // false: a body the loop does not read ahead (larger than max_body_bytes, chunked, or awaiting
+  // "100 Continue") is refused instead, 413 at once and the connection closed, so that no request
+  // holds a worker waiting for its body.
+  bool worker_reads_bodies = true;
   bool tcp_nodelay = true;
   // GET paths (no query needed to match) whose handlers answer at once from memory, such as
   // /healthz: the loop thread serves them itself instead of handing them to a worker, so that a

@@ -303,12 +303,14 @@ TEST(ConnectionLoop, TheReserveAdmitsLoopbackWhileOtherAddressesHoldTheTable) {
 }
 
 // A method the listener does not serve is answered 405 at once, its body unread, and the
-// connection closed, also behind a pipelined request; the one worker stays free.
-TEST(ConnectionLoop, AMethodNotServedIsAnswered405WithoutReadingItsBody) {
+// connection closed, also behind a pipelined request; so is a body where bodies are not read (413);
+// the one worker stays free.
+TEST(ConnectionLoop, AMethodNotServedIsAnswered405AndABodyNotRead413AtOnce) {
   ConnectionLimits limits;
   limits.workers = 1;
   limits.max_body_bytes = 0;
   limits.methods = {"GET", "HEAD"};
+  limits.worker_reads_bodies = false;
   LoopServer s(limits);
   std::vector<std::unique_ptr<TestConnection>> posts;
   for (const char* request :
@@ -322,6 +324,10 @@ TEST(ConnectionLoop, AMethodNotServedIsAnswered405WithoutReadingItsBody) {
     EXPECT_NE(answer.find("Allow: GET, HEAD\r\n"), std::string::npos) << answer;
     EXPECT_TRUE(posts.back()->closed_within(1s)) << request;
   }
+  TestConnection promised_body(s.port(), false);
+  ASSERT_TRUE(promised_body.send("GET /healthz HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"));
+  EXPECT_EQ(status_line(promised_body.read_response(1s)), "HTTP/1.1 413 Payload Too Large");
+  EXPECT_TRUE(promised_body.closed_within(1s));
   TestConnection pipelined(s.port(), false);
   ASSERT_TRUE(pipelined.send(std::string(kHealthzRequest) + "POST /echo HTTP/1.1\r\n\r\n"));
   EXPECT_EQ(status_line(pipelined.read_response(1s)), "HTTP/1.1 200 OK");

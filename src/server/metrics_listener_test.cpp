@@ -45,10 +45,10 @@ TEST(MetricsListener, ServesMetricsOverPlainHttpAndNothingElse) {
 }
 
 // A scraper shares its address with others (the node's, a NAT's): 20 idle connections from it,
-// 60 from another address (more than the table holds together) and requests with other methods
-// that send no body (bodiless POSTs, a promised body that never comes) leave a scrape answered at
-// once: each POST gets its 405 at once and holds no worker, and a newcomer closes the connection
-// that waited longest.
+// 60 from another address (more than the table holds together), requests with other methods that
+// send no body (bodiless POSTs, a promised body that never comes) and a GET whose body never comes
+// leave a scrape answered at once: each gets its 405 or 413 at once and holds no worker, and a
+// newcomer closes the connection that waited longest.
 TEST(MetricsListener, AScrapeIsServedWhileIdleConnectionsFromItsAddressAndBodilessPostsAreOpen) {
   using namespace std::chrono_literals;
   using gpud::testing::TestConnection;
@@ -72,6 +72,12 @@ TEST(MetricsListener, AScrapeIsServedWhileIdleConnectionsFromItsAddressAndBodile
     EXPECT_LT(std::chrono::steady_clock::now() - start, 500ms) << i;
     held.push_back(std::move(post));  // left open
   }
+  // A GET whose promised body never comes: 413 at once, no worker waits for it.
+  auto promised_body = std::make_unique<TestConnection>(listener.port(), false, "127.0.0.1");
+  ASSERT_TRUE(promised_body->send("GET /metrics HTTP/1.1\r\nContent-Length: 9000\r\n\r\n"));
+  const std::string refused = promised_body->read_response(1s);
+  EXPECT_EQ(refused.substr(0, refused.find("\r\n")), "HTTP/1.1 413 Payload Too Large");
+  held.push_back(std::move(promised_body));
   httplib::Client scraper("127.0.0.1", listener.port());
   scraper.set_connection_timeout(2s);
   scraper.set_read_timeout(2s);
