@@ -1,8 +1,10 @@
 // Test helper: client connections that hold a server busy the way an attacker or a crowd of idle
 // clients would (idle keep-alive, a request header trickling in, a connection that sends nothing),
-// over plain TCP or TLS, for the starvation and shutdown tests.
+// over plain TCP or TLS, for the starvation and shutdown tests; and a flood of idle connections
+// from several loopback addresses that reopens what the server closes.
 #pragma once
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/ssl.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -22,17 +25,44 @@
 
 namespace gpud::testing {
 
-// One blocking client connection to 127.0.0.1:port; over TLS (any certificate) when `tls`.
+// A TCP socket connected to 127.0.0.1:port from `source` (an IPv4 address of this host; every
+// 127.0.0.0/8 address is, on Linux), blocking, with the connect and writes bounded by 1 s and reads
+// by 5 s; -1 when it cannot connect.
+inline int connect_from(const char* source, int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  timeval limit{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+  timeval read_limit{5, 0};  // bounds a TLS handshake the server never answers
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &read_limit, sizeof read_limit);
+  // The port is picked at connect, for the whole address pair: thousands of reconnects from one
+  // source address do not run out of ports.
+  int yes = 1;
+  ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &yes, sizeof yes);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &addr.sin_addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// One blocking client connection to 127.0.0.1:port from `source`; over TLS (any certificate) when
+// `tls`.
 class TestConnection {
  public:
-  TestConnection(int port, bool tls) {
+  TestConnection(int port, bool tls, const char* source = "127.0.0.1") {
     ::signal(SIGPIPE, SIG_IGN);  // writes to a connection the server closed
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return;
+    fd_ = connect_from(source, port);
+    if (fd_ < 0) return;
     int yes = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     if (tls) {
@@ -86,19 +116,22 @@ class TestConnection {
     for (;;) {
       int n = receive(deadline);
       if (n == 0) return true;
-      if (n < 0) return std::chrono::steady_clock::now() < deadline;  // reset or error: closed
+      if (n == kTimedOut) return false;
+      if (n < 0) return true;  // reset or error: closed
     }
   }
 
  private:
+  static constexpr int kTimedOut = -2;
+
   // Appends what arrives before the deadline; the count, 0 at the end of the stream, -1 on an
-  // error or at the deadline (-2).
+  // error, kTimedOut at the deadline.
   int receive(std::chrono::steady_clock::time_point deadline) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (ssl_ == nullptr || SSL_pending(ssl_) == 0) {
       pollfd p{fd_, POLLIN, 0};
-      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return -2;
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return kTimedOut;
     }
     char chunk[16384];
     int n = ssl_ != nullptr ? SSL_read(ssl_, chunk, sizeof chunk)
@@ -163,6 +196,70 @@ class StarvationLoad {
   std::atomic<bool> stop_{false};
   size_t idle_ok_ = 0;
   size_t slow_ok_ = 0;
+};
+
+// Connections from each of `sources` (per_source of them) to 127.0.0.1:port that never send a
+// byte; whichever the server closes is opened again at once, as by an attacker who means to hold
+// the server's connection table. On a thread of its own until destroyed.
+class IdleFlood {
+ public:
+  IdleFlood(int port, std::vector<std::string> sources, size_t per_source)
+      : port_(port), sources_(std::move(sources)) {
+    for (const auto& source : sources_)
+      for (size_t i = 0; i < per_source; ++i) slots_.push_back({-1, source.c_str()});
+    thread_ = std::thread([this] { run(); });
+  }
+  ~IdleFlood() {
+    stop_ = true;
+    thread_.join();
+    for (auto& s : slots_)
+      if (s.fd >= 0) ::close(s.fd);
+  }
+  IdleFlood(const IdleFlood&) = delete;
+  IdleFlood& operator=(const IdleFlood&) = delete;
+
+  size_t open() const { return open_; }          // connections open now
+  size_t connects() const { return connects_; }  // connections made in all
+
+ private:
+  struct Slot {
+    int fd;
+    const char* source;
+  };
+
+  void run() {
+    std::vector<pollfd> polled;
+    while (!stop_) {
+      size_t open = 0;
+      for (auto& s : slots_) {
+        if (s.fd < 0 && !stop_) {
+          s.fd = connect_from(s.source, port_);
+          if (s.fd >= 0) ++connects_;
+        }
+        if (s.fd >= 0) ++open;
+      }
+      open_ = open;
+      polled.clear();
+      for (const auto& s : slots_) polled.push_back({s.fd, POLLIN | POLLRDHUP, 0});
+      if (::poll(polled.data(), polled.size(), 50) <= 0) continue;
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        if (polled[i].fd < 0 || polled[i].revents == 0) continue;
+        char buf[4096];
+        ssize_t n = ::recv(slots_[i].fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) continue;
+        ::close(slots_[i].fd);
+        slots_[i].fd = -1;
+      }
+    }
+  }
+
+  int port_;
+  std::vector<std::string> sources_;
+  std::vector<Slot> slots_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> open_{0};
+  std::atomic<size_t> connects_{0};
 };
 
 }  // namespace gpud::testing

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -63,7 +64,12 @@ struct SslFree {
 struct Connection {
   int fd = -1;
   std::unique_ptr<SSL, SslFree> ssl;
-  std::string peer;  // the peer's address, for the per-peer cap ("" on a Unix socket)
+  std::string peer;    // the peer's address, for the per-peer cap ("" on a Unix socket)
+  bool local = false;  // 127.0.0.1, ::1 or a Unix socket: may take the reserved slots
+  // While it waits (parked): where it stands in the queues of connections that give way to a
+  // newcomer, longest-waiting first (of its class, and of its peer).
+  std::list<Connection*>::iterator waiting_at;
+  std::list<Connection*>::iterator peer_waiting_at;
   bool handshake_done = false;
   bool reject = false;      // over a cap: answer 503 and close
   bool want_write = false;  // TLS needs the socket writable to go on reading
@@ -94,7 +100,13 @@ bool iequals_prefix(std::string_view line, std::string_view name) {
   return true;
 }
 
-enum class Arrival { kIncomplete, kComplete, kUnreadable };
+enum class Arrival {
+  kIncomplete,
+  kComplete,
+  kUnreadable,
+  kMethodRefused,  // ConnectionLimits::methods
+  kBodyRefused,    // ConnectionLimits::worker_reads_bodies
+};
 
 // What a request's header block says about its body.
 struct RequestHead {
@@ -139,6 +151,18 @@ Arrival request_arrival(std::string_view buf, size_t max_body) {
                                                                      : Arrival::kIncomplete;
 }
 
+// A request line longer than this without its first space names no method a listener serves.
+constexpr size_t kMaxMethodBytes = 16;
+
+// Whether the request at the start of buf may have a method of `methods` (empty: any); true while
+// its method has not fully arrived.
+bool method_allowed(std::string_view buf, const std::vector<std::string>& methods) {
+  if (methods.empty()) return true;
+  const size_t space = buf.find(' ');
+  if (space == std::string_view::npos) return buf.size() < kMaxMethodBytes;
+  return std::find(methods.begin(), methods.end(), buf.substr(0, space)) != methods.end();
+}
+
 // Whether the bytes begin with a whole GET of one of `paths` that has no body, so that serving it
 // reads nothing more from the socket.
 bool inline_request(std::string_view buf, const std::vector<std::string>& paths) {
@@ -149,6 +173,18 @@ bool inline_request(std::string_view buf, const std::vector<std::string>& paths)
   std::string_view target = line.substr(4, line.find(' ', 4) - 4);
   std::string_view path = target.substr(0, target.find('?'));
   return std::find(paths.begin(), paths.end(), path) != paths.end();
+}
+
+// 127.0.0.1, ::1 (also as ::ffff:127.0.0.1) or a Unix socket: the peers the reserve is for.
+bool is_local_peer(const sockaddr_storage& addr) {
+  if (addr.ss_family == AF_UNIX) return true;
+  if (addr.ss_family == AF_INET)
+    return reinterpret_cast<const sockaddr_in&>(addr).sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+  if (addr.ss_family != AF_INET6) return false;
+  const in6_addr& a = reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr;
+  static const uint8_t kMappedLoopback[16] = {0, 0, 0,    0,    0,   0, 0, 0,
+                                              0, 0, 0xff, 0xff, 127, 0, 0, 1};
+  return IN6_IS_ADDR_LOOPBACK(&a) || std::memcmp(a.s6_addr, kMappedLoopback, 16) == 0;
 }
 
 std::string peer_address(const sockaddr_storage& addr) {
@@ -358,9 +394,19 @@ struct ConnectionLoop::Impl {
   // Owned by the loop thread: every open connection (parked or at a worker) and the counts.
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections;
   std::unordered_set<Connection*> parked;  // waited on by epoll
-  std::unordered_map<std::string, size_t> per_peer;
-  size_t served = 0;     // open connections that are not being refused
-  size_t rejecting = 0;  // open connections being refused with a 503
+  // The parked connections that are not being refused (each waits for its first byte, the rest of
+  // a request, or the next one), longest-waiting first: those of local peers, and the others.
+  std::list<Connection*> waiting_local;
+  std::list<Connection*> waiting_other;
+  struct PeerConnections {
+    size_t open = 0;
+    std::list<Connection*> waiting;  // longest-waiting first
+  };
+  std::unordered_map<std::string, PeerConnections> per_peer;
+  size_t served = 0;        // open connections that are not being refused
+  size_t served_local = 0;  // of which from local peers
+  size_t reserve = 0;       // slots only local peers may take
+  size_t rejecting = 0;     // open connections being refused with a 503
 
   // Loop thread -> workers: requests that have arrived.
   std::mutex ready_mu;
@@ -375,6 +421,7 @@ struct ConnectionLoop::Impl {
   std::unordered_set<int> busy_fds;
 
   LogRateLimiter refused_log{kLogInterval};
+  LogRateLimiter displaced_log{kLogInterval};
   LogRateLimiter accept_log{kLogInterval};
   LogRateLimiter tls_log{kLogInterval};
 
@@ -388,14 +435,92 @@ struct ConnectionLoop::Impl {
     ev.events = EPOLLIN | EPOLLRDHUP;
     if (c->want_write) ev.events |= EPOLLOUT;
     ev.data.ptr = c;
-    if (parked.insert(c).second)
+    if (parked.insert(c).second) {
       ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, c->fd, &ev);
-    else
+      if (!c->reject) enqueue_waiting(c);
+    } else {
       ::epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+    }
   }
 
   void unpark(Connection* c) {
-    if (parked.erase(c) != 0) ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
+    if (parked.erase(c) == 0) return;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, nullptr);
+    if (!c->reject) dequeue_waiting(c);
+  }
+
+  bool peer_capped(const Connection& c) const {
+    return !c.peer.empty() && limits.max_connections_per_peer != 0;
+  }
+
+  void enqueue_waiting(Connection* c) {
+    auto& queue = c->local ? waiting_local : waiting_other;
+    c->waiting_at = queue.insert(queue.end(), c);
+    if (peer_capped(*c)) {
+      auto& of_peer = per_peer[c->peer].waiting;
+      c->peer_waiting_at = of_peer.insert(of_peer.end(), c);
+    }
+  }
+
+  void dequeue_waiting(Connection* c) {
+    (c->local ? waiting_local : waiting_other).erase(c->waiting_at);
+    if (peer_capped(*c)) per_peer[c->peer].waiting.erase(c->peer_waiting_at);
+  }
+
+  // A parked connection that has just been served starts waiting anew, behind the others.
+  void requeue(Connection* c) {
+    if (c->reject || parked.count(c) == 0) return;
+    dequeue_waiting(c);
+    enqueue_waiting(c);
+  }
+
+  // Makes room for a newcomer (`c`, not counted yet) when the table, the part of it c's class may
+  // take, or c's peer's share is full: closes the connection in the way that has waited longest
+  // for a request. A local peer's connection gives way to a local newcomer, or to any when local
+  // peers hold more than the reserve. Returns the cap that is full with connections being served,
+  // as "N connections open..., the limit is M"; nullopt when c has room.
+  std::optional<std::string> make_room(const Connection& c) {
+    std::list<Connection*>* candidates[2] = {nullptr, nullptr};
+    std::string full;
+    auto describe = [&](size_t open, const char* whose, size_t limit) {
+      full = std::to_string(open) + " connections open" + whose + ", the limit is " +
+             std::to_string(limit);
+    };
+    if (peer_capped(c)) {
+      auto it = per_peer.find(c.peer);
+      if (it != per_peer.end() && it->second.open >= limits.max_connections_per_peer) {
+        candidates[0] = &it->second.waiting;
+        describe(it->second.open, " from it", limits.max_connections_per_peer);
+      }
+    }
+    if (full.empty() && reserve > 0 && !c.local &&
+        served - served_local >= limits.max_connections - reserve) {
+      candidates[0] = &waiting_other;
+      describe(served - served_local, " from addresses other than 127.0.0.1 and ::1",
+               limits.max_connections - reserve);
+    }
+    if (full.empty() && served >= limits.max_connections) {
+      candidates[0] = &waiting_other;
+      if (c.local || served_local > reserve) candidates[1] = &waiting_local;
+      describe(served, "", limits.max_connections);
+    }
+    if (full.empty()) return std::nullopt;
+    for (auto* queue : candidates) {
+      if (queue == nullptr || queue->empty()) continue;
+      Connection* displaced = queue->front();
+      if (auto left_out = displaced_log.admit())
+        logger("server")->warn(
+            "{}: closing a waiting connection from {} to admit one from {}: {}{}", name,
+            peer_for_log(displaced->peer), peer_for_log(c.peer), full,
+            *left_out ? " (" + std::to_string(*left_out) + " more not logged)" : "");
+      close_connection(displaced);
+      return std::nullopt;
+    }
+    return full;
+  }
+
+  static std::string peer_for_log(const std::string& peer) {
+    return escape_for_log(peer.empty() ? "the local socket" : peer);
   }
 
   void close_connection(Connection* c) {
@@ -406,9 +531,10 @@ struct ConnectionLoop::Impl {
       --rejecting;
     } else {
       --served;
-      if (!c->peer.empty() && limits.max_connections_per_peer != 0) {
+      if (c->local) --served_local;
+      if (peer_capped(*c)) {
         auto it = per_peer.find(c->peer);
-        if (it != per_peer.end() && --it->second == 0) per_peer.erase(it);
+        if (it != per_peer.end() && --it->second.open == 0) per_peer.erase(it);
       }
     }
     connections.erase(c);
@@ -427,19 +553,46 @@ struct ConnectionLoop::Impl {
     ready_cv.notify_one();
   }
 
-  // A refused connection's answer, written once its request has arrived (so the client reads it
-  // instead of a reset).
-  void answer_503(Connection* c) {
-    std::string body = error_body(503, "too many connections; retry later").dump();
-    std::string response =
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: "
-        "close\r\nRetry-After: 1\r\nContent-Length: " +
-        std::to_string(body.size()) + "\r\n\r\n" + body;
+  // An answer the loop writes itself once the request has arrived (so that the client reads it
+  // instead of a reset), then closes the connection. `headers`: extra lines, each ending in CRLF.
+  void answer_and_close(Connection* c, int status, std::string_view reason,
+                        const std::string& headers, std::string_view message) {
+    std::string body = error_body(status, message).dump();
+    std::string response = "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
+                           "\r\nContent-Type: application/json\r\nConnection: close\r\n" + headers +
+                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     if (c->ssl)
       SSL_write(c->ssl.get(), response.data(), static_cast<int>(response.size()));
     else [[maybe_unused]]
       auto n = ::send(c->fd, response.data(), response.size(), MSG_NOSIGNAL);
     ::shutdown(c->fd, SHUT_WR);
+    close_connection(c);
+  }
+
+  void answer_503(Connection* c) {
+    answer_and_close(c, 503, "Service Unavailable", "Retry-After: 1\r\n",
+                     "too many connections; retry later");
+  }
+
+  // A request the limits refuse (kMethodRefused, kBodyRefused): answered before its body.
+  void refuse_request(Connection* c, Arrival why) {
+    if (why == Arrival::kBodyRefused)
+      return answer_and_close(c, 413, "Payload Too Large", "",
+                              "request bodies are not read on this listener");
+    const std::string allowed = join(limits.methods, ", ");
+    answer_and_close(c, 405, "Method Not Allowed", "Allow: " + allowed + "\r\n",
+                     "method not allowed; this listener serves " + allowed);
+  }
+
+  // What the bytes c holds make of its next request.
+  Arrival arrival_of(const Connection& c) const {
+    if (!method_allowed(c.pending(), limits.methods)) return Arrival::kMethodRefused;
+    if (!limits.worker_reads_bodies) {
+      auto head = read_head(c.pending());
+      if (head && (head->body_by_worker || head->largest_content_length > limits.max_body_bytes))
+        return Arrival::kBodyRefused;
+    }
+    return request_arrival(c.pending(), limits.max_body_bytes);
   }
 
   // Reads what the socket has (handshaking first over TLS); serves a request for one of the inline
@@ -469,16 +622,16 @@ struct ConnectionLoop::Impl {
     for (int served_here = 0;; ++served_here) {
       if (!read_available(c, now)) return close_connection(c);
       if (c->in_request) {
-        switch (request_arrival(c->pending(), limits.max_body_bytes)) {
+        const Arrival arrival = arrival_of(*c);
+        switch (arrival) {
           case Arrival::kIncomplete:
             if (c->eof) return close_connection(c);
             break;
           case Arrival::kUnreadable: return close_connection(c);
+          case Arrival::kMethodRefused:
+          case Arrival::kBodyRefused: return c->reject ? answer_503(c) : refuse_request(c, arrival);
           case Arrival::kComplete:
-            if (c->reject) {
-              answer_503(c);
-              return close_connection(c);
-            }
+            if (c->reject) return answer_503(c);
             if (served_here < kInlineBurst && inline_request(c->pending(), limits.inline_paths)) {
               if (!serve_inline(c)) return;  // closed, or at a worker
               now = SteadyClock::now();
@@ -571,6 +724,7 @@ struct ConnectionLoop::Impl {
     c->compact();
     c->in_request = !c->in.empty();
     c->deadline = now + (c->in_request ? limits.request_timeout : limits.idle_timeout);
+    requeue(c);
     return true;
   }
 
@@ -605,19 +759,13 @@ struct ConnectionLoop::Impl {
       auto c = std::make_unique<Connection>();
       c->fd = fd;
       c->peer = peer_address(addr);
-      const bool over_total = served >= limits.max_connections;
-      auto from_peer = per_peer.find(c->peer);
-      const size_t peer_count = from_peer == per_peer.end() ? 0 : from_peer->second;
-      const bool over_peer = !c->peer.empty() && limits.max_connections_per_peer != 0 &&
-                             peer_count >= limits.max_connections_per_peer;
-      if (over_total || over_peer) {
+      // Without a reserve, every connection is in one queue: the longest-waiting gives way.
+      c->local = reserve > 0 && is_local_peer(addr);
+      if (auto full = make_room(*c)) {
         if (auto left_out = refused_log.admit())
           logger("server")->warn(
-              "{}: refusing a connection from {}: {} open, the limit is {}{}", name,
-              escape_for_log(c->peer.empty() ? "the local socket" : c->peer),
-              over_total ? std::to_string(served) + " connections"
-                         : std::to_string(peer_count) + " connections from it",
-              over_total ? limits.max_connections : limits.max_connections_per_peer,
+              "{}: refusing a connection from {}: {}, none of them waiting for a request{}", name,
+              peer_for_log(c->peer), *full,
               *left_out ? " (" + std::to_string(*left_out) + " more refusals not logged)" : "");
         if (rejecting >= kMaxRejecting) {
           ::close(fd);
@@ -627,7 +775,8 @@ struct ConnectionLoop::Impl {
         ++rejecting;
       } else {
         ++served;
-        if (!c->peer.empty() && limits.max_connections_per_peer != 0) ++per_peer[c->peer];
+        if (c->local) ++served_local;
+        if (peer_capped(*c)) ++per_peer[c->peer].open;
       }
       if (limits.tcp_nodelay && !c->peer.empty()) {
         int yes = 1;
@@ -650,6 +799,11 @@ struct ConnectionLoop::Impl {
       Connection* raw = c.get();
       connections.emplace(raw, std::move(c));
       park(raw);
+      // A request that came with the connection is taken now, before the connections accepted
+      // after it could make it give way. Only when bytes are there: a TLS handshake begun on a
+      // connection that sent nothing would allocate its buffers (tens of KiB) for nothing.
+      char first;
+      if (::recv(raw->fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) on_readable(raw);
     }
   }
 
@@ -674,9 +828,13 @@ struct ConnectionLoop::Impl {
       c->compact();
       c->in_request = !c->in.empty();
       c->deadline = now + (c->in_request ? limits.request_timeout : limits.idle_timeout);
-      if (c->in_request &&
-          request_arrival(c->pending(), limits.max_body_bytes) == Arrival::kComplete) {
+      const Arrival next = c->in_request ? arrival_of(*c) : Arrival::kIncomplete;
+      if (next == Arrival::kComplete) {
         dispatch(c);
+        continue;
+      }
+      if (next == Arrival::kMethodRefused || next == Arrival::kBodyRefused) {
+        refuse_request(c, next);
         continue;
       }
       park(c);
@@ -706,6 +864,9 @@ struct ConnectionLoop::Impl {
     epoll_event events[64];
     while (!stopping) {
       int n = ::epoll_wait(epoll_fd, events, 64, wait_ms());
+      // Connections the workers are done with first: waiting again, they may give way to a
+      // newcomer accepted below.
+      take_back();
       for (int i = 0; i < n; ++i) {
         void* p = events[i].data.ptr;
         if (p == &listen_fd) {
@@ -773,7 +934,7 @@ struct ConnectionLoop::Impl {
         c->closing = true;
         return;
       }
-      if (request_arrival(c->pending(), limits.max_body_bytes) != Arrival::kComplete) return;
+      if (arrival_of(*c) != Arrival::kComplete) return;
     }
     for (;;) {
       auto now = SteadyClock::now();
@@ -785,7 +946,7 @@ struct ConnectionLoop::Impl {
         c->closing = true;
         return;
       }
-      if (request_arrival(c->pending(), limits.max_body_bytes) != Arrival::kComplete) return;
+      if (arrival_of(*c) != Arrival::kComplete) return;
     }
   }
 };
@@ -817,6 +978,7 @@ Result<void> ConnectionLoop::start() {
     size_t usable = nofile.rlim_cur > 128 ? static_cast<size_t>(nofile.rlim_cur) / 2 : 16;
     s.limits.max_connections = std::min(s.limits.max_connections, usable);
   }
+  s.reserve = std::min(s.limits.reserved_for_local, s.limits.max_connections / 4);
   s.epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
   s.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   s.spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -29,7 +30,8 @@ using gpud::testing::kHealthzRequest;
 using gpud::testing::StarvationLoad;
 using gpud::testing::TestConnection;
 
-// A loop on 127.0.0.1 whose /healthz answers "ok", /big?bytes=N N bytes, and /slow takes 300 ms.
+// A loop on 127.0.0.1 whose /healthz answers "ok", /big?bytes=N N bytes, /slow takes 300 ms and
+// /sleep?ms=N N ms.
 class LoopServer {
  public:
   explicit LoopServer(ConnectionLimits limits, bool tls = false) {
@@ -46,6 +48,10 @@ class LoopServer {
     http->Get("/slow", [](const httplib::Request&, httplib::Response& res) {
       std::this_thread::sleep_for(300ms);
       res.set_content("slow", "text/plain");
+    });
+    http->Get("/sleep", [](const httplib::Request& req, httplib::Response& res) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::stoul(req.get_param_value("ms"))));
+      res.set_content("slept", "text/plain");
     });
     http->Post("/echo", [](const httplib::Request& req, httplib::Response& res) {
       res.set_content(req.body, "text/plain");
@@ -182,36 +188,171 @@ TEST(ConnectionLoop, IdleConnectionsAndSlowRequestsAreClosedAtTheirDeadlines) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
 }
 
-TEST(ConnectionLoop, ConnectionsOverTheCapsGetA503) {
-  ConnectionLimits limits;
-  limits.max_connections = 3;
-  limits.max_connections_per_peer = 2;
-  LoopServer s(limits);
-  std::vector<std::unique_ptr<TestConnection>> held;
-  for (int i = 0; i < 2; ++i) {
-    held.push_back(std::make_unique<TestConnection>(s.port(), false));
-    ASSERT_TRUE(held.back()->send(kHealthzRequest));
-    ASSERT_FALSE(held.back()->read_response(2s).empty());
-  }
-  TestConnection third(s.port(), false);
-  ASSERT_TRUE(third.send(kHealthzRequest));
-  std::string refused = third.read_response(2s);
-  EXPECT_EQ(status_line(refused), "HTTP/1.1 503 Service Unavailable") << refused;
-  EXPECT_NE(refused.find("too many connections"), std::string::npos) << refused;
-  EXPECT_TRUE(third.closed_within(2s));
+// Whether the server has closed c (within a short wait).
+bool closed_soon(TestConnection& c) { return c.closed_within(300ms); }
 
-  // Once one closes, there is room again.
-  held.pop_back();
-  std::this_thread::sleep_for(200ms);
-  TestConnection next(s.port(), false);
-  ASSERT_TRUE(next.send(kHealthzRequest));
-  EXPECT_EQ(status_line(next.read_response(2s)), "HTTP/1.1 200 OK");
+// The status line of the answer to a /healthz request on c.
+std::string healthz_status(TestConnection& c) {
+  return c.send(kHealthzRequest) ? status_line(c.read_response(2s)) : "not sent";
 }
 
-// A connect flood from a process with a low file descriptor limit (256): the caps (half the
-// limit) refuse what does not fit, one warning says so, and the server answers again once the flood
-// is gone.
-TEST(ConnectionLoop, AConnectFloodUnderALowFdLimitIsLoggedOnceAndTheServerRecovers) {
+// Connections that wait (for a first byte, or for the next request on keep-alive) give way to a
+// newcomer when the table is full, the one that has waited longest first: idle clients cannot lock
+// others out.
+TEST(ConnectionLoop, AFullTableClosesItsLongestWaitingConnectionForANewcomer) {
+  ConnectionLimits limits;
+  limits.max_connections = 3;
+  LoopServer s(limits);
+  TestConnection silent(s.port(), false, "127.0.0.2");  // never sends a byte
+  TestConnection partial(s.port(), false, "127.0.0.3");
+  ASSERT_TRUE(partial.send("GET /healthz HTTP/1.1\r\nX-Slow: "));
+  TestConnection keep_alive(s.port(), false, "127.0.0.4");
+  ASSERT_EQ(healthz_status(keep_alive), "HTTP/1.1 200 OK");
+  std::this_thread::sleep_for(50ms);
+
+  TestConnection newcomer(s.port(), false, "127.0.0.5");
+  EXPECT_EQ(healthz_status(newcomer), "HTTP/1.1 200 OK");
+  EXPECT_TRUE(closed_soon(silent));
+  EXPECT_FALSE(closed_soon(partial));
+
+  // A connection served since waits anew, behind the others.
+  ASSERT_TRUE(partial.send("a\r\n\r\n"));
+  ASSERT_EQ(status_line(partial.read_response(2s)), "HTTP/1.1 200 OK");
+  TestConnection next(s.port(), false, "127.0.0.6");
+  EXPECT_EQ(healthz_status(next), "HTTP/1.1 200 OK");
+  EXPECT_TRUE(closed_soon(keep_alive));
+  EXPECT_FALSE(closed_soon(partial));
+  EXPECT_FALSE(closed_soon(newcomer));
+}
+
+// A peer at its cap gets in by closing its own longest-waiting connection, never another peer's.
+TEST(ConnectionLoop, APeerAtItsCapDisplacesItsOwnLongestWaitingConnection) {
+  ConnectionLimits limits;
+  limits.max_connections = 8;
+  limits.max_connections_per_peer = 2;
+  LoopServer s(limits);
+  TestConnection other(s.port(), false, "127.0.0.3");
+  TestConnection first(s.port(), false, "127.0.0.2");
+  TestConnection second(s.port(), false, "127.0.0.2");
+  std::this_thread::sleep_for(50ms);
+  TestConnection third(s.port(), false, "127.0.0.2");
+  EXPECT_EQ(healthz_status(third), "HTTP/1.1 200 OK");
+  EXPECT_TRUE(closed_soon(first));
+  EXPECT_FALSE(closed_soon(second));
+  EXPECT_FALSE(closed_soon(other));
+}
+
+// Only when every connection is being served does a newcomer get a 503; once one is done, there is
+// room again.
+TEST(ConnectionLoop, ATableOfConnectionsBeingServedRefusesANewcomerWithA503) {
+  ConnectionLimits limits;
+  limits.max_connections = 2;
+  gpud::testing::LogCapture log("server");
+  LoopServer s(limits);
+  std::vector<std::unique_ptr<TestConnection>> busy;
+  for (int i = 0; i < 2; ++i) {
+    busy.push_back(std::make_unique<TestConnection>(s.port(), false));
+    ASSERT_TRUE(busy.back()->send("GET /sleep?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  }
+  std::this_thread::sleep_for(200ms);
+  TestConnection refused(s.port(), false, "127.0.0.2");
+  ASSERT_TRUE(refused.send(kHealthzRequest));
+  std::string answer = refused.read_response(2s);
+  EXPECT_EQ(status_line(answer), "HTTP/1.1 503 Service Unavailable") << answer;
+  EXPECT_NE(answer.find("too many connections"), std::string::npos) << answer;
+  EXPECT_TRUE(refused.closed_within(2s));
+  EXPECT_NE(log.text().find("refusing a connection from 127.0.0.2: 2 connections open, the limit "
+                            "is 2, none of them waiting for a request"),
+            std::string::npos)
+      << log.text();
+
+  for (auto& c : busy) ASSERT_EQ(status_line(c->read_response(3s)), "HTTP/1.1 200 OK");
+  std::this_thread::sleep_for(100ms);  // the workers give the connections back after answering
+  TestConnection next(s.port(), false, "127.0.0.2");
+  EXPECT_EQ(healthz_status(next), "HTTP/1.1 200 OK");
+}
+
+// Connections from other addresses, even all being served, leave the reserve to 127.0.0.1 (where
+// the liveness probe comes from).
+TEST(ConnectionLoop, TheReserveAdmitsLoopbackWhileOtherAddressesHoldTheTable) {
+  ConnectionLimits limits;
+  limits.max_connections = 8;
+  limits.reserved_for_local = 2;
+  limits.workers = 6;
+  limits.inline_paths = {"/healthz"};
+  LoopServer s(limits);
+  std::vector<std::unique_ptr<TestConnection>> busy;
+  for (const char* source :
+       {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"}) {
+    busy.push_back(std::make_unique<TestConnection>(s.port(), false, source));
+    ASSERT_TRUE(busy.back()->send("GET /sleep?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n"));
+  }
+  std::this_thread::sleep_for(200ms);
+  for (const char* source : {"127.0.0.8", "127.0.0.9"}) {
+    busy.push_back(std::make_unique<TestConnection>(s.port(), false, source));
+    ASSERT_TRUE(busy.back()->send(kHealthzRequest));
+    EXPECT_EQ(status_line(busy.back()->read_response(2s)), "HTTP/1.1 503 Service Unavailable");
+    busy.pop_back();
+  }
+  for (int i = 0; i < 3; ++i) {
+    TestConnection probe(s.port(), false, "127.0.0.1");
+    ASSERT_TRUE(probe.send(kHealthzRequest));
+    EXPECT_EQ(status_line(probe.read_response(1s)), "HTTP/1.1 200 OK") << "probe " << i;
+  }
+  for (auto& c : busy) EXPECT_EQ(status_line(c->read_response(3s)), "HTTP/1.1 200 OK");
+}
+
+// A method the listener does not serve is answered 405 at once, its body unread, and the
+// connection closed, also behind a pipelined request; so is a body where bodies are not read (413);
+// the one worker stays free.
+TEST(ConnectionLoop, AMethodNotServedIsAnswered405AndABodyNotRead413AtOnce) {
+  ConnectionLimits limits;
+  limits.workers = 1;
+  limits.max_body_bytes = 0;
+  limits.methods = {"GET", "HEAD"};
+  limits.worker_reads_bodies = false;
+  LoopServer s(limits);
+  std::vector<std::unique_ptr<TestConnection>> posts;
+  for (const char* request :
+       {"POST /echo HTTP/1.1\r\nHost: x\r\n\r\n",
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n",
+        "PUT /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", "DELETE /echo"}) {
+    posts.push_back(std::make_unique<TestConnection>(s.port(), false));
+    ASSERT_TRUE(posts.back()->send(request));
+    std::string answer = posts.back()->read_response(1s);
+    EXPECT_EQ(status_line(answer), "HTTP/1.1 405 Method Not Allowed") << request;
+    EXPECT_NE(answer.find("Allow: GET, HEAD\r\n"), std::string::npos) << answer;
+    EXPECT_TRUE(posts.back()->closed_within(1s)) << request;
+  }
+  TestConnection promised_body(s.port(), false);
+  ASSERT_TRUE(promised_body.send("GET /healthz HTTP/1.1\r\nContent-Length: 100000\r\n\r\n"));
+  EXPECT_EQ(status_line(promised_body.read_response(1s)), "HTTP/1.1 413 Payload Too Large");
+  EXPECT_TRUE(promised_body.closed_within(1s));
+  TestConnection pipelined(s.port(), false);
+  ASSERT_TRUE(pipelined.send(std::string(kHealthzRequest) + "POST /echo HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(status_line(pipelined.read_response(1s)), "HTTP/1.1 200 OK");
+  EXPECT_EQ(status_line(pipelined.read_response(1s)), "HTTP/1.1 405 Method Not Allowed");
+  EXPECT_TRUE(pipelined.closed_within(1s));
+  auto start = std::chrono::steady_clock::now();
+  TestConnection get(s.port(), false);
+  ASSERT_TRUE(get.send(kHealthzRequest));
+  EXPECT_EQ(status_line(get.read_response(1s)), "HTTP/1.1 200 OK");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 500ms);
+}
+
+// The descriptors of this process that are open now.
+size_t open_fds() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+    ++n;
+  return n;
+}
+
+// A connect flood from a process with a low file descriptor limit (256): the table (half the
+// limit) keeps the newest connections and closes those that waited longest, so the descriptors in
+// use stay within the table; one warning says so, and the server answers during and after the
+// flood.
+TEST(ConnectionLoop, AConnectFloodUnderALowFdLimitStaysWithinTheTableAndIsLoggedOnce) {
   rlimit saved{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
   rlimit low{256, saved.rlim_max};
@@ -220,6 +361,9 @@ TEST(ConnectionLoop, AConnectFloodUnderALowFdLimitIsLoggedOnceAndTheServerRecove
   {
     LoopServer s(ConnectionLimits{});
     const int port = s.port();
+    const size_t fds_before = open_fds();
+    int connected[2];
+    ASSERT_EQ(::pipe(connected), 0);
     pid_t flood = ::fork();
     if (flood == 0) {
       // The flood has its own, higher limit: 600 connections, held for a second.
@@ -233,13 +377,24 @@ TEST(ConnectionLoop, AConnectFloodUnderALowFdLimitIsLoggedOnceAndTheServerRecove
         int fd = ::socket(AF_INET, SOCK_STREAM, 0);
         if (fd >= 0) ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
       }
+      [[maybe_unused]] auto n = ::write(connected[1], "x", 1);
       ::sleep(1);
       ::_exit(0);
     }
     ASSERT_GT(flood, 0);
+    ::close(connected[1]);
+    char done = 0;
+    ASSERT_EQ(::read(connected[0], &done, 1), 1);
+    ::close(connected[0]);
+    std::this_thread::sleep_for(300ms);  // the loop takes what is queued
+    EXPECT_LE(open_fds(), fds_before + 128 + 4);
+    TestConnection during(port, false);
+    ASSERT_TRUE(during.send(kHealthzRequest));
+    EXPECT_EQ(status_line(during.read_response(1s)), "HTTP/1.1 200 OK");
     int status = 0;
     ::waitpid(flood, &status, 0);
-    EXPECT_EQ(log.count("refusing a connection"), 1u) << log.text();
+    EXPECT_EQ(log.count("closing a waiting connection"), 1u) << log.text();
+    EXPECT_EQ(log.count("refusing a connection"), 0u) << log.text();
     EXPECT_NE(log.text().find("the limit is 128"), std::string::npos) << log.text();
     bool answered = false;
     for (int i = 0; i < 50 && !answered; ++i) {

@@ -18,14 +18,19 @@ struct MetricsListener::Impl : ConnectionLoop {
 
 namespace {
 
-// Scrapes are rare and small: one worker, a few connections, no request bodies.
+// Scrapes are rare and small: one worker, a few connections, no request bodies. No per-peer cap:
+// a scraper often shares its address with other pods (a node's address, a NAT), and a full table
+// makes room by closing its longest-waiting connection. Any other method is answered 405, and a
+// request with a body 413, before the body, so that no request holds the worker waiting for one.
 ConnectionLimits scrape_limits() {
   ConnectionLimits l;
   l.workers = 1;
   l.max_connections = 64;
-  l.max_connections_per_peer = 16;
+  l.max_connections_per_peer = 0;
+  l.methods = {"GET", "HEAD"};
   l.request_timeout = std::chrono::seconds(5);
   l.max_body_bytes = 0;
+  l.worker_reads_bodies = false;
   return l;
 }
 

@@ -42,6 +42,9 @@ ConnectionLimits tcp_limits() {
   l.workers = 4;
   l.max_body_bytes = kReadAheadBodyBytes;
   l.inline_paths = kInlinePaths;
+  // Room for the liveness probe and the local CLI over TCP however many connections other
+  // addresses hold.
+  l.reserved_for_local = 16;
   // A keep-alive client reconnects after this many requests. Each reconnect is a TLS handshake on
   // the loop thread (about a millisecond of ECDSA and ECDH that every other connection waits
   // out): at 1,000 a busy client shook hands dozens of times a second, and those waits were the

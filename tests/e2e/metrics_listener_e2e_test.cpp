@@ -46,7 +46,7 @@ TEST(MetricsListenerE2E, PlainHttpMetricsBesideTheHttpsApi) {
   EXPECT_EQ(states->status, 404);
   auto mutate = plain.Post("/v1/health-states/set-healthy", "", "application/json");
   ASSERT_TRUE(mutate);
-  EXPECT_EQ(mutate->status, 404);
+  EXPECT_EQ(mutate->status, 405);
   // The API is still HTTPS on its own port.
   auto api = d.get("/healthz");
   ASSERT_TRUE(api);
