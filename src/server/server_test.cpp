@@ -387,10 +387,10 @@ TEST_F(ServerTest, TriggerTagRunsItsGroupAndExitsOneWhenAnyIsNotHealthy) {
   expect_error("/v1/components/trigger-tag?componentName=cpu", 400, "tagName is required");
 }
 
-// Six triggers of a check that takes 1.5 s: one run, which the first requests wait for and the
+// Six triggers of a check that takes 3 s: one run, which the first requests wait for and the
 // others do not (at most half the listener's workers wait), so /v1/states stays prompt.
 TEST_F(ServerTest, ConcurrentTriggersOfASlowPluginJoinOneRunAndLeaveStatesPrompt) {
-  FakeComponent* slow = add({"slow-plugin", Health::kHealthy, true, false, true, 1500ms});
+  FakeComponent* slow = add({"slow-plugin", Health::kHealthy, true, false, true, 3000ms});
   std::vector<std::pair<int, std::string>> answers(6);
   std::vector<std::thread> triggers;
   for (auto& answer : answers)
@@ -407,7 +407,7 @@ TEST_F(ServerTest, ConcurrentTriggersOfASlowPluginJoinOneRunAndLeaveStatesPrompt
     auto took = std::chrono::steady_clock::now() - start;
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 200);
-    EXPECT_LT(took, 500ms) << "/v1/states waited for the triggered checks";
+    EXPECT_LT(took, 1000ms) << "/v1/states waited for the triggered checks";
     std::this_thread::sleep_for(100ms);
   }
   for (auto& t : triggers) t.join();
@@ -435,10 +435,8 @@ TEST_F(ServerTest, ATriggerAnswersWhatIsStillRunningAfterItsWait) {
   start_server();
   FakeComponent* slow = add({"slow-plugin", Health::kHealthy, true, false, true, 1000ms});
   auto cli = client();
-  auto start = std::chrono::steady_clock::now();
   auto res = cli.Get("/v1/components/trigger-check?componentName=slow-plugin");
   ASSERT_TRUE(res);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 800ms);
   EXPECT_EQ(res->status, 202) << res->body;
   json body = json::parse(res->body);
   EXPECT_EQ(body[0]["component"], "slow-plugin");
@@ -452,10 +450,13 @@ TEST_F(ServerTest, ATriggerAnswersWhatIsStillRunningAfterItsWait) {
                                           {"exit", 1},
                                           {"success", false},
                                           {"pending", {"slow-plugin"}}}));
-  std::this_thread::sleep_for(1200ms);
-  EXPECT_EQ(slow->checks, 1);
-  body = get_valid("/v1/states?components=slow-plugin", "/v1/states");
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(50ms)) {
+    body = get_valid("/v1/states?components=slow-plugin", "/v1/states");
+    if (body[0]["states"][0]["reason"] != "no data yet") break;
+  }
   EXPECT_EQ(body[0]["states"][0]["reason"], "slow-plugin is fine");
+  EXPECT_EQ(slow->checks, 1) << "the second trigger did not join the run";
 }
 
 TEST_F(ServerTest, StatesFilterByComponentsParam) {
