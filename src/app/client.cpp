@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "app/api_replies.h"
@@ -179,6 +180,15 @@ ApiClient::ApiClient(Endpoint endpoint, std::string admin_token)
     : endpoint_(std::move(endpoint)), admin_token_(std::move(admin_token)) {}
 
 Result<ApiResponse> ApiClient::get(const std::string& path) const { return request("GET", path); }
+Result<ApiResponse> ApiClient::get_when_finished(const std::string& path,
+                                                 std::chrono::milliseconds pause) const {
+  while (true) {
+    auto r = request("GET", path);
+    if (!r || r->status != 202) return r;
+    std::this_thread::sleep_for(pause);
+  }
+}
+
 Result<ApiResponse> ApiClient::post(const std::string& path) const { return request("POST", path); }
 Result<ApiResponse> ApiClient::del(const std::string& path) const {
   return request("DELETE", path);

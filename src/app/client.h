@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <initializer_list>
 #include <string>
 
@@ -55,6 +56,11 @@ class ApiClient {
   ApiClient(Endpoint endpoint, std::string admin_token);
   const Endpoint& endpoint() const { return endpoint_; }
   Result<ApiResponse> get(const std::string& path) const;
+  // GETs a trigger (trigger-check, trigger-tag) again, `pause` apart, while the daemon answers 202
+  // (its checks still run after the daemon's bounded wait; each request joins them): the answer
+  // once they finished, or whatever else the daemon answered.
+  Result<ApiResponse> get_when_finished(const std::string& path,
+                                        std::chrono::milliseconds pause) const;
   Result<ApiResponse> post(const std::string& path) const;
   Result<ApiResponse> del(const std::string& path) const;  // DELETE
 
@@ -69,6 +75,9 @@ class ApiClient {
 // "<verb> refused (HTTP n): <the daemon's message>".
 [[nodiscard]] Result<ApiResponse> answered(Result<ApiResponse> r, const std::string& verb,
                                            std::initializer_list<int> accepted = {200});
+
+// How often trigger-check and run-plugin-group ask again while the daemon's checks still run.
+inline constexpr std::chrono::milliseconds kTriggerPollInterval{1000};
 
 // Adds add_client_flags' flags and --admin-token-file, for verbs that change the daemon's state.
 void add_admin_client_flags(CLI::App& cmd, ClientOptions& options, std::string& token_file);

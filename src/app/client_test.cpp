@@ -6,6 +6,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -243,6 +245,23 @@ TEST(ApiClient, UsesTheUnixSocketAndSendsTheToken) {
   auto r = client.get("/auth");
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->body, "Bearer 0123456789abcdef");
+}
+
+TEST(ApiClient, AsksATriggerAgainWhileItsChecksStillRun) {
+  auto http = std::make_unique<httplib::Server>();
+  std::atomic<int> asked{0};
+  http->Get("/v1/components/trigger-check", [&](const httplib::Request&, httplib::Response& res) {
+    res.status = ++asked < 3 ? 202 : 200;
+    res.set_content(std::to_string(asked.load()), "text/plain");
+  });
+  FakeDaemon daemon(std::move(http));
+  Endpoint plain{Endpoint::Kind::kHttp, "http://127.0.0.1:" + std::to_string(daemon.port()), ""};
+  auto r = ApiClient(plain, "").get_when_finished("/v1/components/trigger-check",
+                                                  std::chrono::milliseconds(10));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "3");
+  EXPECT_EQ(asked, 3);
 }
 
 }  // namespace

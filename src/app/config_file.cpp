@@ -1,11 +1,13 @@
 #include "app/config_file.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "app/deploy_files.h"
@@ -74,10 +76,31 @@ void emit_text(YAML::Emitter& out, const std::string& v) {
     out << v;
 }
 
+// Finds the first alias in a YAML text, reading its events only: no node is built.
+class AliasFinder : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
+    if (!alias) alias = mark;
+  }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  std::optional<YAML::Mark> alias;
+};
+
 }  // namespace
 
-Result<std::vector<ConfigEntry>> parse_config_yaml(std::string_view text,
-                                                   const std::string& source) {
+Result<std::vector<ConfigEntry>> parse_config_yaml(
+    std::string_view text, const std::string& source,
+    const std::function<bool(const std::string& flag)>& is_flag) {
   // Flag values become command-line text and JSON (JSON-valued flags), which must be UTF-8.
   for (size_t start = 0, line = 1; start < text.size(); ++line) {
     const size_t nl = text.find('\n', start);
@@ -89,6 +112,16 @@ Result<std::vector<ConfigEntry>> parse_config_yaml(std::string_view text,
   }
   YAML::Node root;
   try {
+    // Aliases first, from the parser's events: a loaded alias bomb is a small graph, but every
+    // walk over it (and the JSON a value becomes) visits each of its billions of paths.
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    AliasFinder finder;
+    while (!finder.alias && parser.HandleNextDocument(finder)) {
+    }
+    if (finder.alias)
+      return make_error(where(source, *finder.alias) +
+                        ": YAML aliases (*name) are not allowed here; write the value out");
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     return make_error(where(source, e.mark) + ": not valid YAML: " + e.msg);
@@ -111,6 +144,9 @@ Result<std::vector<ConfigEntry>> parse_config_yaml(std::string_view text,
     if (e.flag.starts_with("-"))
       return make_error(where(source, key.Mark()) + ": write the flag name without dashes (\"" +
                         e.flag.substr(e.flag.find_first_not_of('-')) + "\")");
+    if (is_flag && !is_flag(e.flag))
+      return make_error(where(source, key.Mark()) + ": unknown key \"" + e.flag +
+                        "\" (not a `gpud run` flag; `gpud run --help` lists them)");
     if (value.IsNull()) continue;
     // A list of scalars is one value per item (a repeated flag, or a comma list); anything else
     // is one value.
@@ -140,17 +176,16 @@ Result<void> apply_config_file(CLI::App& cmd, const std::string& path) {
   const bool named = cmd.get_option("--config")->count() > 0;
   std::error_code ec;
   if (!named && !std::filesystem::exists(path, ec)) return {};
-  auto text = read_file(path);
+  auto text = read_file(path, kMaxConfigBytes);
   if (!text) return text.error();
-  auto entries = parse_config_yaml(*text, path);
-  if (!entries) return entries.error();
   static const RunCommandLine schema;  // what the file may hold
+  auto entries = parse_config_yaml(*text, path, [](const std::string& flag) {
+    return flag != "config" && flag != "help" &&
+           schema.app.get_option_no_throw("--" + flag) != nullptr;
+  });
+  if (!entries) return entries.error();
   for (const ConfigEntry& e : *entries) {
     const std::string at = path + (e.line > 0 ? ":" + std::to_string(e.line) : "");
-    const CLI::Option* known = schema.app.get_option_no_throw("--" + e.flag);
-    if (known == nullptr || e.flag == "config" || e.flag == "help")
-      return make_error(at + ": unknown key \"" + e.flag +
-                        "\" (not a `gpud run` flag; `gpud run --help` lists them)");
     CLI::Option* opt = cmd.get_option_no_throw("--" + e.flag);
     if (opt == nullptr || opt->count() > 0) continue;  // not this verb's, or given as a flag
     try {

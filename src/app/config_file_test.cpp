@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -169,6 +170,61 @@ TEST(ConfigFile, UnknownKeysAndBadValuesNameTheKeyAndLine) {
   // The admin token is refused in the file as on the command line.
   EXPECT_NE(config_error("admin-token: 0123456789abcdef0123\n", "--admin-token-file"), "");
   EXPECT_EQ(config_error("gpu-count: 8\n", ""), "");
+}
+
+// GPUd's flags are scalars and small maps: an alias (*name) is refused wherever it is, so that
+// nested ones (an "alias bomb" of a few hundred bytes standing for 387 million strings) are a
+// clear error instead of an allocation that aborts the daemon.
+TEST(ConfigYaml, AliasesAreRefusedWithTheLine) {
+  auto small = parse_config_yaml("log-level: &level info\nprofile-level: *level\n", "f");
+  ASSERT_FALSE(small) << "an alias was read";
+  EXPECT_EQ(small.error().message,
+            "f:2: YAML aliases (*name) are not allowed here; write the value out");
+  std::string bomb =
+      "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
+  for (char c = 'b'; c <= 'i'; ++c) {
+    const std::string prev(1, static_cast<char>(c - 1));
+    bomb += std::string(1, c) + ": &" + c + " [";
+    for (int i = 0; i < 9; ++i) bomb += (i ? ",*" : "*") + prev;
+    bomb += "]\n";
+  }
+  bomb += "xid-thresholds: {\"79\": *i}\n";
+  EXPECT_LT(bomb.size(), 1000u);
+  auto r = parse_config_yaml(bomb, "f");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "f:2: YAML aliases (*name) are not allowed here; write the value out");
+}
+
+// An unknown key is refused before its value is read, and before later keys are.
+TEST(ConfigYaml, TheKeyIsCheckedBeforeItsValue) {
+  auto known = [](const std::string& flag) { return flag == "gpu-count"; };
+  auto r = parse_config_yaml("gpu-count: 8\nnope: {a: [1, 2]}\n--gpu-count: 8\n", "f", known);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "f:2: unknown key \"nope\" (not a `gpud run` flag; `gpud run --help` lists them)");
+  EXPECT_EQ(config_error("nope: 1\n--gpu-count: 8\n", "FILE:1: unknown key \"nope\"").empty(),
+            false);
+}
+
+TEST(ConfigFile, ALargeOrEndlessFileIsRefusedAfterTheCap) {
+  TempFile big(std::string(kMaxConfigBytes, '#') + "\n");
+  RunCommand run;
+  run.parse({"--config", big.path});
+  auto r = apply_config_file(run.app, run.config);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, big.path + " is larger than 1048576 bytes");
+
+  const std::string zero = big.path + ".zero";
+  ASSERT_EQ(::symlink("/dev/zero", zero.c_str()), 0);
+  RunCommand endless;
+  endless.parse({"--config", zero});
+  const auto start = std::chrono::steady_clock::now();
+  r = apply_config_file(endless.app, endless.config);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  fs::remove(zero);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, zero + " is larger than 1048576 bytes");
 }
 
 TEST(ConfigFile, MissingDefaultReadsNothingMissingNamedFileIsAnError) {

@@ -151,27 +151,30 @@ void add_list_plugins(CLI::App& app, int* exit_code) {
 
 void add_run_plugin_group(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<ClientOptions>();
+  auto token_file = std::make_shared<std::string>();
   auto tag = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand(
       "run-plugin-group", "Run every component (custom plugins included) carrying a tag now");
   cmd->add_option("tag", *tag, "The tag")->required();
-  add_client_flags(*cmd, *options);
-  cmd->callback([options, tag, exit_code] {
+  // Custom plugins run only for root, the Unix socket or the admin token.
+  add_admin_client_flags(*cmd, *options, *token_file);
+  cmd->callback([options, token_file, tag, exit_code] {
     auto fail = [exit_code](int code, const std::string& message) {
       std::cerr << "✘ " << message << "\n";
       *exit_code = code;
     };
-    auto endpoint = resolve_endpoint(*options);
-    if (!endpoint) return fail(kExitUsage, endpoint.error().message);
-    ApiClient client(*endpoint, "");
-    auto r = answered(client.get("/v1/components/trigger-tag?tagName=" +
-                                 httplib::detail::encode_query_param(*tag)),
+    auto made = admin_client(*options, *token_file);
+    if (!made) return fail(kExitUsage, made.error().message);
+    const ApiClient& client = *made;
+    auto r = answered(client.get_when_finished("/v1/components/trigger-tag?tagName=" +
+                                                   httplib::detail::encode_query_param(*tag),
+                                               kTriggerPollInterval),
                       "run-plugin-group");
     if (!r) return fail(kExitUsage, r.error().message);
     auto doc = nlohmann::json::parse(r->body, nullptr, false);
     if (!doc.is_object() || !doc.contains("components") || !doc["components"].is_array() ||
         !doc.contains("success") || !doc["success"].is_boolean())
-      return fail(kExitUsage, endpoint->describe() + ": not a trigger-tag answer");
+      return fail(kExitUsage, client.endpoint().describe() + ": not a trigger-tag answer");
     std::string names;
     for (const auto& n : doc["components"])
       if (n.is_string()) names += (names.empty() ? "" : ",") + n.get<std::string>();

@@ -21,6 +21,7 @@ RunOutcome run_steps(const Spec& spec, ScriptOptions options) {
     options.timeout = std::max(std::chrono::milliseconds(1), spec.timeout - used);
     options.max_output_bytes = cap - std::min(cap, run.script.output.size());
     options.plugin_name = spec.plugin_name;
+    options.plugin_param = spec.param;
     ScriptResult r = run_bash_script(step.script, options);
     run.script.output += r.output;
     run.script.discarded_bytes += r.discarded_bytes;

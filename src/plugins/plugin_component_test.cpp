@@ -183,6 +183,40 @@ class BuiltIn : public Component {
   CheckResult check() override { return single_state("cpu", Health::kHealthy, "ok"); }
 };
 
+// A component_list parameter is data: shell syntax in it is never run, however the script uses it
+// (GPUd's ${PAR} or the documented "$GPUD_PLUGIN_PARAM").
+TEST(PluginComponent, ListParametersReachTheScriptAsEnvironmentNeverAsShellText) {
+  TempDir dir;
+  ComponentContext ctx;
+  const std::string pwned = dir.path + "/pwned";
+  const std::string entry = "evil:$(touch " + pwned + ")`touch " + pwned + "`;touch " + pwned;
+  auto specs = parse_specs(R"(
+- plugin_name: listed
+  plugin_type: component_list
+  run_mode: manual
+  component_list: [")" + entry +
+                               R"("]
+  health_state_plugin:
+    steps:
+      - name: s
+        run_bash_script:
+          script: |
+            echo "quoted=$GPUD_PLUGIN_PARAM"
+            echo gpud=${PAR} ${PAR1} ${NAME}
+)",
+                           "specs.yaml");
+  ASSERT_TRUE(specs) << specs.error().message;
+  Registry registry;
+  ASSERT_TRUE(register_plugins(registry, ctx, *specs));
+  CheckResult r = registry.find("evil")->check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  EXPECT_FALSE(std::filesystem::exists(pwned)) << "a parameter ran as shell code";
+  const std::string param = entry.substr(entry.find(':') + 1);
+  const std::string output = r.states.at(0).raw_output;
+  EXPECT_NE(output.find("quoted=" + param + "\n"), std::string::npos) << output;
+  EXPECT_NE(output.find("gpud=" + param + " " + param + " evil\n"), std::string::npos) << output;
+}
+
 TEST(PluginComponent, DeregisterStopsARunningCheckAndDropsItsState) {
   TempDir dir;
   MetricRegistry metrics;

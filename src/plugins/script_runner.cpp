@@ -95,8 +95,13 @@ ScriptResult run_bash_script(const std::string& script, const ScriptOptions& opt
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
   const std::string path_env = "PATH=" + (options.path.empty() ? kDefaultPath : options.path);
   const std::string name_env = "GPUD_PLUGIN_NAME=" + options.plugin_name;
-  std::vector<const char*> envp{path_env.c_str(), "HOME=/", "LANG=C.UTF-8", name_env.c_str(),
-                                nullptr};
+  const std::string gpud_name_env = "NAME=" + options.plugin_name;
+  const std::string param_env = std::string(kParamEnv) + "=" + options.plugin_param;
+  const std::string par_env = "PAR=" + options.plugin_param;
+  const std::string par1_env = "PAR1=" + options.plugin_param;
+  std::vector<const char*> envp{
+      path_env.c_str(),  "HOME=/",        "LANG=C.UTF-8",   name_env.c_str(), gpud_name_env.c_str(),
+      param_env.c_str(), par_env.c_str(), par1_env.c_str(), nullptr};
   const char* script_path = "/proc/self/fd/3";
   std::vector<const char*> argv{options.bash.c_str(), script_path, nullptr};
   sigset_t empty_mask;

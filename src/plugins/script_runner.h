@@ -12,16 +12,21 @@
 namespace gpud::plugins {
 
 inline constexpr size_t kMaxOutputBytes = 4096;
+// The environment variable that holds a component_list entry's parameter. GPUd's scripts name it
+// ${PAR} (or ${PAR1}) and the entry's name ${NAME}: those are set too, so that bash expands them as
+// variables (data, never parsed as shell text) where GPUd pasted the text into the script.
+inline constexpr const char* kParamEnv = "GPUD_PLUGIN_PARAM";
 inline constexpr const char* kDefaultPath =
     "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 struct ScriptOptions {
   std::chrono::milliseconds timeout{60'000};
   size_t max_output_bytes = kMaxOutputBytes;
-  // The script's PATH ("" : kDefaultPath); its environment holds only PATH, HOME=/, LANG=C.UTF-8
-  // and GPUD_PLUGIN_NAME.
+  // The script's PATH ("" : kDefaultPath); its environment holds only PATH, HOME=/, LANG=C.UTF-8,
+  // GPUD_PLUGIN_NAME and NAME (plugin_name), and GPUD_PLUGIN_PARAM, PAR and PAR1 (plugin_param).
   std::string path;
   std::string plugin_name;
+  std::string plugin_param;
   std::string bash = "/bin/bash";
   // Set from another thread (a deregistered plugin): the script is killed at once.
   const std::atomic<bool>* cancel = nullptr;

@@ -125,6 +125,8 @@ TEST(PluginScript, MinimalEnvironmentAndNoInheritedDescriptors) {
   EXPECT_TRUE(r.ok()) << r.output;
   EXPECT_NE(r.output.find("PATH=/usr/bin:/bin\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("GPUD_PLUGIN_NAME=test\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NAME=test\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GPUD_PLUGIN_PARAM=\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("HOME=/\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("secret-token"), std::string::npos) << r.output;
   // ls's own: 0-2, the script (3) and the directory ls reads; nothing of this process's.

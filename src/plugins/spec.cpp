@@ -401,12 +401,6 @@ Result<RawSpec> parse_one(const Context& outer, const YAML::Node& n, size_t inde
   return raw;
 }
 
-std::string replace_all(std::string s, std::string_view from, std::string_view to) {
-  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size()))
-    s.replace(pos, from.size(), to);
-  return s;
-}
-
 // One component_list entry: name[#run_mode[tag1,tag2]][:param] (GPUd's format).
 struct ListEntry {
   std::string name;
@@ -508,11 +502,8 @@ Result<void> expand(const Context& outer, const RawSpec& raw, std::vector<Spec>&
     s.source = item.where;
     if (!e->run_mode.empty()) s.run_mode = e->run_mode;
     if (e->tags) s.tags = *e->tags;
-    for (Step& step : s.steps) {
-      step.script = replace_all(step.script, "${NAME}", e->name);
-      step.script = replace_all(step.script, "${PAR1}", e->param);
-      step.script = replace_all(step.script, "${PAR}", e->param);
-    }
+    // The scripts stay as written: the parameter reaches them as data, in their environment.
+    s.param = e->param;
     out.push_back(std::move(s));
   }
   return {};

@@ -64,6 +64,9 @@ struct Spec {
   std::vector<Step> steps;
   std::vector<JsonPathRule> json_paths;  // empty: no parser
   std::string source;                    // "file:line" where the spec (or its list entry) is
+  // A component_list entry's parameter (after its ':'), which the scripts read from the environment
+  // (kParamEnv, and GPUd's PAR and PAR1), never pasted into their text.
+  std::string param;
   bool manual() const { return run_mode == "manual"; }
 };
 

@@ -94,12 +94,15 @@ TEST(PluginSpecs, ComponentListExpandsEntriesWithRunModeTagsAndParameters) {
   EXPECT_EQ(root.run_mode, "auto");
   EXPECT_EQ(root.tags, std::vector<std::string>{"storage"});
   EXPECT_EQ(root.interval, std::chrono::minutes(5));
-  EXPECT_EQ(root.steps[0].script, "df / # root");
+  // The script stays as written; the entry's parameter travels beside it, for the environment.
+  EXPECT_EQ(root.steps[0].script, "df ${PAR} # ${NAME}");
+  EXPECT_EQ(root.plugin_name, "root");
+  EXPECT_EQ(root.param, "/");
   EXPECT_EQ(root.source, "specs.yaml:7");
   const Spec& scratch = (*specs)[1];
   EXPECT_EQ(scratch.run_mode, "manual");
   EXPECT_EQ(scratch.tags, (std::vector<std::string>{"nightly", "disks"}));
-  EXPECT_EQ(scratch.steps[0].script, "df /scratch # scratch");
+  EXPECT_EQ(scratch.param, "/scratch");
 }
 
 TEST(PluginSpecs, ComponentListFileIsReadBesideTheSpecsFile) {
@@ -116,7 +119,8 @@ TEST(PluginSpecs, ComponentListFileIsReadBesideTheSpecsFile) {
   ASSERT_EQ(specs->size(), 2u);
   EXPECT_EQ((*specs)[1].component_name, "home");
   EXPECT_EQ((*specs)[1].run_mode, "manual");
-  EXPECT_EQ((*specs)[1].steps[0].script, "df /home");
+  EXPECT_EQ((*specs)[1].steps[0].script, "df ${PAR}");
+  EXPECT_EQ((*specs)[1].param, "/home");
   EXPECT_EQ((*specs)[1].source, dir.path + "/disks.txt:4");
 }
 

@@ -1,8 +1,10 @@
 // The API's routes, registered on an httplib::Server: GPUd's paths and JSON shapes over the
 // registry, the scheduler's cached states, the event log and the metric history. Handlers never run
-// a check themselves.
+// a check themselves: trigger-check and trigger-tag hand theirs to TriggeredChecks' pool and wait
+// a bounded time.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string_view>
@@ -10,6 +12,8 @@
 
 #include "core/registry.h"
 #include "core/result.h"
+#include "core/triggered_checks.h"
+#include "server/http_util.h"
 #include "server/server.h"
 
 namespace httplib {
@@ -31,10 +35,28 @@ using Handler = std::function<void(const httplib::Request&, httplib::Response&)>
 
 // /v1/components, /v1/states, /v1/events, /v1/metrics, /v1/info.
 void register_v1_routes(httplib::Server& http, const ServerDeps& deps);
+
+// How one listener's trigger routes run checks and tell who may run custom code.
+struct TriggerRouting {
+  TriggeredChecks* checks = nullptr;  // shared by the listeners, so that their triggers join
+  // Requests of this listener that may wait for their checks at once; the others answer at once
+  // with what has finished. Fewer than the listener's workers: triggers never hold them all.
+  size_t max_waiting = 1;
+  std::chrono::milliseconds wait{0};  // how long a request waits for its checks at most
+  // authorize_mutation for this listener's peers (logging refusals as the listener does).
+  std::function<Authorization(const httplib::Request&)> authorize;
+};
+// GET /v1/components/trigger-check and /v1/components/trigger-tag. A custom plugin's check runs
+// only for a peer that may mutate (root on loopback, the Unix socket, the admin token); built-in
+// components' checks for anyone, as in GPUd. Every check runs on routing.checks' pool.
+void register_trigger_routes(httplib::Server& http, const ServerDeps& deps, TriggerRouting routing);
 // /healthz, /machine-info, /metrics, POST /v1/health-states/set-healthy.
 void register_admin_routes(httplib::Server& http, const ServerDeps& deps);
 // GET / and /assets/*: the local web UI embedded in the binary (only when config->web_enable).
 void register_web_routes(httplib::Server& http);
+
+// Answers an error: its code when that is an HTTP error status, else 500.
+void fail(const httplib::Request& req, httplib::Response& res, const Error& e);
 
 // Wraps a read endpoint with GPUd's content negotiation (400 on an unsupported Content-Type).
 Handler negotiated(Handler h);

@@ -19,13 +19,14 @@
 #include "server/routes.h"
 
 namespace gpud::server {
-namespace {
-
-using namespace std::chrono_literals;
 
 void fail(const httplib::Request& req, httplib::Response& res, const Error& e) {
   write_error(req, res, e.code >= 400 && e.code < 600 ? e.code : 500, e.message);
 }
+
+namespace {
+
+using namespace std::chrono_literals;
 
 // Fills one page: the components from where the cursor stopped, each from its offset, at most
 // paging.limit rows in all; returns where the next page starts, if anything is left.
@@ -126,35 +127,6 @@ Result<std::vector<Component*>> select_components(const Registry& registry,
   return out;
 }
 
-namespace {
-
-// trigger-check's and trigger-tag's components: the one named by componentName, or every supported
-// one carrying tagName. Unknown names, unsupported components and tags nothing carries are 404s;
-// neither parameter is a 400.
-Result<std::vector<Component*>> components_to_check(const Registry& registry,
-                                                    const httplib::Request& req, bool tag_only) {
-  const std::string name = tag_only ? "" : req.get_param_value("componentName");
-  const std::string tag = req.get_param_value("tagName");
-  if (!name.empty()) {
-    Component* c = registry.find(name);
-    if (c == nullptr) return make_error("component not found: " + name, 404);
-    if (!c->supported()) return make_error("component not supported on this machine: " + name, 404);
-    return std::vector<Component*>{c};
-  }
-  if (tag.empty())
-    return make_error(tag_only ? "tagName is required" : "componentName or tagName is required",
-                      400);
-  std::vector<Component*> out;
-  for (Component* c : registry.supported()) {
-    auto tags = c->tags();
-    if (std::find(tags.begin(), tags.end(), tag) != tags.end()) out.push_back(c);
-  }
-  if (out.empty()) return make_error("no supported component has tag " + tag, 404);
-  return out;
-}
-
-}  // namespace
-
 void register_v1_routes(httplib::Server& http, const ServerDeps& deps) {
   const ServerDeps* d = &deps;
 
@@ -176,34 +148,6 @@ void register_v1_routes(httplib::Server& http, const ServerDeps& deps) {
 
   http.Get("/v1/plugins", negotiated([d](const httplib::Request& req, httplib::Response& res) {
              write_json(req, res, 200, d->plugins ? d->plugins() : nlohmann::json::array());
-           }));
-
-  // Runs the checks now, on this request's worker, and answers their fresh states (GPUd's shape).
-  http.Get("/v1/components/trigger-check",
-           negotiated([d](const httplib::Request& req, httplib::Response& res) {
-             auto comps = components_to_check(*d->registry, req, false);
-             if (!comps) return fail(req, res, comps.error());
-             nlohmann::json out = nlohmann::json::array();
-             for (Component* c : *comps)
-               out.push_back({{"component", std::string(c->name())},
-                              {"states", to_json(d->scheduler->run_now(*c).states)}});
-             write_json(req, res, 200, out);
-           }));
-
-  // Runs every check of a tag now: {"components":[names],"exit":0|1,"success":bool}; exit 1 (and
-  // success false) when any of them is not Healthy.
-  http.Get("/v1/components/trigger-tag",
-           negotiated([d](const httplib::Request& req, httplib::Response& res) {
-             auto comps = components_to_check(*d->registry, req, true);
-             if (!comps) return fail(req, res, comps.error());
-             nlohmann::json names = nlohmann::json::array();
-             bool healthy = true;
-             for (Component* c : *comps) {
-               names.push_back(std::string(c->name()));
-               healthy = d->scheduler->run_now(*c).health() == Health::kHealthy && healthy;
-             }
-             write_json(req, res, 200,
-                        {{"components", names}, {"exit", healthy ? 0 : 1}, {"success", healthy}});
            }));
 
   // The last /v1/states answer, served again while the same components are asked for and no

@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -29,6 +30,9 @@ constexpr size_t kMaxPayloadBytes = 1 << 20;
 // read by the worker (after the authorization that a mutating request needs), so that waiting
 // connections hold little memory.
 constexpr size_t kReadAheadBodyBytes = 64 << 10;
+// Threads that run triggered checks (trigger-check, trigger-tag), apart from the scheduler's and
+// the API's.
+constexpr size_t kTriggerWorkers = 2;
 // A refused request is logged at most this often (the first at once), with the count left out.
 constexpr auto kRefusalLogInterval = 10s;
 
@@ -106,7 +110,7 @@ Peer tcp_peer(const httplib::Request& req, const std::string& host_root) {
 }
 
 void configure(httplib::Server& http, const ServerDeps& deps, const ConnectionLimits& limits,
-               bool local_socket) {
+               bool local_socket, TriggeredChecks& triggers) {
   // Only for the Keep-Alive header httplib writes: the connection loop enforces both.
   http.set_keep_alive_timeout(
       std::chrono::duration_cast<std::chrono::seconds>(limits.idle_timeout).count());
@@ -122,8 +126,22 @@ void configure(httplib::Server& http, const ServerDeps& deps, const ConnectionLi
   const ServerDeps* d = &deps;
   const auto daemon_uid = static_cast<uint32_t>(::geteuid());
   auto refusals = std::make_shared<LogRateLimiter>(kRefusalLogInterval);
-  http.set_pre_routing_handler([d, local_socket, daemon_uid, refusals](const httplib::Request& req,
-                                                                       httplib::Response& res) {
+  // Whether the request's peer may do what mutating requests do; a refusal is logged.
+  auto authorize = [d, local_socket, daemon_uid, refusals](const httplib::Request& req) {
+    auto identify = [&] {
+      return local_socket ? local_socket_peer(req) : tcp_peer(req, d->config->host_root);
+    };
+    auto auth = authorize_mutation(req.get_header_value("Authorization"), d->config->admin_token,
+                                   daemon_uid, identify);
+    if (auth.allowed) return auth;
+    if (auto left_out = refusals->admit())
+      logger("server")->warn(
+          "refused {} {}: {}{}", escape_for_log(req.method), escape_for_log(req.path),
+          escape_for_log(auth.refusal, 1024),
+          *left_out == 0 ? "" : " (" + std::to_string(*left_out) + " more refusals not logged)");
+    return auth;
+  };
+  http.set_pre_routing_handler([authorize](const httplib::Request& req, httplib::Response& res) {
     // The request object is httplib's own (non-const), handed to the handlers as const; the
     // headers changed here are read by httplib after this handler.
     auto& headers = const_cast<httplib::Request&>(req).headers;
@@ -136,17 +154,8 @@ void configure(httplib::Server& http, const ServerDeps& deps, const ConnectionLi
     // 0.11 would instead read a body until the client closes or the read times out.
     if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
       headers.emplace("Content-Length", "0");
-    auto identify = [&] {
-      return local_socket ? local_socket_peer(req) : tcp_peer(req, d->config->host_root);
-    };
-    auto auth = authorize_mutation(req.get_header_value("Authorization"), d->config->admin_token,
-                                   daemon_uid, identify);
+    auto auth = authorize(req);
     if (auth.allowed) return httplib::Server::HandlerResponse::Unhandled;
-    if (auto left_out = refusals->admit())
-      logger("server")->warn(
-          "refused {} {}: {}{}", escape_for_log(req.method), escape_for_log(req.path),
-          escape_for_log(auth.refusal, 1024),
-          *left_out == 0 ? "" : " (" + std::to_string(*left_out) + " more refusals not logged)");
     write_error(req, res, 403, auth.refusal);
     return httplib::Server::HandlerResponse::Handled;
   });
@@ -179,6 +188,10 @@ void configure(httplib::Server& http, const ServerDeps& deps, const ConnectionLi
   });
 
   register_v1_routes(http, deps);
+  // Half the listener's workers at most wait for triggered checks (at least one).
+  register_trigger_routes(
+      http, deps,
+      {&triggers, std::max<size_t>(1, limits.workers / 2), deps.trigger_wait, authorize});
   register_admin_routes(http, deps);
   if (deps.web_enable) register_web_routes(http);
 }
@@ -263,7 +276,8 @@ Result<void> Server::start() {
     tls = std::move(*ctx);
     tls_source = material->source;
   }
-  configure(*http, deps_, tcp_limits(), /*local_socket=*/false);
+  auto triggers = std::make_unique<TriggeredChecks>(*deps_.scheduler, kTriggerWorkers);
+  configure(*http, deps_, tcp_limits(), /*local_socket=*/false, *triggers);
 
   errno = 0;
   int port = addr->port == 0 ? http->bind_to_any_port(addr->host)
@@ -280,7 +294,7 @@ Result<void> Server::start() {
   if (!socket_path.empty()) {
     auto local_http = std::make_unique<RequestHandler>();
     local_http->set_address_family(AF_UNIX);
-    configure(*local_http, deps_, local_socket_limits(), /*local_socket=*/true);
+    configure(*local_http, deps_, local_socket_limits(), /*local_socket=*/true, *triggers);
     // httplib takes the path as the host. A Unix socket has no port, but port 0 would make httplib
     // ask the socket for its (IP) port and fail.
     errno = 0;
@@ -302,6 +316,7 @@ Result<void> Server::start() {
   }
 
   if (auto r = tcp->start(); !r) return make_error("cannot serve: " + r.error().message);
+  triggers_ = std::move(triggers);
   tcp_ = std::move(tcp);
   port_ = port;
   if (local) {
@@ -320,6 +335,8 @@ Result<void> Server::start() {
 }
 
 void Server::stop() {
+  // First: requests that wait for triggered checks answer with what has finished.
+  if (triggers_) triggers_->stop();
   if (local_) {
     local_->stop();
     local_.reset();
@@ -328,6 +345,7 @@ void Server::stop() {
   if (!tcp_) return;
   tcp_->stop();
   tcp_.reset();
+  triggers_.reset();
   logger("server")->debug("stopped");
 }
 

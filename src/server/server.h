@@ -1,6 +1,7 @@
 // Server: the HTTP(S) API on port 15132 (GPUd's paths and JSON shapes), /metrics, and set-healthy.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "core/registry.h"
 #include "core/result.h"
 #include "core/scheduler.h"
+#include "core/triggered_checks.h"
 
 namespace httplib {
 class Server;
@@ -39,6 +41,9 @@ struct ServerDeps {
   // GET /v1/plugins: the specs of the custom plugins registered now (app/ knows the plugins).
   // Unset: an empty list.
   std::function<nlohmann::json()> plugins = nullptr;
+  // How long trigger-check and trigger-tag wait for their checks before answering 202 with the
+  // checks still running (which go on, and which a later trigger joins).
+  std::chrono::milliseconds trigger_wait{10000};
   // Serve the local web UI (web/, embedded in the binary) at / (`gpud run --web-enable`).
   bool web_enable = true;
 };
@@ -61,6 +66,8 @@ class Server {
   struct Listener;
   std::unique_ptr<Listener> tcp_;
   std::unique_ptr<Listener> local_;  // the Unix socket, when configured
+  // Runs triggered checks for both listeners; stopped after them.
+  std::unique_ptr<TriggeredChecks> triggers_;
   int port_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -11,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "core/log.h"
 #include "core/time_util.h"
@@ -89,6 +92,8 @@ struct FakeSpec {
   Health health = Health::kHealthy;
   bool supported = true;
   bool settable = false;
+  bool custom = false;                      // a custom plugin: its check runs operator code
+  std::chrono::milliseconds check_time{0};  // how long each check takes
 };
 
 class FakeComponent : public Component {
@@ -97,8 +102,10 @@ class FakeComponent : public Component {
       : Component(ctx), spec_(std::move(spec)) {}
   std::string_view name() const override { return spec_.name; }
   bool supported() const override { return spec_.supported; }
+  bool can_deregister() const override { return spec_.custom; }
   CheckResult check() override {
     ++checks;
+    std::this_thread::sleep_for(spec_.check_time);
     std::optional<SuggestedActions> actions;
     if (spec_.health != Health::kHealthy)
       actions = SuggestedActions{"look at it", {RepairAction::kHardwareInspection}};
@@ -171,6 +178,7 @@ class ServerTest : public ::testing::Test {
     d.events = &events_;
     d.history = &history_;
     d.metrics = &metrics_;
+    d.trigger_wait = trigger_wait_;
     d.machine_info = [] {
       return json{{"gpudVersion", "0.1.0"},
                   {"hostname", "node-1"},
@@ -241,6 +249,7 @@ class ServerTest : public ::testing::Test {
   FakeComponent* cpu_ = nullptr;
   FakeComponent* disk_ = nullptr;
   TimePoint now_;
+  std::chrono::milliseconds trigger_wait_{10s};
   std::unique_ptr<Server> server_;
 };
 
@@ -377,6 +386,78 @@ TEST_F(ServerTest, TriggerTagRunsItsGroupAndExitsOneWhenAnyIsNotHealthy) {
   EXPECT_EQ(body, (json{{"components", {"disk"}}, {"exit", 1}, {"success", false}}));
   EXPECT_EQ(disk_->checks, before + 1);
   expect_error("/v1/components/trigger-tag?componentName=cpu", 400, "tagName is required");
+}
+
+// Six triggers of a check that takes 3 s: one run, which the first requests wait for and the
+// others do not (at most half the listener's workers wait), so /v1/states stays prompt.
+TEST_F(ServerTest, ConcurrentTriggersOfASlowPluginJoinOneRunAndLeaveStatesPrompt) {
+  FakeComponent* slow = add({"slow-plugin", Health::kHealthy, true, false, true, 3000ms});
+  std::vector<std::pair<int, std::string>> answers(6);
+  std::vector<std::thread> triggers;
+  for (auto& answer : answers)
+    triggers.emplace_back([this, &answer] {
+      auto cli = client();
+      cli.set_read_timeout(20s);
+      auto res = cli.Get("/v1/components/trigger-check?componentName=slow-plugin");
+      if (res) answer = {res->status, res->body};
+    });
+  std::this_thread::sleep_for(200ms);
+  for (int i = 0; i < 5; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto res = client().Get("/v1/states?components=cpu");
+    auto took = std::chrono::steady_clock::now() - start;
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_LT(took, 1000ms) << "/v1/states waited for the triggered checks";
+    std::this_thread::sleep_for(100ms);
+  }
+  for (auto& t : triggers) t.join();
+  EXPECT_EQ(slow->checks, 1) << "a trigger of a running check started another run";
+  int finished = 0;
+  for (const auto& [status, body] : answers) {
+    ASSERT_TRUE(status == 200 || status == 202) << status << " " << body;
+    json states = json::parse(body).at(0).at("states");
+    if (status == 200) {
+      ++finished;
+      EXPECT_EQ(states[0]["reason"], "slow-plugin is fine") << body;
+    } else {
+      EXPECT_EQ(states[0]["health"], "Initializing") << body;
+    }
+  }
+  EXPECT_GE(finished, 1);
+  EXPECT_LE(finished, 2) << "more requests waited than half the listener's workers";
+}
+
+// A check that outlasts the wait: 202 with it Initializing; a second trigger joins the run, and its
+// result lands in /v1/states.
+TEST_F(ServerTest, ATriggerAnswersWhatIsStillRunningAfterItsWait) {
+  trigger_wait_ = 100ms;
+  server_->stop();
+  start_server();
+  FakeComponent* slow = add({"slow-plugin", Health::kHealthy, true, false, true, 1000ms});
+  auto cli = client();
+  auto res = cli.Get("/v1/components/trigger-check?componentName=slow-plugin");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 202) << res->body;
+  json body = json::parse(res->body);
+  EXPECT_EQ(body[0]["component"], "slow-plugin");
+  EXPECT_EQ(body[0]["states"][0]["health"], "Initializing");
+  EXPECT_NE(body[0]["states"][0]["reason"].get<std::string>().find("still running"),
+            std::string::npos);
+  res = cli.Get("/v1/components/trigger-tag?tagName=slow-plugin");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 202) << res->body;
+  EXPECT_EQ(json::parse(res->body), (json{{"components", {"slow-plugin"}},
+                                          {"exit", 1},
+                                          {"success", false},
+                                          {"pending", {"slow-plugin"}}}));
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(50ms)) {
+    body = get_valid("/v1/states?components=slow-plugin", "/v1/states");
+    if (body[0]["states"][0]["reason"] != "no data yet") break;
+  }
+  EXPECT_EQ(body[0]["states"][0]["reason"], "slow-plugin is fine");
+  EXPECT_EQ(slow->checks, 1) << "the second trigger did not join the run";
 }
 
 TEST_F(ServerTest, StatesFilterByComponentsParam) {
@@ -1047,6 +1128,86 @@ TEST_F(ServerAuthTest, LoopbackMutationsFollowTheOwnerOfTheClientsSocket) {
     EXPECT_EQ(reader.send("GET", "/healthz").first, 200);
   }
   EXPECT_EQ(cpu_->set_healthy_calls, 1);
+}
+
+// GETs `path` over loopback TCP from a child process that runs as `uid` (the daemon tells who a
+// loopback peer is from the owner of its socket); returns the status and the body.
+std::pair<int, std::string> get_as_user(int port, uid_t uid, const std::string& path) {
+  int fds[2];
+  if (::pipe(fds) != 0) return {-1, "pipe failed"};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(2);
+    RawConnection conn(port);
+    auto [status, body] = conn.send("GET", path);
+    std::string out = std::to_string(status) + "\n" + body;
+    ssize_t n = ::write(fds[1], out.data(), out.size());
+    ::_exit(n == static_cast<ssize_t>(out.size()) ? 0 : 3);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int wstatus = 0;
+  ::waitpid(pid, &wstatus, 0);
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0)
+    return {-1, "the child running as uid " + std::to_string(uid) + " failed"};
+  auto newline = out.find('\n');
+  return {std::atoi(out.c_str()), newline == std::string::npos ? "" : out.substr(newline + 1)};
+}
+
+TEST_F(ServerAuthTest, ACustomPluginRunsOnlyForPeersThatMayMutate) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as uid 65534";
+  FakeComponent* plugin = add({"my-plugin", Health::kHealthy, true, false, true});
+  for (const std::string path : {"/v1/components/trigger-check?componentName=my-plugin",
+                                 "/v1/components/trigger-check?tagName=my-plugin",
+                                 "/v1/components/trigger-tag?tagName=my-plugin"}) {
+    auto [status, body] = get_as_user(server_->port(), 65534, path);
+    EXPECT_EQ(status, 403) << path << ": " << body;
+    const std::string message = json::parse(body).value("message", "");
+    EXPECT_NE(message.find("running custom plugin my-plugin is a mutating request"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("runs as uid 65534"), std::string::npos) << message;
+  }
+  EXPECT_EQ(plugin->checks, 0);
+  // A built-in component's check runs for anyone, as in GPUd.
+  const int cpu_before = cpu_->checks;
+  auto [status, body] =
+      get_as_user(server_->port(), 65534, "/v1/components/trigger-check?componentName=cpu");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_EQ(cpu_->checks, cpu_before + 1);
+  // Root on loopback gets the plugin's result.
+  json root = get_valid("/v1/components/trigger-check?componentName=my-plugin",
+                        "/v1/components/trigger-check");
+  EXPECT_EQ(root[0]["states"][0]["reason"], "my-plugin is fine");
+  EXPECT_EQ(plugin->checks, 1);
+}
+
+httplib::Client unix_client(const std::string& path);
+
+TEST_F(ServerAuthTest, TheLocalSocketAndTheTokenMayRunACustomPlugin) {
+  config_.admin_token = "0123456789abcdef";
+  config_.api_socket = (root_.path() / "run/gpud.sock").string();
+  use_fake_proc();  // no socket table: no TCP peer's uid can be known
+  FakeComponent* plugin = add({"my-plugin", Health::kHealthy, true, false, true});
+  const std::string path = "/v1/components/trigger-check?componentName=my-plugin";
+  auto tcp = client();
+  auto refused = tcp.Get(path);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403) << refused->body;
+  EXPECT_EQ(plugin->checks, 0);
+  tcp.set_bearer_token_auth(config_.admin_token);
+  auto with_token = tcp.Get(path);
+  ASSERT_TRUE(with_token);
+  EXPECT_EQ(with_token->status, 200) << with_token->body;
+  auto local = unix_client(config_.api_socket).Get(path);
+  ASSERT_TRUE(local);
+  EXPECT_EQ(local->status, 200) << local->body;
+  EXPECT_EQ(plugin->checks, 2);
 }
 
 // A refused request's path cannot forge a log line (%0A decodes to a newline), and a client that
