@@ -155,18 +155,23 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
                  "path given is used as it is)");
   cmd.add_option("--kubelet-read-only-port", f.config.kubelet_read_only_port,
                  "The kubelet's read-only HTTP port on 127.0.0.1, asked first for the node's "
-                 "pods (0: not asked)")
+                 "pods where given (0: not asked; current clusters turn it off)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   cmd.add_option("--kubelet-port", f.config.kubelet_port,
                  "The kubelet's authenticated HTTPS port on 127.0.0.1, asked when the read-only "
-                 "port does not answer (0: not asked)")
+                 "port gives no pods (0: not asked)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   cmd.add_option("--kubelet-token-file", f.config.kubelet_token_file,
                  "Bearer token for the kubelet's authenticated port (default: the service-account "
                  "token /var/run/secrets/kubernetes.io/serviceaccount/token, as is or under "
                  "--host-root)");
+  cmd.add_option("--kubelet-ca-file", f.config.kubelet_ca_file,
+                 "PEM CA bundle the kubelet's serving certificate must verify against before the "
+                 "token is sent (default: each of the service-account ca.crt, "
+                 "/var/lib/kubelet/pki/kubelet.crt and /etc/kubernetes/pki/ca.crt under "
+                 "--host-root that exists)");
   cmd.add_option("--nvml-lib", f.config.nvml_lib,
                  "libnvidia-ml.so.1 to load (default: $GPUD_NVML_LIBRARY_PATH, else the system's)");
   // NVIDIA: NVLink expectation, check interval and NVML call deadline

@@ -98,6 +98,19 @@ TEST(RunFlags, HostComponentFlagsReachTheConfig) {
   EXPECT_EQ(defaults.config.network_latency_threshold, std::chrono::seconds(7));
 }
 
+TEST(RunFlags, KubeletReadOnlyPortIsOffUnlessGivenAndTheCaFileReachesTheConfig) {
+  RunCommandLine defaults;
+  ASSERT_TRUE(defaults.parse({}));
+  EXPECT_EQ(defaults.flags.config.kubelet_read_only_port, 0);
+  EXPECT_EQ(defaults.flags.config.kubelet_port, 10250);
+  EXPECT_EQ(defaults.flags.config.kubelet_ca_file, "");
+  RunCommandLine run;
+  ASSERT_TRUE(run.parse(
+      {"--kubelet-read-only-port", "10255", "--kubelet-ca-file", "/etc/kubernetes/pki/ca.crt"}));
+  EXPECT_EQ(run.flags.config.kubelet_read_only_port, 10255);
+  EXPECT_EQ(run.flags.config.kubelet_ca_file, "/etc/kubernetes/pki/ca.crt");
+}
+
 TEST(RunFlags, BadHostComponentFlagsAreRefusedWithTheFlagNamed) {
   for (auto [flag, value, message] :
        {std::tuple{"--network-latency-targets", "10.0.0.1", "invalid --network-latency-targets"},

@@ -91,11 +91,14 @@ struct Config {
   // Hidden (tests): the check interval and how long a port stays down before it is a drop.
   std::chrono::seconds infiniband_check_interval{30};
   std::chrono::seconds infiniband_drop_window{std::chrono::minutes(4)};
-  // kubelet: its read-only HTTP port and its authenticated HTTPS port on 127.0.0.1 (0: not
-  // asked), and the bearer token's file for the latter ("": the service-account token).
-  int kubelet_read_only_port = 10255;
+  // kubelet: its read-only HTTP port (off by default, as on current clusters) and its
+  // authenticated HTTPS port on 127.0.0.1 (0: not asked), the bearer token's file for the latter
+  // ("": the service-account token) and the CA its certificate must verify against ("": the
+  // service-account CA, the kubelet's self-signed certificate, kubeadm's cluster CA).
+  int kubelet_read_only_port = 0;
   int kubelet_port = 10250;
   std::string kubelet_token_file;
+  std::string kubelet_ca_file;
   // Hidden: the NVIDIA components' check interval (tests use 1s) and the per-NVML-call deadline.
   std::chrono::seconds nvidia_check_interval{60};
   std::chrono::milliseconds nvml_call_timeout{10'000};

@@ -111,6 +111,11 @@ TEST(Strings, TrimAndJoin) {
   EXPECT_EQ(join({"a", "", "c"}, "; "), "a; ; c");
 }
 
+TEST(Strings, ToLowerChangesAsciiLettersOnly) {
+  EXPECT_EQ(to_lower("Transfer-Encoding: CHUNKED"), "transfer-encoding: chunked");
+  EXPECT_EQ(to_lower("\xc3\x84z9"), "\xc3\x84z9");
+}
+
 TEST(Health, WorstOrdersBySeverity) {
   EXPECT_EQ(worst(Health::kHealthy, Health::kDegraded), Health::kDegraded);
   EXPECT_EQ(worst(Health::kUnhealthy, Health::kDegraded), Health::kUnhealthy);

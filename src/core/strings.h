@@ -11,5 +11,7 @@ namespace gpud {
 std::string_view trim(std::string_view s);
 // The parts with `sep` between them ("" for none).
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
+// `s` with ASCII letters in lower case (HTTP header names and tokens).
+std::string to_lower(std::string_view s);
 
 }  // namespace gpud

@@ -1,15 +1,23 @@
 // The kubelet component against local HTTP and HTTPS servers serving a recorded-format /pods
-// document (testing/fixtures/kubelet/pods.json): no kubelet runs here.
+// document (testing/fixtures/kubelet/pods.json): no kubelet runs here. The kubelet is trusted only
+// as root, which this machine's tests run as; impostors run as uid 65534 in a forked child.
 #include "components/containers/kubelet.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,9 +26,15 @@
 
 #include "runtimes/attribution.h"
 #include "server/tls.h"
+#include "testing/raw_http_server.h"
 
 namespace gpud::components {
 namespace {
+
+using testing::chunked_answer;
+using testing::ImpostorServer;
+using testing::pod_list_of_size;
+using testing::RawServer;
 
 constexpr const char* kToken = "eyJhbGciOiJSUzI1NiJ9.test-token";
 
@@ -69,12 +83,53 @@ class FakeKubelet {
   std::atomic<int> requests_{0};
 };
 
-std::unique_ptr<httplib::Server> https_server() {
+server::TlsMaterial tls_material() {
   auto material = server::generate_self_signed();
   EXPECT_TRUE(material);
-  auto s = server::make_tls_server(*material);
+  return *material;
+}
+
+std::unique_ptr<httplib::Server> https_server(const server::TlsMaterial& material) {
+  auto s = server::make_tls_server(material);
   EXPECT_TRUE(s);
   return std::move(*s);
+}
+
+// A private directory, removed with its contents.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/gpud-kubelet-XXXXXX";
+    EXPECT_NE(mkdtemp(tmpl), nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string file = path_ + "/" + name;
+    std::ofstream(file) << text;
+    return file;
+  }
+
+ private:
+  std::string path_;
+};
+
+// The kubelet is believed only when its socket is root's: the tests that serve it from this
+// process need to run as root.
+#define REQUIRE_ROOT() \
+  if (geteuid() != 0) GTEST_SKIP() << "the kubelet is trusted only as root; run the tests as root"
+
+// The process's resident and peak resident memory (VmRSS, VmHWM) in bytes.
+std::pair<size_t, size_t> resident_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  size_t rss = 0, hwm = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) rss = std::stoull(line.substr(6)) << 10;
+    if (line.rfind("VmHWM:", 0) == 0) hwm = std::stoull(line.substr(6)) << 10;
+  }
+  return {rss, hwm};
 }
 
 // A port nothing listens on: bound, then closed.
@@ -153,7 +208,38 @@ TEST(KubeletPodList, GarbledDocumentsAreErrorsNamingWhy) {
   EXPECT_TRUE(empty->empty());
 }
 
+TEST(KubeletPodList, MorePodsOrContainersThanANodeRunsAreRefused) {
+  auto list_of = [](size_t pods, size_t containers_per_pod) {
+    std::string containers;
+    for (size_t c = 0; c < containers_per_pod; ++c)
+      containers += (c == 0 ? "" : ",") + std::string("{\"name\":\"c\"}");
+    std::string out = "{\"kind\":\"PodList\",\"items\":[";
+    for (size_t i = 0; i < pods; ++i)
+      out += (i == 0 ? "" : ",") + fmt::format(
+                                       "{{\"metadata\":{{\"name\":\"p{}\"}},\"status\":{{"
+                                       "\"containerStatuses\":[{}]}}}}",
+                                       i, containers);
+    return out + "]}";
+  };
+  auto fits = parse_pod_list(list_of(kKubeletMaxPods, 1));
+  ASSERT_TRUE(fits) << fits.error().message;
+  EXPECT_EQ(fits->size(), kKubeletMaxPods);
+  auto over = parse_pod_list(list_of(kKubeletMaxPods + 1, 1));
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().message.find("lists more than 1000 pods"), std::string::npos)
+      << over.error().message;
+  auto crowded = parse_pod_list(list_of(2, kKubeletMaxContainers / 2 + 1));
+  ASSERT_FALSE(crowded);
+  EXPECT_NE(crowded.error().message.find("more than 10000 containers"), std::string::npos);
+  // Nesting deeper than any pod is refused without recursion.
+  auto deep = parse_pod_list("{\"items\":[{\"metadata\":" + std::string(100000, '[') +
+                             std::string(100000, ']') + "}]}");
+  ASSERT_FALSE(deep);
+  EXPECT_NE(deep.error().message.find("nested deeper"), std::string::npos);
+}
+
 TEST(Kubelet, ReadOnlyPortListsPodsAndPublishesContainers) {
+  REQUIRE_ROOT();
   FakeKubelet ro(std::make_unique<httplib::Server>());
   Config config;
   config.kubelet_read_only_port = ro.port();
@@ -167,10 +253,15 @@ TEST(Kubelet, ReadOnlyPortListsPodsAndPublishesContainers) {
   EXPECT_NE(r.summary().find("4 pods (3 running, 9 container restarts) from http://127.0.0.1:"),
             std::string::npos)
       << r.summary();
+  // The states carry a summary, not the pods.
   auto data = data_of(r);
-  EXPECT_EQ(data["pods"].size(), 4U);
-  EXPECT_EQ(data["pods"][0]["containers"][2]["restart_count"], 2);
-  EXPECT_EQ(data["pods"][2]["containers"][0]["reason"], "CrashLoopBackOff");
+  EXPECT_EQ(data["pods"], 4);
+  EXPECT_EQ(data["pods_by_phase"], nlohmann::json({{"Running", 3}, {"Pending", 1}}));
+  EXPECT_EQ(data["containers"], 6);
+  EXPECT_EQ(data["container_restarts"], 9);
+  EXPECT_EQ(data["containers_waiting_by_reason"]["CrashLoopBackOff"], 1);
+  EXPECT_EQ(r.states[0].extra_info.at("data").find("llm-train-0"), std::string::npos)
+      << data.dump();
   // What the attribution of a GPU process of the trainer container finds.
   auto a = runtimes::attribute(
       {"4f1d2c3b4a5968778695a4b3c2d1e0f00112233445566778899aabbccddeeff0", "", "containerd"}, &dir);
@@ -180,16 +271,28 @@ TEST(Kubelet, ReadOnlyPortListsPodsAndPublishesContainers) {
   EXPECT_EQ(a.source, "kubelet");
 }
 
-TEST(Kubelet, AuthenticatedPortWithTheTokenWhenTheReadOnlyPortIsOff) {
-  FakeKubelet auth(https_server(), kToken);
-  char tmpl[] = "/tmp/gpud-kubelet-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string token_file = std::string(tmpl) + "/token";
-  std::ofstream(token_file) << kToken << "\n";
+TEST(Kubelet, ReadOnlyPortIsNotAskedByDefault) {
   Config config;
+  config.kubelet_port = closed_port();
+  ComponentContext ctx{&config, nullptr, nullptr, false};
+  CheckResult r = KubeletComponent(ctx).check();
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_EQ(r.summary().find("http://"), std::string::npos) << r.summary();
+  EXPECT_NE(r.summary().find("https://127.0.0.1:"), std::string::npos) << r.summary();
+}
+
+TEST(Kubelet, AuthenticatedPortWithTheTokenWhenTheCertificateVerifies) {
+  REQUIRE_ROOT();
+  const server::TlsMaterial material = tls_material();
+  FakeKubelet auth(https_server(material), kToken);
+  TempDir tmp;
+  const std::string token_file = tmp.write("token", std::string(kToken) + "\n");
+  Config config;
+  config.host_root = tmp.path();
   config.kubelet_read_only_port = closed_port();
   config.kubelet_port = auth.port();
   config.kubelet_token_file = token_file;
+  config.kubelet_ca_file = tmp.write("kubelet.crt", material.cert_pem);
   ComponentContext ctx{&config, nullptr, nullptr, false};
   KubeletComponent c(ctx);
   EXPECT_TRUE(c.supported());  // a token file was given
@@ -197,7 +300,7 @@ TEST(Kubelet, AuthenticatedPortWithTheTokenWhenTheReadOnlyPortIsOff) {
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
   auto data = data_of(r);
   EXPECT_EQ(data["endpoint"], "https://127.0.0.1:" + std::to_string(auth.port()));
-  EXPECT_EQ(data["pods"].size(), 4U);
+  EXPECT_EQ(data["pods"], 4);
   ASSERT_EQ(data["errors"].size(), 1U);  // the read-only port was tried first
   EXPECT_NE(data["errors"][0].get<std::string>().find("not listening"), std::string::npos);
 
@@ -207,10 +310,143 @@ TEST(Kubelet, AuthenticatedPortWithTheTokenWhenTheReadOnlyPortIsOff) {
   EXPECT_EQ(r.health(), Health::kDegraded);
   EXPECT_NE(r.summary().find("answered HTTP 401"), std::string::npos) << r.summary();
   // No token file to read: said so.
-  std::filesystem::remove_all(tmpl);
+  std::filesystem::remove(token_file);
   r = c.check();
   EXPECT_EQ(r.health(), Health::kDegraded);
   EXPECT_NE(r.summary().find("cannot read --kubelet-token-file"), std::string::npos) << r.summary();
+
+  // Without --kubelet-ca-file, the kubelet's own certificate under the host root verifies it.
+  std::ofstream(token_file) << kToken;
+  config.kubelet_ca_file.clear();
+  std::filesystem::create_directories(tmp.path() + "/var/lib/kubelet/pki");
+  tmp.write("var/lib/kubelet/pki/kubelet.crt", material.cert_pem);
+  r = c.check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+}
+
+TEST(Kubelet, CertificateThatDoesNotVerifyNeverReceivesTheToken) {
+  REQUIRE_ROOT();
+  FakeKubelet impostor(https_server(tls_material()), kToken);
+  TempDir tmp;
+  Config config;
+  config.host_root = tmp.path();  // no CA there
+  config.kubelet_port = impostor.port();
+  config.kubelet_token_file = tmp.write("token", kToken);
+  config.kubelet_ca_file = tmp.write("ca.crt", tls_material().cert_pem);  // another certificate
+  ComponentContext ctx{&config, nullptr, nullptr, false};
+  KubeletComponent c(ctx);
+  CheckResult r = c.check();
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_NE(r.summary().find("not trusted: its certificate does not verify against " +
+                             config.kubelet_ca_file),
+            std::string::npos)
+      << r.summary();
+  EXPECT_NE(r.summary().find("the token is not sent"), std::string::npos) << r.summary();
+  EXPECT_EQ(impostor.requests(), 0);
+
+  // No CA at all (no flag, none under the host root): nothing is sent either.
+  config.kubelet_ca_file.clear();
+  r = c.check();
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_NE(r.summary().find("no CA to verify its serving certificate"), std::string::npos)
+      << r.summary();
+  EXPECT_EQ(impostor.requests(), 0);
+}
+
+TEST(Kubelet, ImpostorServingAsNobodyIsNotTrusted) {
+  REQUIRE_ROOT();
+  const std::string answer = chunked_answer(fixture());
+  ImpostorServer impostor({answer});
+  ASSERT_GT(impostor.port(), 0);
+  Config config;
+  config.kubelet_read_only_port = impostor.port();
+  config.kubelet_port = 0;
+  runtimes::ContainerDirectory dir;
+  ComponentContext ctx{&config, nullptr, nullptr, false};
+  ctx.containers = &dir;
+  CheckResult r = KubeletComponent(ctx).check();
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_NE(r.summary().find(
+                "no pods from the kubelet: http://127.0.0.1:" + std::to_string(impostor.port()) +
+                ": not trusted: the socket serving it belongs to uid 65534, not root"),
+            std::string::npos)
+      << r.summary();
+  EXPECT_TRUE(dir.all().empty());  // its pods feed no attribution
+  EXPECT_EQ(data_of(r).count("pods"), 0U);
+  EXPECT_EQ(impostor.received(), "");  // not even the request
+
+  // On the authenticated port, with a token and a CA that would verify anything it served: the
+  // token is never sent.
+  TempDir tmp;
+  config.kubelet_read_only_port = 0;
+  config.kubelet_port = impostor.port();
+  config.kubelet_token_file = tmp.write("token", kToken);
+  config.kubelet_ca_file = tmp.write("ca.crt", tls_material().cert_pem);
+  r = KubeletComponent(ctx).check();
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_NE(r.summary().find("https://127.0.0.1:" + std::to_string(impostor.port()) +
+                             ": not trusted: the socket serving it belongs to uid 65534"),
+            std::string::npos)
+      << r.summary();
+  EXPECT_EQ(impostor.received(), "");
+}
+
+TEST(Kubelet, PodListOverTheCapIsRefusedWithMemoryBounded) {
+  REQUIRE_ROOT();
+  const std::string body = pod_list_of_size(31'000'000);
+  const std::string answer = chunked_answer(body);
+  RawServer kubelet({answer});
+  KubeletEndpoint e;
+  e.port = kubelet.port();
+  // The peak resident memory from here on (writing 5 to clear_refs resets VmHWM to VmRSS).
+  ASSERT_TRUE(static_cast<bool>(std::ofstream("/proc/self/clear_refs") << "5"));
+  const auto [rss_before, hwm_reset] = resident_bytes();
+  auto r = list_kubelet_pods(e);
+  const size_t peak_growth = resident_bytes().second - rss_before;
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("/pods is larger than 8 MiB"), std::string::npos)
+      << r.error().message;
+  EXPECT_LT(peak_growth, size_t{24} << 20) << "peak RSS grew by " << (peak_growth >> 20) << " MiB";
+  EXPECT_LT(kubelet.sent(), size_t{20} << 20);  // the rest was never read
+  std::cout << "31 MB pod list: peak RSS growth " << (peak_growth >> 10) << " KiB, "
+            << (kubelet.sent() >> 10) << " KiB sent before the refusal\n";
+
+  // A Content-Length over the cap is refused before the body is read.
+  const std::string sized =
+      "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  RawServer sized_kubelet({sized});
+  e.port = sized_kubelet.port();
+  r = list_kubelet_pods(e);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("/pods is larger than 8 MiB"), std::string::npos)
+      << r.error().message;
+}
+
+TEST(Kubelet, TricklingAnswerTimesOutWithinTheDeadline) {
+  REQUIRE_ROOT();
+  // The head a byte every 200 ms: each read gets something, the whole never comes.
+  const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" +
+                             std::string(200, 'X') + "\r\n\r\n{}";
+  RawServer trickle({answer, 1, std::chrono::milliseconds(200)});
+  KubeletEndpoint e;
+  e.port = trickle.port();
+  const auto start = std::chrono::steady_clock::now();
+  auto r = list_kubelet_pods(e, std::chrono::milliseconds(1000));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("no answer within 1000 ms"), std::string::npos)
+      << r.error().message;
+  EXPECT_LT(took, std::chrono::milliseconds(1500));
+
+  // A body that trickles is cut by the same deadline.
+  const std::string body_answer =
+      "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + std::string(1000, ' ');
+  RawServer slow_body({body_answer, 1, std::chrono::milliseconds(200)});
+  e.port = slow_body.port();
+  const auto body_start = std::chrono::steady_clock::now();
+  r = list_kubelet_pods(e, std::chrono::milliseconds(1000));
+  ASSERT_FALSE(r);
+  EXPECT_LT(std::chrono::steady_clock::now() - body_start, std::chrono::milliseconds(1500));
 }
 
 TEST(Kubelet, NoAnswerIsDegraded) {
@@ -223,7 +459,7 @@ TEST(Kubelet, NoAnswerIsDegraded) {
   ctx.containers = &dir;
   CheckResult r = KubeletComponent(ctx).check();
   EXPECT_EQ(r.health(), Health::kDegraded);
-  EXPECT_NE(r.summary().find("kubelet does not answer: http://127.0.0.1:"), std::string::npos)
+  EXPECT_NE(r.summary().find("no pods from the kubelet: http://127.0.0.1:"), std::string::npos)
       << r.summary();
   EXPECT_NE(r.states[0].error.find("https://127.0.0.1:"), std::string::npos);
   // The last listing stays (it ages out in the directory), so a brief kubelet restart does not
@@ -239,6 +475,7 @@ TEST(Kubelet, NoAnswerIsDegraded) {
 }
 
 TEST(Kubelet, GarbledDocumentIsDegradedNamingTheEndpoint) {
+  REQUIRE_ROOT();
   FakeKubelet ro(std::make_unique<httplib::Server>());
   ro.body_ = "<html>502 Bad Gateway</html>";
   Config config;
@@ -254,6 +491,7 @@ TEST(Kubelet, GarbledDocumentIsDegradedNamingTheEndpoint) {
 }
 
 TEST(Kubelet, SlowKubeletTimesOut) {
+  REQUIRE_ROOT();
   FakeKubelet ro(std::make_unique<httplib::Server>());
   ro.delay_ = std::chrono::milliseconds(2000);
   KubeletEndpoint e;
