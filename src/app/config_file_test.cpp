@@ -150,6 +150,21 @@ events-retention-period: 24h
   EXPECT_EQ(run.flags.components, "cpu,disk");
 }
 
+// Command lines of GPU processes are served only when asked for, by flag or by config key.
+TEST(ConfigFile, ServeProcessCmdlinesIsOffUnlessAskedFor) {
+  RunCommand by_default;
+  by_default.parse({});
+  EXPECT_FALSE(by_default.flags.config.serve_process_cmdlines);
+  RunCommand by_flag;
+  by_flag.parse({"--serve-process-cmdlines"});
+  EXPECT_TRUE(by_flag.flags.config.serve_process_cmdlines);
+  TempFile f("serve-process-cmdlines: true\n");
+  RunCommand by_file;
+  by_file.parse({"--config", f.path});
+  ASSERT_TRUE(apply_config_file(by_file.app, by_file.config));
+  EXPECT_TRUE(by_file.flags.config.serve_process_cmdlines);
+}
+
 // The error `gpud run --config FILE` stops with when FILE holds `text` ("" when it applies).
 std::string config_error(const std::string& text, const std::string& expect_in_message) {
   TempFile f(text);

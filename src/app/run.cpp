@@ -67,6 +67,10 @@ void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample
       ->default_str(c.plugin_specs_file);
   cmd->add_flag("--enable-fault-injection", c.enable_fault_injection,
                 "Serve POST /inject-fault (writes kernel-log lines; for testing)");
+  cmd->add_flag("--serve-process-cmdlines", c.serve_process_cmdlines,
+                "Serve the command lines of GPU processes in accelerator-nvidia-processes, with "
+                "the values of secret-looking flags and variables redacted (off: name and pid "
+                "only)");
   cmd->add_option("--web-enable", c.web_enable,
                   "Serve the local web UI at / on the API listener (--web-enable=false: off)")
       ->default_str("true");

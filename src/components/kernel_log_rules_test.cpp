@@ -54,13 +54,9 @@ TEST(SavedLog, EveryFormatYieldsTheSameEvents) {
   }
   for (const char* f : {"raw-kmsg.log", "dmesg.log", "dmesg-T.log", "dmesg-iso.log",
                         "journalctl-k.log", "syslog.log", "mixed-crlf.log"}) {
-    auto got = scan(fixture(f));
-    if (std::string(f) == "mixed-crlf.log") {  // extra Xid lines at the end
-      got["error_xid79"] -= 1;
-      // the Xid 13 line is 200 KB long: cut at 64 KiB, its Xid is lost by design
-      got["error_xid31"] -= 1;
-    }
-    EXPECT_EQ(got, want) << f;
+    // mixed-crlf.log ends in lines that carry an Xid's text after garbage: no driver began them,
+    // so they make no event.
+    EXPECT_EQ(scan(fixture(f)), want) << f;
   }
   EXPECT_EQ(scan(fixture("multiline-fallen.log")).at("error_xid79"), 1);
 }

@@ -30,6 +30,9 @@ struct Config {
   // <data-dir>/run/gpud.sock.
   std::string api_socket;
   bool enable_fault_injection = false;  // POST /inject-fault answers 403 unless set
+  // accelerator-nvidia-processes serves each GPU process's command line (redacted) besides its
+  // name and pid. Off by default: command lines carry the jobs' secrets.
+  bool serve_process_cmdlines = false;
 
   // Retention
   std::chrono::seconds events_retention{std::chrono::hours(24 * 14)};

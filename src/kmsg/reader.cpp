@@ -10,8 +10,15 @@
 #include <vector>
 
 #include "core/log.h"
+#include "kmsg/rules.h"
 
 namespace gpud::kmsg {
+
+bool kernel_record(const KmsgRecordView& r) {
+  constexpr int kKernFacility = 0;  // LOG_KERN >> 3
+  return r.facility < 0 || r.facility == kKernFacility || r.message.ends_with(kInjectedMarker);
+}
+
 namespace {
 
 // Splits `fill` bytes into lines. Returns a read error only.
@@ -26,10 +33,14 @@ Result<ReadStats> read_lines(ReadFn&& read_some, const RecordViewCallback& cb,
   auto emit = [&](std::string_view line) {
     ++st.lines;
     if (opts.want_line && !opts.want_line(line)) return;
-    if (auto v = parse_line_view(line, opts.parse)) {
-      ++st.records;
-      cb(*v);
+    auto v = parse_line_view(line, opts.parse);
+    if (!v) return;
+    if (!kernel_record(*v)) {
+      ++st.foreign_records;
+      return;
     }
+    ++st.records;
+    cb(*v);
   };
   for (;;) {
     if (have == buf.size()) {
@@ -167,6 +178,10 @@ void KmsgFollower::deliver(std::string_view line) {
   try {
     auto v = parse_line_view(line, opts_.parse);
     if (!v) return;
+    if (!kernel_record(*v)) {
+      ++foreign_records_;
+      return;
+    }
     ++records_;
     cb_(to_record(*v));
   } catch (const std::exception& e) {
@@ -258,10 +273,14 @@ Result<ReadStats> read_kmsg_ring(const std::string& path, const ParseOptions& pa
   bool skipping = false;
   auto emit = [&](std::string_view line) {
     ++st.lines;
-    if (auto r = parse_line(line, parse)) {
-      ++st.records;
-      cb(*r);
+    auto v = parse_line_view(line, parse);
+    if (!v) return;
+    if (!kernel_record(*v)) {
+      ++st.foreign_records;
+      return;
     }
+    ++st.records;
+    cb(to_record(*v));
   };
   for (;;) {
     const ssize_t n = ::read(fd, buf.data(), buf.size());

@@ -23,7 +23,16 @@ struct ReadStats {
   uint64_t lines = 0;
   uint64_t records = 0;
   uint64_t truncated_lines = 0;  // lines longer than the line cap; the rest was dropped
+  uint64_t foreign_records = 0;  // records a process wrote, not the kernel (kernel_record)
 };
+
+// Whether the kernel wrote a record: its facility is kern (0), or its line does not say (dmesg
+// and journalctl -k text), or it is gpud's own injected fault (it ends in kInjectedMarker; the
+// kernel files it under the facility its writer gave, as it files every write to /dev/kmsg, and
+// the matcher marks its events injected). Any other record was written to /dev/kmsg by a process
+// (a user's `logger --kmsg`, systemd): an Xid's text there is not the driver's. Every reader
+// below delivers only these.
+bool kernel_record(const KmsgRecordView& r);
 
 // Called per record; the view (and its message) is valid only during the call.
 using RecordViewCallback = std::function<void(const KmsgRecordView&)>;
@@ -80,6 +89,8 @@ class KmsgFollower {
   uint64_t records() const { return records_.load(); }
   uint64_t overruns() const { return overruns_.load(); }  // EPIPE: records lost to the ring
   uint64_t errors() const { return errors_.load(); }
+  // Records skipped because a process, not the kernel, wrote them (kernel_record).
+  uint64_t foreign_records() const { return foreign_records_.load(); }
   // Records skipped because parsing or the callback threw.
   uint64_t record_errors() const { return record_errors_.load(); }
 
@@ -101,6 +112,7 @@ class KmsgFollower {
   std::atomic<uint64_t> overruns_{0};
   std::atomic<uint64_t> errors_{0};
   std::atomic<uint64_t> record_errors_{0};
+  std::atomic<uint64_t> foreign_records_{0};
   LogRateLimiter record_error_log_{std::chrono::minutes(1)};
 };
 

@@ -7,11 +7,13 @@
 #include <atomic>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 
 #include "kmsg/deduper.h"
+#include "kmsg/rules.h"
 #include "kmsg/writer.h"
 
 #ifndef GPUD_SOURCE_DIR
@@ -95,17 +97,22 @@ TEST(KmsgRing, LongLinesAreCutOnceAndTheNextLineIsRead) {
   EXPECT_EQ(sizes[1], 5u);
 }
 
+// A follower of a test file that re-checks it every 20 ms.
+KmsgFollower::Options fast_follower_options(const std::string& path) {
+  KmsgFollower::Options o;
+  o.path = path;
+  o.idle_poll = std::chrono::milliseconds(20);
+  o.parse.boot_time = TimePoint{};
+  return o;
+}
+
 TEST(KmsgFollower, ReadsRingThenFollowsAndStopsPromptly) {
   TempFile f;
   f.append("6,1,100,-;first\n SUBSYSTEM=pci\n6,2,200,-;second\n");
   std::atomic<int> n{0};
   std::vector<std::string> seen;
   std::mutex mu;
-  KmsgFollower::Options o;
-  o.path = f.path();
-  o.idle_poll = std::chrono::milliseconds(20);
-  o.parse.boot_time = TimePoint{};
-  KmsgFollower fol(o, [&](const KmsgRecord& r) {
+  KmsgFollower fol(fast_follower_options(f.path()), [&](const KmsgRecord& r) {
     std::lock_guard<std::mutex> l(mu);
     seen.push_back(r.message);
     ++n;
@@ -140,6 +147,53 @@ TEST(KmsgFollower, ThrowingConsumerSkipsTheRecordAndKeepsFollowing) {
   ASSERT_TRUE(wait_for([&] { return n.load() == 2; }));
   fol.stop();
   EXPECT_EQ(fol.record_errors(), 1u);
+}
+
+// What a process writes to /dev/kmsg is filed under its facility (user when it names none; never
+// kern): only the kernel's records are delivered, and gpud's own injected faults.
+TEST(KmsgFollower, DeliversOnlyTheKernelsRecordsAndInjectedFaults) {
+  const std::string xid =
+      "NVRM: Xid (PCI:0000:5d:00): 79, pid=1, name=x, GPU has fallen off the bus.";
+  TempFile f;
+  f.append("11,1,100,-;" + xid + "\n" +  // LOG_USER | LOG_ERR: a process's write
+           "3,2,200,-;" + xid + "\n" +   // the kernel's
+           "<14>" + xid + "\n" +         // a followed file's user-facility line
+           "<3>kernel line\n" +          // a followed file's kernel line
+           "43,3,300,-;" + xid + std::string(kInjectedMarker) + "\n" +  // gpud inject-fault
+           "43,4,400,-;" + xid + "\n");  // the same facility, unmarked
+  std::vector<std::string> seen;
+  KmsgFollower fol(fast_follower_options(f.path()),
+                   [&](const KmsgRecord& r) { seen.push_back(r.message); });
+  ASSERT_TRUE(fol.start().ok());
+  ASSERT_TRUE(wait_for([&] { return fol.ring_done() && fol.foreign_records() == 3; }));
+  fol.stop();  // joins the thread: `seen` is read after it
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0], xid);
+  EXPECT_EQ(seen[1], "kernel line");
+  EXPECT_EQ(seen[2], xid + std::string(kInjectedMarker));
+  EXPECT_EQ(fol.records(), 3u);
+}
+
+// `gpud scan` reads the ring, and saved raw or `dmesg -r` logs, the same way; dmesg text, which
+// names no facility, is read whole.
+TEST(KmsgRing, SavedLogsAndTheRingDeliverOnlyTheKernelsRecords) {
+  TempFile f;
+  f.append("11,1,100,-;from a process\n4,2,200,-;from the kernel\n");
+  std::vector<std::string> ring;
+  auto r = read_kmsg_ring(f.path(), ParseOptions{TimePoint{}, 0, {}},
+                          [&](const KmsgRecord& rec) { ring.push_back(rec.message); });
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(ring, std::vector<std::string>{"from the kernel"});
+  EXPECT_EQ(r->foreign_records, 1u);
+
+  std::istringstream in(
+      "<14>from a process\n<4>from the kernel\n[  12.5] dmesg text\nJan 01 00:00:00 h kernel: "
+      "journal\n");
+  std::vector<std::string> saved;
+  auto s = read_saved_log(in, [&](const KmsgRecordView& v) { saved.emplace_back(v.message); });
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(saved, (std::vector<std::string>{"from the kernel", "dmesg text", "journal"}));
+  EXPECT_EQ(s->foreign_records, 1u);
 }
 
 TEST(KmsgFollower, MissingPathFailsStart) {

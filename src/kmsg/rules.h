@@ -104,6 +104,14 @@ LineRule pattern_rule(std::vector<Literal> literals, std::string name, std::stri
 // message (which every component's reason shows). No kernel or driver prints it.
 inline constexpr std::string_view kInjectedMarker = " [gpud inject-fault]";
 
+// The start of a message, for a rule about a line its driver prints: "^" and what may come
+// before the driver's own text, which is only the caller id ("[  T1234] ", "[    C3] ") that a
+// kernel built with CONFIG_PRINTK_CALLER puts there in dmesg's text (a /dev/kmsg record keeps it
+// in its header). A rule that starts its pattern with this matches only a message the driver
+// began, never its text quoted inside another one (the kernel's "process '<path>' started with
+// executable stack" prints a path any user chooses).
+inline constexpr std::string_view kMessageStart = R"(^(?:\[ *[TC]\d+\] )?)";
+
 // "s contains needle".
 inline bool contains(std::string_view s, std::string_view needle) {
   return s.find(needle) != std::string_view::npos;

@@ -181,6 +181,36 @@ TEST(KmsgE2E, RestartRereadsTheRingWithoutDuplicatingEvents) {
   std::filesystem::remove_all(dir);
 }
 
+// Only the driver's own Xid is one: a record a process wrote to /dev/kmsg (facility user) and the
+// kernel's executable-stack warning quoting an Xid in a path are read and dropped, while the real
+// record after them becomes the event (which shows the others were read first).
+TEST(KmsgE2E, OnlyTheDriversXidRecordsMakeEvents) {
+  std::string dir = make_temp_dir();
+  const std::string kmsg = dir + "/kmsg";
+  const std::string user_write = unique_pci(), quoted = unique_pci(), real = unique_pci();
+  auto xid_text = [](const std::string& pci) {
+    return "NVRM: Xid (PCI:" + pci.substr(0, pci.size() - 2) +
+           "): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.";
+  };
+  double uptime_s = 0;
+  std::ifstream("/proc/uptime") >> uptime_s;
+  const long now_us = static_cast<long>(uptime_s * 1e6);
+  // 11 = LOG_USER | LOG_ERR, what `echo '<3>...' > /dev/kmsg` by a process becomes.
+  std::ofstream(kmsg) << "11,1," << now_us - 3000000 << ",-;" << xid_text(user_write) << "\n"
+                      << "4,2," << now_us - 2000000 << ",-;process '/tmp/" << xid_text(quoted)
+                      << "' started with executable stack\n"
+                      << "3,3," << now_us - 1000000 << ",-;" << xid_text(real) << "\n";
+  auto d = std::make_unique<DaemonProcess>(dir + "/data", std::vector<std::string>{}, false,
+                                           std::vector<std::string>{"GPUD_KMSG_PATH=" + kmsg});
+  ASSERT_TRUE(d->ready()) << d->log();
+  nlohmann::json event;
+  ASSERT_GE(wait_for_xid(*d, real, Ms(5000), &event).count(), 0) << d->log();
+  EXPECT_TRUE(find_event(*d, user_write).is_null()) << "a user-facility record made an Xid";
+  EXPECT_TRUE(find_event(*d, quoted).is_null()) << "an Xid quoted in a path made an Xid";
+  d->stop();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(KmsgE2E, PostInjectFaultFlowsThroughTheDaemon) {
   std::string dir = make_temp_dir();
   const std::string kmsg = dir + "/kmsg";

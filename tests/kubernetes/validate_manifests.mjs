@@ -143,15 +143,23 @@ assert.ok(!state.mount.readOnly);
 const kmsg = mountAt("/dev/kmsg");
 assert.equal(kmsg.volume.hostPath.path, "/dev/kmsg");
 assert.equal(kmsg.volume.hostPath.type, "CharDevice");
-const listenPort = Number(flag("listen-address").split(":").pop());
+// What is served to whom: with hostNetwork every listener is on the node's addresses, which other
+// tenants' pods reach. The API (processes, pods, machine ids) listens on the node's loopback only;
+// only the metrics listener, which serves GET /metrics alone, listens on the node's address.
+const [listenHost, listenPortText] = flag("listen-address").split(/:(?=[0-9]+$)/);
+assert.equal(listenHost, "127.0.0.1", "the API listens on the node's loopback only");
+const listenPort = Number(listenPortText);
+assert.ok(!c.args.some((a) => a.startsWith("--api-socket")), "the Unix socket (the default) stays");
 const ports = Object.fromEntries(c.ports.map((p) => [p.name, p.containerPort]));
-assert.equal(ports.https, listenPort, "the https port is the one gpud listens on");
+assert.deepEqual(Object.keys(ports), ["metrics"], "only the metrics port is declared");
 const metricsPort = Number(flag("metrics-listen-address").split(":").pop());
 assert.equal(ports.metrics, metricsPort, "the metrics port is gpud's metrics listener");
+// The kubelet probes from the node, whose loopback (hostNetwork) is gpud's.
 for (const probe of [c.readinessProbe, c.livenessProbe]) {
   assert.equal(probe.httpGet.path, "/healthz");
   assert.equal(probe.httpGet.scheme, "HTTPS");
-  assert.equal(ports[probe.httpGet.port] ?? probe.httpGet.port, listenPort);
+  assert.equal(probe.httpGet.host, "127.0.0.1", "the probe goes where the API listens");
+  assert.equal(probe.httpGet.port, listenPort);
 }
 assert.ok(c.resources.requests.cpu && c.resources.requests.memory, "resource requests");
 const env = Object.fromEntries(c.env.map((e) => [e.name, e.value]));

@@ -16,6 +16,11 @@ TEST(PeermemKernelLogRule, InvalidContext) {
                      "skipping further processing");
   EXPECT_EQ(m.component, "accelerator-nvidia-peermem");
   EXPECT_EQ(m.name, "nvidia_peermem_invalid_context");
+  // The module begins its message: the text inside another one is not its error.
+  EXPECT_TRUE(match_lines(peermem_kernel_log_rules(),
+                          {"process '/tmp/nvidia-peermem f:1 ERROR detected invalid context, "
+                           "skipping further processing' started with executable stack"})
+                  .empty());
 }
 
 TEST(NcclKernelLogRule, SegfaultInLibnccl) {

@@ -232,11 +232,13 @@ kmsg::ComponentRules nvlink_kernel_log_rules() {
   r.lines = {
       kmsg::pattern_rule(
           {{"Rx Detect Link mask", "Detect"}}, "nvlink_post_rx_detect_failure",
-          R"(NVRM: knvlinkUpdatePostRxDetectLinkMask_[A-Za-z0-9_]+: Failed to update Rx Detect Link mask!)",
+          std::string(kmsg::kMessageStart) +
+              R"(NVRM: knvlinkUpdatePostRxDetectLinkMask_[A-Za-z0-9_]+: Failed to update Rx Detect Link mask!)",
           "NVIDIA driver failed to update an NVLink post-RX-detection link mask"),
       kmsg::pattern_rule(
           {{"postRxDetLinkMask"}}, "nvlink_post_rx_detect_failure",
-          R"(NVRM: knvlinkDiscoverPostRxDetLinks_[A-Za-z0-9_]+: Getting peer[0-9]+(?:'s)? postRxDetLinkMask failed!)",
+          std::string(kmsg::kMessageStart) +
+              R"(NVRM: knvlinkDiscoverPostRxDetLinks_[A-Za-z0-9_]+: Getting peer[0-9]+(?:'s)? postRxDetLinkMask failed!)",
           "NVIDIA driver failed to update an NVLink post-RX-detection link mask"),
   };
   return r;

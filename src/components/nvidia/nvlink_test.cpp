@@ -116,6 +116,11 @@ TEST(NvlinkKernelLogRule, PostRxDetectFailures) {
                 "failed!")
           .name,
       "nvlink_post_rx_detect_failure");
+  // Only where the driver begins the message.
+  EXPECT_TRUE(match_lines(nvlink_kernel_log_rules(),
+                          {"process '/tmp/NVRM: knvlinkUpdatePostRxDetectLinkMask_IMPL: Failed to "
+                           "update Rx Detect Link mask!' started with executable stack"})
+                  .empty());
 }
 
 }  // namespace

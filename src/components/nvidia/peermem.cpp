@@ -17,7 +17,9 @@ kmsg::ComponentRules peermem_kernel_log_rules() {
   kmsg::ComponentRules r;
   r.component = kComponent;
   r.lines = {kmsg::pattern_rule({{"invalid context", "contex"}}, "nvidia_peermem_invalid_context",
-                                R"(ERROR detected invalid context, skipping further processing)",
+                                std::string(kmsg::kMessageStart) +
+                                    R"(nvidia-peermem \S+ ERROR detected invalid context, )"
+                                    R"(skipping further processing)",
                                 "peermem error detected (possible GPU communication issue)")};
   return r;
 }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "components/nvidia/bad_envs.h"
+#include "host/command_line_redaction.h"
 
 namespace gpud::components {
 namespace {
@@ -47,11 +48,15 @@ std::vector<std::string> bad_env_vars_in_environ(std::string_view environ_block)
   return out;
 }
 
-std::optional<ProcInfo> read_proc_info(const host::HostFs& fs, uint32_t pid) {
+std::optional<ProcInfo> read_proc_info(const host::HostFs& fs, uint32_t pid, bool with_cmdline) {
   std::string dir = "/proc/" + std::to_string(pid);
   if (!fs.exists(dir)) return std::nullopt;
   ProcInfo info;
-  if (auto c = fs.read(dir + "/cmdline", 64 << 10)) info.cmdline = split_nul(*c);
+  if (auto n = fs.read_line(dir + "/comm")) info.name = *n;
+  if (with_cmdline) {
+    auto c = fs.read(dir + "/cmdline", 64 << 10);
+    info.cmdline = host::redact_command_line(c ? split_nul(*c) : std::vector<std::string>{});
+  }
   if (auto e = fs.read(dir + "/environ", 1 << 20)) info.bad_env_vars = bad_env_vars_in_environ(*e);
   return info;
 }
@@ -102,8 +107,9 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
         const ProcInfo& info = *it->second;
         nlohmann::json jp = {{"pid", p.pid},
                              {"type", process_type(p)},
-                             {"cmd_args", info.cmdline},
+                             {"name", info.name},
                              {"bad_env_vars_for_cuda", info.bad_env_vars}};
+        if (info.cmdline) jp["cmd_args"] = *info.cmdline;
         bool mem_known = p.used_memory_bytes != nvml::NVML_VALUE_NOT_AVAILABLE_ULL;
         if (mem_known) jp["gpu_used_memory_bytes"] = p.used_memory_bytes;
         if (info.container) {
@@ -126,7 +132,7 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
                      mem_known ? std::to_string(p.used_memory_bytes >> 20) + " MiB" : "n/a",
                      envs.empty() ? "-" : envs,
                      container_cell(info.container),
-                     info.cmdline.empty() ? "" : info.cmdline.front()};
+                     info.name};
       }
     }
     jg["processes"] = list;
@@ -176,7 +182,7 @@ CheckResult ProcessesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
     if (!g.processes.ok()) continue;
     for (const auto& p : g.processes.value)
       if (procs.count(p.pid) == 0) {
-        auto info = read_proc_info(fs_, p.pid);
+        auto info = read_proc_info(fs_, p.pid, ctx().config->serve_process_cmdlines);
         if (info) info->container = runtimes::attribute_pid(fs_, ctx().containers, p.pid);
         procs[p.pid] = std::move(info);
       }

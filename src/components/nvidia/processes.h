@@ -1,7 +1,8 @@
 // accelerator-nvidia-processes: the processes running on each GPU, NVML's compute and graphics
-// lists (pid, type, used memory, and
-// from /proc/<pid> the command line, environment and the container and pod it runs in), flagging
-// GPUd's bad CUDA environment variables set in a process.
+// lists (pid, type, used memory, and from /proc/<pid> the name, the container and pod it runs in
+// and the names of GPUd's bad CUDA environment variables set in it, which it flags). Command lines
+// carry the jobs' secrets (`--hf-token ...`): they are served only with --serve-process-cmdlines,
+// and then with the values of secret-looking flags redacted.
 #pragma once
 
 #include <map>
@@ -21,7 +22,10 @@ inline constexpr int kProcessesErrorThreshold = 5;  // consecutive checks with N
 
 // What /proc says about one GPU process; nullopt when it vanished.
 struct ProcInfo {
-  std::vector<std::string> cmdline;
+  std::string name;  // /proc/<pid>/comm, the kernel's name of it ("" when unreadable)
+  // Its command line, redacted (host::redact_command_line); nullopt unless command lines are
+  // served.
+  std::optional<std::vector<std::string>> cmdline;
   std::vector<std::string> bad_env_vars;  // names of kBadCudaEnvVars set in its environment
   // Its container and pod (runtimes/attribution.h); nullopt for a process in no container.
   std::optional<runtimes::Attribution> container;
@@ -34,9 +38,11 @@ std::string_view process_type(const nvml::Process& p);
 // 12 digits, else "-".
 std::string container_cell(const std::optional<runtimes::Attribution>& a);
 
-// Reads /proc/<pid>/cmdline and /proc/<pid>/environ through the host root; nullopt when the
-// process is gone (or unreadable: then cmdline is empty and no variable is flagged).
-std::optional<ProcInfo> read_proc_info(const host::HostFs& fs, uint32_t pid);
+// Reads /proc/<pid>/comm, /proc/<pid>/environ and, when `with_cmdline`, /proc/<pid>/cmdline
+// (redacted) through the host root; nullopt when the process is gone (a file that cannot be read
+// leaves its field empty: no name, no command line, no variable flagged).
+std::optional<ProcInfo> read_proc_info(const host::HostFs& fs, uint32_t pid,
+                                       bool with_cmdline = false);
 // The bad CUDA variables set in a NUL-separated environ block.
 std::vector<std::string> bad_env_vars_in_environ(std::string_view environ_block);
 

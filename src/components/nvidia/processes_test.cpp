@@ -18,7 +18,7 @@ TEST(Processes, BadEnvVarIsDegradedNamingPidAndVariable) {
   auto s = identity_only_snapshot(1);
   s.gpus[0].processes = ok(std::vector<nvml::Process>{{42, 1 << 20}, {43, 0}});
   std::map<uint32_t, std::optional<ProcInfo>> procs;
-  procs[42] = ProcInfo{{"python", "train.py"}, {"CUDA_PROFILE"}, std::nullopt};  // 43 vanished
+  procs[42] = ProcInfo{"python", std::nullopt, {"CUDA_PROFILE"}, std::nullopt};  // 43 vanished
   auto v = evaluate_processes(s, procs, 0);
   EXPECT_EQ(v.health(), Health::kDegraded);
   EXPECT_EQ(v.action(), RepairAction::kCheckUserAppAndGpu);
@@ -37,9 +37,12 @@ TEST(Processes, ProcessesNameTheirContainerAndPod) {
   s.gpus[1].processes = ok(std::vector<nvml::Process>{{42, 1 << 20}, {43, 2 << 20}});
   std::map<uint32_t, std::optional<ProcInfo>> procs;
   const std::string id(64, 'c');
-  procs[42] =
-      ProcInfo{{"python"}, {}, runtimes::Attribution{id, "trainer", "llm-0", "ml", "", "kubelet"}};
-  procs[43] = ProcInfo{{"sleep"}, {}, runtimes::Attribution{id, "", "", "", "", "cgroup"}};
+  procs[42] = ProcInfo{"python",
+                       std::nullopt,
+                       {},
+                       runtimes::Attribution{id, "trainer", "llm-0", "ml", "", "kubelet"}};
+  procs[43] =
+      ProcInfo{"sleep", std::nullopt, {}, runtimes::Attribution{id, "", "", "", "", "cgroup"}};
   auto v = evaluate_processes(s, procs, 0);
   EXPECT_EQ(v.health(), Health::kHealthy);
   ASSERT_EQ(v.gpus.size(), 4U);  // GPU 0's data, the two processes' rows, GPU 1's data
@@ -66,8 +69,8 @@ TEST(Processes, GraphicsProcessesAreListedWithTheirType) {
   nvml::Process both{42, 1 << 20, true, true}, xorg{7, 4 << 20, false, true};
   s.gpus[0].processes = ok(std::vector<nvml::Process>{both, xorg});
   std::map<uint32_t, std::optional<ProcInfo>> procs;
-  procs[42] = ProcInfo{{"python"}, {}, std::nullopt};
-  procs[7] = ProcInfo{{"/usr/lib/xorg/Xorg"}, {}, std::nullopt};
+  procs[42] = ProcInfo{"python", std::nullopt, {}, std::nullopt};
+  procs[7] = ProcInfo{"Xorg", std::nullopt, {}, std::nullopt};
   auto v = evaluate_processes(s, procs, 0);
   EXPECT_EQ(v.health(), Health::kHealthy);
   EXPECT_EQ(v.healthy_reason, "1 GPU compute process(es) and 1 graphics process(es) running");
@@ -76,6 +79,27 @@ TEST(Processes, GraphicsProcessesAreListedWithTheirType) {
   EXPECT_EQ(v.gpus[0].cells[1], "C+G");
   EXPECT_EQ(v.gpus[1].cells[1], "G");
   EXPECT_EQ(v.gpus[2].data["processes"][1]["type"], "G");
+}
+
+// A process's name and pid are served; its command line only when it was read (the opt-in), and
+// then as read_proc_info redacted it.
+TEST(Processes, CommandLinesAreServedOnlyWhenRead) {
+  auto s = identity_only_snapshot(1);
+  s.gpus[0].processes = ok(std::vector<nvml::Process>{{42, 1 << 20}, {43, 1 << 20}});
+  std::map<uint32_t, std::optional<ProcInfo>> procs;
+  procs[42] = ProcInfo{"python", std::nullopt, {}, std::nullopt};
+  procs[43] = ProcInfo{"torchrun",
+                       std::vector<std::string>{"torchrun", "--hf-token", "<redacted>"},
+                       {},
+                       std::nullopt};
+  auto v = evaluate_processes(s, procs, 0);
+  const auto& list = v.gpus.back().data["processes"];
+  ASSERT_EQ(list.size(), 2U);
+  EXPECT_EQ(list[0]["pid"], 42);
+  EXPECT_EQ(list[0]["name"], "python");
+  EXPECT_FALSE(list[0].contains("cmd_args")) << list[0].dump();
+  EXPECT_EQ(list[1]["cmd_args"], (nlohmann::json{"torchrun", "--hf-token", "<redacted>"}));
+  EXPECT_EQ(v.gpus[1].cells.back(), "torchrun");  // the table's COMMAND is the name
 }
 
 TEST(Processes, GenericErrorsUnhealthyAfterFiveChecks) {
@@ -99,13 +123,20 @@ TEST(Processes, EnvironBlockParsing) {
 TEST(Processes, ReadsProcThroughHostRoot) {
   auto root = std::filesystem::temp_directory_path() / ("gpud-procs-" + std::to_string(getpid()));
   std::filesystem::create_directories(root / "proc/77");
-  std::ofstream(root / "proc/77/cmdline") << std::string("python\0x.py\0", 12);
+  std::ofstream(root / "proc/77/cmdline")
+      << std::string("python\0x.py\0--db-password=hunter2\0--hf-token\0hf_abc\0", 52);
   std::ofstream(root / "proc/77/environ") << std::string("COMPUTE_PROFILE=1\0", 18);
+  std::ofstream(root / "proc/77/comm") << "python\n";
   host::HostFs fs(root.string());
   auto info = read_proc_info(fs, 77);
   ASSERT_TRUE(info);
-  EXPECT_EQ(info->cmdline, (std::vector<std::string>{"python", "x.py"}));
+  EXPECT_EQ(info->name, "python");
+  EXPECT_FALSE(info->cmdline) << "the command line is read only when it is served";
   EXPECT_EQ(info->bad_env_vars, std::vector<std::string>{"COMPUTE_PROFILE"});
+  info = read_proc_info(fs, 77, /*with_cmdline=*/true);
+  ASSERT_TRUE(info && info->cmdline);
+  EXPECT_EQ(*info->cmdline, (std::vector<std::string>{"python", "x.py", "--db-password=<redacted>",
+                                                      "--hf-token", "<redacted>"}));
   EXPECT_FALSE(read_proc_info(fs, 78));
   std::filesystem::remove_all(root);
 }

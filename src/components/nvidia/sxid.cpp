@@ -15,12 +15,15 @@ namespace {
 constexpr std::string_view kSxidErrorsTotal = "accelerator_nvidia_sxid_errors_total";
 
 std::optional<kmsg::Match> match_sxid_line(std::string_view s) {
+  // Anchored where the driver begins the message: "nvidia-<switch>: SXid (...)", the switch being
+  // "nvswitch<N>" (the nvswitch driver's device name).
   static const RE2 kSxid(
-      R"(SXid \((?:PCI:)?([0-9a-fA-F:.]+)\):\s*(\d+)(?:,\s*(Non-fatal|Fatal))?)");
+      std::string(kmsg::kMessageStart) +
+      R"(nvidia-nvswitch(\d+): SXid \((?:PCI:)?([0-9a-fA-F:.]+)\):\s*(\d+)(?:,\s*(Non-fatal|Fatal))?)");
   const re2::StringPiece in(s.data(), s.size());
   std::string pci, sev;
-  int code = 0;
-  if (!RE2::PartialMatch(in, kSxid, &pci, &code, &sev)) return std::nullopt;
+  int sw = 0, code = 0;
+  if (!RE2::PartialMatch(in, kSxid, &sw, &pci, &code, &sev)) return std::nullopt;
   const auto info = catalog::lookup_sxid(code);
   const std::string bdf = normalize_pci_bus_id(pci);
   auto actions = nlohmann::json::array();
@@ -42,9 +45,7 @@ std::optional<kmsg::Match> match_sxid_line(std::string_view s) {
                   {"reboot_class", info.reboot_class()},
                   {"log_line", kmsg::log_line_excerpt(s)}};
   if (!sev.empty()) m.extra_info["log_severity"] = sev;
-  static const RE2 kSwitch(R"(nvidia-nvswitch(\d+):)");
-  int sw = 0;
-  if (RE2::PartialMatch(in, kSwitch, &sw)) m.extra_info["nvswitch"] = sw;
+  m.extra_info["nvswitch"] = sw;
   return m;
 }
 

@@ -222,6 +222,7 @@ std::optional<kmsg::Match> match_xid_line(std::string_view s) {
   const re2::StringPiece in(s.data(), s.size());
   if (contains(s, "Xid (")) {
     static const RE2 kNvlink(
+        std::string(kmsg::kMessageStart) +
         R"(NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+)(?:, pid=(?:\d+|'<unknown>'), name=[^,]+)?, )"
         R"(([A-Z_]+(?:/[A-Z_]+)?)\s+(Nonfatal|Fatal)\s+XC[01]\s+i\d+\s+Link\s+(-?\d+)\s+)"
         R"(\((0x[0-9a-fA-F]+)\s+(0x[0-9a-fA-F]+))");
@@ -244,7 +245,8 @@ std::optional<kmsg::Match> match_xid_line(std::string_view s) {
       }
       nvlink_fields_invalid = true;
     }
-    static const RE2 kStd(R"(NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)((?: [^)]*)?)\):\s*(\d+))");
+    static const RE2 kStd(std::string(kmsg::kMessageStart) +
+                          R"(NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)((?: [^)]*)?)\):\s*(\d+))");
     std::string rest;
     if (RE2::PartialMatch(in, kStd, &pci, &rest, &code)) {
       nlohmann::json extra = nlohmann::json::object();
@@ -269,13 +271,16 @@ std::optional<kmsg::Match> match_xid_line(std::string_view s) {
   }
   if (contains(s, "fallen off the bus")) {
     static const RE2 kSingle(
+        std::string(kmsg::kMessageStart) +
         R"(NVRM:\s+GPU ((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.0:\s+GPU has fallen off the bus)");
     static const RE2 kMulti(
-        R"((?s)NVRM:\s+The NVIDIA GPU ((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.0.*?fallen off the bus and is not responding to commands)");
+        "(?s)" + std::string(kmsg::kMessageStart) +
+        R"(NVRM:\s+The NVIDIA GPU ((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.0.*?fallen off the bus and is not responding to commands)");
     // Drivers that print no Xid line with it: "NVRM: GPU at PCI:0000:b3:00: GPU has fallen off the
     // bus." and "NVRM: GPU at 0000:b3:00.0 has fallen off the bus.". When an Xid 79 line comes
     // too, both make the same event, which the dispatcher's deduper keeps once.
     static const RE2 kAt(
+        std::string(kmsg::kMessageStart) +
         R"(NVRM:\s+GPU at (?:PCI:)?((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?:?\s+(?:GPU )?has fallen off the bus)");
     std::string bdf;
     if (RE2::PartialMatch(in, kSingle, &bdf) || RE2::PartialMatch(in, kAt, &bdf) ||
@@ -294,7 +299,10 @@ class FallenOffTheBus : public kmsg::LineSequence {
     std::optional<kmsg::Match> out;
     if (lines_left_ > 0) {
       --lines_left_;
-      if (contains(s, "fallen off the bus and is not responding")) {
+      static const RE2 kEnd(std::string(kmsg::kMessageStart) +
+                            R"(NVRM:.*fallen off the bus and is not responding)");
+      if (contains(s, "fallen off the bus and is not responding") &&
+          RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kEnd)) {
         // A message holding both lines is the single-line rule's.
         if (!contains(s, "The NVIDIA GPU")) out = xid_match(79, bdf_, s);
         lines_left_ = 0;
@@ -302,6 +310,7 @@ class FallenOffTheBus : public kmsg::LineSequence {
     }
     if (contains(s, "The NVIDIA GPU") && !contains(s, "fallen off the bus")) {
       static const RE2 kStart(
+          std::string(kmsg::kMessageStart) +
           R"(NVRM:\s+The NVIDIA GPU ((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.0)");
       if (RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kStart, &bdf_)) lines_left_ = 5;
     }

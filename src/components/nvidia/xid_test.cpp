@@ -145,6 +145,57 @@ TEST(XidKernelLogRule, NearMisses) {
   EXPECT_TRUE(match_lines(xid_kernel_log_rules(), {"GPU has fallen off"}).empty());
 }
 
+// The driver begins its message with "NVRM: Xid (": the same text inside another message (the
+// kernel's executable-stack warning prints a path any user chooses) is no Xid.
+TEST(XidKernelLogRule, OnlyAMessageTheDriverBegins) {
+  const std::string xid79 =
+      "NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the "
+      "bus.";
+  EXPECT_TRUE(match_lines(xid_kernel_log_rules(),
+                          {"process '/tmp/" + xid79 + "' started with executable stack"})
+                  .empty());
+  EXPECT_TRUE(match_lines(xid_kernel_log_rules(), {"x " + xid79}).empty());
+  EXPECT_TRUE(match_lines(xid_kernel_log_rules(),
+                          {"process '/tmp/NVRM: GPU 0000:18:00.0: GPU has fallen off the bus.' "
+                           "started with executable stack",
+                           "process '/tmp/NVRM: GPU at PCI:0000:b3:00: GPU has fallen off the "
+                           "bus.' started with executable stack"})
+                  .empty());
+  // A quoted first line opens no sequence; a quoted last line closes none.
+  EXPECT_TRUE(match_lines(xid_kernel_log_rules(),
+                          {"process '/tmp/NVRM: The NVIDIA GPU 0000:b3:00.0' started with "
+                           "executable stack",
+                           "NVRM: fallen off the bus and is not responding to commands."})
+                  .empty());
+  EXPECT_TRUE(match_lines(xid_kernel_log_rules(),
+                          {"NVRM: The NVIDIA GPU 0000:b3:00.0",
+                           "process '/tmp/NVRM: fallen off the bus and is not responding to "
+                           "commands.' started with executable stack"})
+                  .empty());
+  // What the driver prints still matches, also after dmesg's caller id (CONFIG_PRINTK_CALLER).
+  EXPECT_EQ(xid(xid79).extra_info["xid"], 79);
+  EXPECT_EQ(xid("[ T4242] " + xid79).extra_info["pci_bus_id"], "0000:5d:00.0");
+  EXPECT_EQ(xid("[    C3] NVRM: GPU 0000:18:00.0: GPU has fallen off the bus.").extra_info["xid"],
+            79);
+  EXPECT_EQ(match_lines(xid_kernel_log_rules(),
+                        {"NVRM: The NVIDIA GPU 0000:b3:00.0",
+                         "NVRM: (PCI ID: 10de:2330) installed in this system has",
+                         "NVRM: fallen off the bus and is not responding to commands."})
+                .size(),
+            1u);
+}
+
+TEST(SxidKernelLogRule, OnlyAMessageTheDriverBegins) {
+  const std::string line =
+      "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 30 LTSSM Fault Up";
+  EXPECT_TRUE(match_lines(sxid_kernel_log_rules(),
+                          {"process '/tmp/" + line + "' started with executable stack"})
+                  .empty());
+  EXPECT_TRUE(
+      match_lines(sxid_kernel_log_rules(), {"SXid (PCI:0000:05:00.0): 20034, Fatal"}).empty());
+  EXPECT_EQ(sxid("[ T17] " + line).extra_info["nvswitch"], 0);
+}
+
 // The Xid of a GPU in a PCI domain above 0xffff names the bus id NVML and sysfs give that GPU.
 TEST(XidKernelLogRule, WideDomainsKeepTheirDigits) {
   auto m = xid("NVRM: Xid (PCI:10000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.");
