@@ -55,6 +55,14 @@ struct HealthState {
   std::string raw_output;
 };
 
+// Who acknowledged an event with set-healthy, and when. An acknowledged event is kept for the
+// timeline but no longer judged by its component.
+struct Acknowledgement {
+  TimePoint time{};
+  std::string by;  // "uid:<n>" for a peer on the Unix socket, "token" for the admin token
+  bool operator==(const Acknowledgement&) const = default;
+};
+
 struct Event {
   std::string component;
   TimePoint time{};
@@ -62,7 +70,11 @@ struct Event {
   EventType type = EventType::kInfo;
   std::string message;
   nlohmann::json extra_info = nlohmann::json::object();  // always an object
+  std::optional<Acknowledgement> acknowledged;
 };
+
+// The events nobody acknowledged: what a component's rule judges.
+std::vector<Event> unacknowledged(std::vector<Event> events);
 
 // One stored or live metric value. Times are Unix milliseconds.
 struct MetricSample {

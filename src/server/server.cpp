@@ -138,7 +138,11 @@ void configure(httplib::Server& http, const ServerDeps& deps, const ConnectionLi
     };
     auto auth = authorize_mutation(req.get_header_value("Authorization"), d->config->admin_token,
                                    daemon_uid, identify);
-    if (auth.allowed) return httplib::Server::HandlerResponse::Unhandled;
+    headers.erase(kPrincipalHeader);
+    if (auth.allowed) {
+      headers.emplace(kPrincipalHeader, auth.principal);
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     if (auto left_out = refusals->admit())
       logger("server")->warn(
           "refused {} {}: {}{}", escape_for_log(req.method), escape_for_log(req.path),

@@ -39,6 +39,11 @@ struct ServerDeps {
   // GET /v1/plugins: the specs of the custom plugins registered now (app/ knows the plugins).
   // Unset: an empty list.
   std::function<nlohmann::json()> plugins = nullptr;
+  // After set-healthy acknowledged a component: record what it acknowledged of the kernel log
+  // (a KernelLogWatermark, kept across restarts; app/ knows the kernel log and the store). Unset:
+  // nothing is recorded beyond the events' acknowledgement.
+  std::function<Result<void>(std::string_view component, const Acknowledgement& ack)>
+      acknowledge_kernel_log = nullptr;
   // Serve the local web UI (web/, embedded in the binary) at / (`gpud run --web-enable`).
   bool web_enable = true;
 };
