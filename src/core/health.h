@@ -59,7 +59,7 @@ struct HealthState {
 // timeline but no longer judged by its component.
 struct Acknowledgement {
   TimePoint time{};
-  std::string by;  // "uid:<n>" for a peer on the Unix socket, "token" for the admin token
+  std::string by;  // "token", "uid:<n>" (a loopback TCP peer), "local socket"
   bool operator==(const Acknowledgement&) const = default;
 };
 
@@ -70,7 +70,7 @@ struct Event {
   EventType type = EventType::kInfo;
   std::string message;
   nlohmann::json extra_info = nlohmann::json::object();  // always an object
-  std::optional<Acknowledgement> acknowledged;
+  std::optional<Acknowledgement> acknowledged = std::nullopt;  // set-healthy marked it
 };
 
 // The events nobody acknowledged: what a component's rule judges.

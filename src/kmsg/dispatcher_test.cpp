@@ -164,7 +164,9 @@ TEST(Dispatcher, RecordAtOrBeforeTheWatermarkIsStoredAcknowledgedAfterARestart) 
   for (const Event& e : *stored) {
     const bool old = e.message.find("3b:00.0") != std::string::npos;
     EXPECT_EQ(e.acknowledged.has_value(), old) << e.message;
-    if (old) EXPECT_EQ(e.acknowledged->by, "uid:0");
+    if (old) {
+      EXPECT_EQ(e.acknowledged->by, "uid:0");
+    }
   }
 }
 
