@@ -706,6 +706,19 @@ TEST_F(ServerTest, SetHealthyRecordsTheServersPrincipalNotTheClients) {
             "uid:" + std::to_string(::geteuid()));
 }
 
+TEST_F(ServerTest, SetHealthyWhoseWatermarkCannotBeKeptSaysSo) {
+  ServerDeps d = deps();
+  d.acknowledge_kernel_log = [](std::string_view, const Acknowledgement&) -> Result<void> {
+    return make_error("acknowledged, but not kept across a restart: disk full");
+  };
+  server_.reset();
+  server_ = std::make_unique<Server>(d);
+  ASSERT_TRUE(server_->start().ok());
+  auto cli = client();
+  json body = post_set_healthy(cli, "?components=cpu", 400);
+  EXPECT_EQ(body["failed"]["cpu"], "acknowledged, but not kept across a restart: disk full");
+}
+
 TEST_F(ServerTest, SetHealthyReportsComponentsThatCannot) {
   auto cli = client();
   json mixed = post_set_healthy(cli, "?components=cpu,disk", 200);

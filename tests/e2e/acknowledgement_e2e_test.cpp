@@ -71,13 +71,15 @@ TEST(AcknowledgementE2E, SetHealthySurvivesARestartAndANewXidIsAFaultAgain) {
 
   DaemonProcess again(data, {}, true, env);
   ASSERT_TRUE(again.ready()) << again.log();
-  // The ring (the file) is read again from its start: the acknowledged Xid is listed, marked.
-  ASSERT_TRUE(eventually(
-      [&] {
-        auto ev = xid_events(again);
-        return ev.size() == 1 && ev[0].contains("acknowledged");
-      },
-      10s))
+  // The ring (the file) is read again from its start: the acknowledged Xid is listed, marked. (A
+  // re-read whose second moved with the boot time may add a row; it is marked too.)
+  auto all_acknowledged = [](const nlohmann::json& events) {
+    if (events.empty()) return false;
+    for (const auto& e : events)
+      if (!e.contains("acknowledged")) return false;
+    return true;
+  };
+  ASSERT_TRUE(eventually([&] { return all_acknowledged(xid_events(again)); }, 10s))
       << xid_events(again).dump();
   auto listed = xid_events(again)[0];
   EXPECT_EQ(listed["acknowledged"].value("by", ""), "local socket") << listed.dump();
@@ -85,16 +87,17 @@ TEST(AcknowledgementE2E, SetHealthySurvivesARestartAndANewXidIsAFaultAgain) {
   // Give the follower time to finish the file, then the state must still be Healthy.
   std::this_thread::sleep_for(1500ms);
   EXPECT_EQ(xid_health(again), "Healthy") << component_state(again, kXid).dump();
+  EXPECT_TRUE(all_acknowledged(xid_events(again))) << xid_events(again).dump();
 
   // A new Xid after the acknowledgement is a fault again.
   { std::ofstream(kmsg, std::ios::app) << raw_xid(bus, uptime_s(), 2); }
   EXPECT_TRUE(eventually([&] { return xid_health(again) == "Unhealthy"; }, 20s))
       << component_state(again, kXid).dump() << again.log();
   auto both = xid_events(again);
-  ASSERT_EQ(both.size(), 2u) << both.dump();
-  int acknowledged = 0;
-  for (const auto& e : both) acknowledged += e.contains("acknowledged") ? 1 : 0;
-  EXPECT_EQ(acknowledged, 1) << both.dump();
+  int acknowledged = 0, open = 0;
+  for (const auto& e : both) (e.contains("acknowledged") ? acknowledged : open) += 1;
+  EXPECT_EQ(open, 1) << both.dump();
+  EXPECT_GE(acknowledged, 1) << both.dump();
 }
 
 }  // namespace
