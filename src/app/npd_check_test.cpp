@@ -74,7 +74,7 @@ TEST(NpdCheck, WorstStateWinsAndDegradedAloneIsOkButSaid) {
   NpdAnswer a = npd_answer(states, nullptr, select("kernel"));
   EXPECT_EQ(a.exit_code, kNpdProblem);
   EXPECT_EQ(a.line, "memory HARDWARE_INSPECTION: ECC errors");
-  NpdAnswer d = npd_answer({states[0]}, nullptr, select("kernel"));
+  NpdAnswer d = npd_answer(json::array({states[0]}), nullptr, select("kernel"));
   EXPECT_EQ(d.exit_code, kNpdOk);
   EXPECT_EQ(d.line, "disk Degraded: disk 91% full");
 }
@@ -82,7 +82,8 @@ TEST(NpdCheck, WorstStateWinsAndDegradedAloneIsOkButSaid) {
 TEST(NpdCheck, InitializingWithoutAProblemIsUnknown) {
   json states = {state("accelerator-nvidia-info", "Initializing", "waiting for NVML")};
   EXPECT_EQ(npd_answer(states, nullptr, select("gpu")).exit_code, kNpdUnknown);
-  json unhealthy = {states[0], state("accelerator-nvidia-error-xid", "Unhealthy", "Xid 79")};
+  json unhealthy =
+      json::array({states[0], state("accelerator-nvidia-error-xid", "Unhealthy", "Xid 79")});
   NpdAnswer a = npd_answer(unhealthy, nullptr, select("gpu"));
   EXPECT_EQ(a.exit_code, kNpdProblem);
   EXPECT_EQ(a.line, "accelerator-nvidia-error-xid Unhealthy: Xid 79") << "no action suggested";

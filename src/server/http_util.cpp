@@ -124,7 +124,7 @@ Authorization authorize_mutation(std::string_view authorization_header,
     token = " or Authorization: Bearer <admin token>";
   else
     token = " or Authorization: Bearer <admin token>, and the given token is not it";
-  return {false, who + ": " + need + token};
+  return {false, who + ": " + need + token, ""};
 }
 
 std::vector<std::string> split_list(std::string_view s) {
