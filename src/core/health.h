@@ -69,7 +69,7 @@ struct Event {
   std::string name;
   EventType type = EventType::kInfo;
   std::string message;
-  nlohmann::json extra_info = nlohmann::json::object();  // always an object
+  nlohmann::json extra_info = nlohmann::json::object();        // always an object
   std::optional<Acknowledgement> acknowledged = std::nullopt;  // set-healthy marked it
 };
 
