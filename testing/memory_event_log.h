@@ -44,6 +44,17 @@ class MemoryEventLog : public EventLog {
     });
     return static_cast<int>(n);
   }
+  Result<int> acknowledge(std::string_view component, TimePoint until,
+                          const Acknowledgement& ack) override {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (Event& e : events)
+      if (e.component == component && e.time <= until && !e.acknowledged) {
+        e.acknowledged = ack;
+        ++n;
+      }
+    return n;
+  }
   std::vector<Event> named(std::string_view name) const {
     std::lock_guard lock(mu_);
     std::vector<Event> out;

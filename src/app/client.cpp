@@ -207,8 +207,20 @@ Result<ApiResponse> ApiClient::request(const std::string& method, const std::str
     if (!endpoint_.ca_file.empty()) cli.set_ca_cert_path(endpoint_.ca_file);
   }
   if (!admin_token_.empty()) cli.set_bearer_token_auth(admin_token_);
-  cli.set_connection_timeout(3, 0);
-  cli.set_read_timeout(30, 0);
+  if (deadline_) {
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        *deadline_ - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return make_error("no time left for " + method + " " + path + " (deadline passed)",
+                        kNoDaemon);
+    const auto phase = std::max<int64_t>(left.count() / 3, 1);
+    cli.set_connection_timeout(phase / 1000000, phase % 1000000);
+    cli.set_write_timeout(phase / 1000000, phase % 1000000);
+    cli.set_read_timeout(phase / 1000000, phase % 1000000);
+  } else {
+    cli.set_connection_timeout(3, 0);
+    cli.set_read_timeout(30, 0);
+  }
   httplib::Result res = method == "POST"     ? cli.Post(path)
                         : method == "DELETE" ? cli.Delete(path)
                                              : cli.Get(path);

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "core/result.h"
@@ -55,6 +56,9 @@ class ApiClient {
  public:
   ApiClient(Endpoint endpoint, std::string admin_token);
   const Endpoint& endpoint() const { return endpoint_; }
+  // Every later request ends by this time: its connect, write and read each get a third of what
+  // is left (default: 3 s to connect, 30 s to read).
+  void set_deadline(std::chrono::steady_clock::time_point deadline) { deadline_ = deadline; }
   Result<ApiResponse> get(const std::string& path) const;
   // GETs a trigger (trigger-check, trigger-tag) again, `pause` apart, while the daemon answers 202
   // (its checks still run after the daemon's bounded wait; each request joins them): the answer
@@ -68,6 +72,7 @@ class ApiClient {
   Result<ApiResponse> request(const std::string& method, const std::string& path) const;
   Endpoint endpoint_;
   std::string admin_token_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
 };
 
 // A verb's request as it turned out: the response when the daemon answered with one of

@@ -94,6 +94,22 @@ Result<void> Daemon::start() {
     if (mid && !mid->empty()) (void)meta.set(store::kKeyMachineId, *mid);
   }
 
+  // What set-healthy acknowledged before this start: the kernel ring, re-read when the log is
+  // followed below, is judged against it, so an acknowledged fault is not a fault again.
+  if (auto boot = fs.read_line("/proc/sys/kernel/random/boot_id"); boot && !boot->empty())
+    runtime_->dispatcher->set_boot_id(*boot);
+  else
+    logger("kmsg")->warn(
+        "cannot read the boot id; acknowledgements are matched by wall-clock time only");
+  if (auto marks = meta.kernel_log_watermarks(); marks) {
+    for (auto& [component, w] : *marks) runtime_->dispatcher->set_watermark(component, w);
+  } else {
+    logger("kmsg")->warn(
+        "cannot read what set-healthy acknowledged ({}); acknowledged kernel-log "
+        "faults may be reported again",
+        marks.error().message);
+  }
+
   if (auto r = register_custom_plugins(); !r) return r;
   for (Component* c : runtime_->registry.supported()) c->start();
 
@@ -134,6 +150,15 @@ Result<void> Daemon::start() {
   deps.gpus = [this] { return components::to_json(gpu_health()); };
   deps.web_enable = config_.web_enable;
   deps.plugins = [this] { return plugins::registered_specs(runtime_->registry); };
+  deps.acknowledge_kernel_log = [this](std::string_view component,
+                                       const Acknowledgement& ack) -> Result<void> {
+    KernelLogWatermark w = runtime_->dispatcher->watermark_now(ack);
+    runtime_->dispatcher->set_watermark(std::string(component), w);
+    store::Metadata meta(*runtime_->db);
+    if (auto r = meta.set_kernel_log_watermark(std::string(component), w); !r)
+      return make_error("acknowledged, but not kept across a restart: " + r.error().message);
+    return {};
+  };
   deps.inject_fault = [path =
                            config_.kmsg_path](const nlohmann::json& body) -> Result<std::string> {
     auto fault = kmsg::parse_fault_request(body);

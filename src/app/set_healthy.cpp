@@ -1,4 +1,5 @@
-// `gpud set-healthy`: asks the local daemon to clear components' failure history.
+// `gpud set-healthy`: asks the local daemon to acknowledge components' past failures (kept as
+// resolved; not faults again after a restart).
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -15,7 +16,9 @@ void add_set_healthy(CLI::App& app, int* exit_code) {
   auto token_file = std::make_shared<std::string>();
   auto comps = std::make_shared<std::vector<std::string>>();
   auto* cmd = app.add_subcommand(
-      "set-healthy", "Clear the failure history of components (all that support it by default)");
+      "set-healthy",
+      "Acknowledge the past failures of components (all that support it by default); kept across "
+      "restarts");
   cmd->alias("set-health");
   cmd->add_option("components", *comps, "Components, comma- or space-separated")->delimiter(',');
   add_admin_client_flags(*cmd, *options, *token_file);

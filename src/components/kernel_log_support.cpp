@@ -99,7 +99,9 @@ void append_kernel_log_events(CheckResult& r, const ComponentContext& ctx,
 Result<std::vector<Event>> component_events(const ComponentContext& ctx, std::string_view component,
                                             TimePoint since) {
   if (ctx.events == nullptr) return std::vector<Event>{};
-  return ctx.events->query(component, since, TimePoint::max());
+  auto events = ctx.events->query(component, since, TimePoint::max());
+  if (!events) return events.error();
+  return unacknowledged(std::move(*events));
 }
 
 Result<KernelLogHistory> kernel_log_history(const ComponentContext& ctx, std::string_view component,

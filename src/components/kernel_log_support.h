@@ -36,8 +36,9 @@ void append_kernel_log_events(CheckResult& r, const ComponentContext& ctx,
                               std::string_view component,
                               const std::function<bool(const Event&)>& keep = {});
 
-// This component's events with time > since (newest first), or the store's error: a failed read
-// is reported (unreadable_history), never taken for "no events".
+// This component's events with time > since (newest first) that set-healthy has not
+// acknowledged, or the store's error: a failed read is reported (unreadable_history), never taken
+// for "no events".
 [[nodiscard]] Result<std::vector<Event>> component_events(const ComponentContext& ctx,
                                                           std::string_view component,
                                                           TimePoint since);

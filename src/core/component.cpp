@@ -11,11 +11,11 @@ Result<std::vector<Event>> Component::events(TimePoint since, TimePoint until) c
   return ctx_.events->query(name(), since, until);
 }
 
-Result<void> Component::set_healthy() {
+Result<void> Component::set_healthy(const Acknowledgement& ack) {
   if (!can_set_healthy())
     return make_error("component " + std::string(name()) + " does not support set-healthy", 400);
   if (ctx_.events == nullptr) return {};
-  auto r = ctx_.events->purge(name(), TimePoint::max());
+  auto r = ctx_.events->acknowledge(name(), TimePoint::max(), ack);
   if (!r) return r.error();
   return {};
 }

@@ -38,10 +38,12 @@ class Component {
     return std::chrono::seconds(60);
   }                                 // 0: on demand
   virtual CheckResult check() = 0;  // one bounded synchronous check
-  virtual Result<std::vector<Event>> events(TimePoint since,
-                                            TimePoint until) const;  // from EventLog
+  // From EventLog, acknowledged ones included (a rule filters them with unacknowledged()).
+  virtual Result<std::vector<Event>> events(TimePoint since, TimePoint until) const;
   virtual bool can_set_healthy() const { return false; }
-  virtual Result<void> set_healthy();  // default: purge this component's events
+  // Forgets past failures. Default: marks this component's events acknowledged by `ack` (kept for
+  // the timeline; the rules skip them).
+  virtual Result<void> set_healthy(const Acknowledgement& ack);
   // Called once by the daemon before the first check (e.g. the os component records a reboot
   // event).
   virtual void start() {}

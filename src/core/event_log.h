@@ -36,6 +36,10 @@ class EventLog {
   }
   // Deletes one component's events with time < before (all of them with TimePoint::max()).
   virtual Result<int> purge(std::string_view component, TimePoint before) = 0;
+  // Marks one component's unacknowledged events with time <= until as acknowledged (they stay
+  // listed; rules skip them); returns how many.
+  virtual Result<int> acknowledge(std::string_view component, TimePoint until,
+                                  const Acknowledgement& ack) = 0;
 };
 
 }  // namespace gpud

@@ -109,3 +109,12 @@ bool check_succeeded(const CheckResult& result) {
 }
 
 }  // namespace gpud
+
+namespace gpud {
+
+std::vector<Event> unacknowledged(std::vector<Event> events) {
+  std::erase_if(events, [](const Event& e) { return e.acknowledged.has_value(); });
+  return events;
+}
+
+}  // namespace gpud

@@ -55,14 +55,26 @@ struct HealthState {
   std::string raw_output;
 };
 
+// Who acknowledged an event with set-healthy, and when. An acknowledged event is kept for the
+// timeline but no longer judged by its component.
+struct Acknowledgement {
+  TimePoint time{};
+  std::string by;  // "token", "uid:<n>" (a loopback TCP peer), "local socket"
+  bool operator==(const Acknowledgement&) const = default;
+};
+
 struct Event {
   std::string component;
   TimePoint time{};
   std::string name;
   EventType type = EventType::kInfo;
   std::string message;
-  nlohmann::json extra_info = nlohmann::json::object();  // always an object
+  nlohmann::json extra_info = nlohmann::json::object();        // always an object
+  std::optional<Acknowledgement> acknowledged = std::nullopt;  // set-healthy marked it
 };
+
+// The events nobody acknowledged: what a component's rule judges.
+std::vector<Event> unacknowledged(std::vector<Event> events);
 
 // One stored or live metric value. Times are Unix milliseconds.
 struct MetricSample {

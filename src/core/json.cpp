@@ -34,6 +34,9 @@ nlohmann::json to_json(const Event& e) {
       {"message", e.message},
   };
   if (e.extra_info.is_object() && !e.extra_info.empty()) j["extra_info"] = e.extra_info;
+  if (e.acknowledged)
+    j["acknowledged"] = {{"time", format_rfc3339(e.acknowledged->time)},
+                         {"by", e.acknowledged->by}};
   return j;
 }
 

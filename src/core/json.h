@@ -9,7 +9,8 @@ namespace gpud {
 
 nlohmann::json to_json(const SuggestedActions& a);
 nlohmann::json to_json(const HealthState& s);
-// API event: component, time, name, type, message, plus extra_info (an addition to GPUd's shape).
+// API event: component, time, name, type, message, plus extra_info and, once set-healthy
+// acknowledged it, acknowledged {time, by} (additions to GPUd's shape).
 nlohmann::json to_json(const Event& e);
 // API metric: unix_seconds (really seconds, unlike GPUd), unix_milliseconds, name, labels, value.
 nlohmann::json to_json(const MetricSample& m);

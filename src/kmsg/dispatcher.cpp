@@ -47,6 +47,8 @@ int KernelLogDispatcher::feed(const KmsgRecordView& r, TimePoint now) {
 int KernelLogDispatcher::feed_message(std::string_view message, std::optional<TimePoint> time,
                                       TimePoint now, std::optional<int64_t> boot_offset_us) {
   std::lock_guard lock(mu_);
+  if (boot_offset_us && (!latest_boot_offset_us_ || *boot_offset_us > *latest_boot_offset_us_))
+    latest_boot_offset_us_ = boot_offset_us;
   // One record is the unit of failure: whatever a line does to a matcher or to the JSON it builds,
   // it is counted and dropped, and the next record is read as usual.
   try {
@@ -122,6 +124,9 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, const RecordTime& when)
     e.extra_info["boot_offset_seconds"] = static_cast<double>(*when.boot_offset_us) / 1e6;
   // Stored at the reader's time only because an event needs one; readers show it as unknown.
   if (!when.wall) e.extra_info["time_known"] = false;
+  if (auto w = watermarks_.find(m.component);
+      w != watermarks_.end() && covers(w->second, {boot_id_, when.boot_offset_us, when.wall}))
+    e.acknowledged = w->second.acknowledgement;
   auto inserted = events_.insert(e);
   if (!inserted) {
     logger("kmsg")->warn("failed to store {} event {}: {}", m.component, m.name,
@@ -181,6 +186,21 @@ std::vector<Occurrences> KernelLogDispatcher::occurrences() const {
   out.reserve(occurrences_.size());
   for (const auto& [key, o] : occurrences_) out.push_back(o);
   return out;
+}
+
+void KernelLogDispatcher::set_boot_id(std::string boot_id) {
+  std::lock_guard lock(mu_);
+  boot_id_ = std::move(boot_id);
+}
+
+void KernelLogDispatcher::set_watermark(const std::string& component, KernelLogWatermark w) {
+  std::lock_guard lock(mu_);
+  watermarks_.insert_or_assign(component, std::move(w));
+}
+
+KernelLogWatermark KernelLogDispatcher::watermark_now(Acknowledgement ack) const {
+  std::lock_guard lock(mu_);
+  return {boot_id_, latest_boot_offset_us_, std::move(ack)};
 }
 
 bool KernelLogDispatcher::wants(std::string_view raw_line) const {

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/acknowledgement.h"
 #include "core/event_log.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -66,6 +67,14 @@ class KernelLogDispatcher {
   // m.component must be one of the rules' owners for its counters to be kept.
   int dispatch(const Match& m, TimePoint t);
 
+  // The boot being read (its id, "" when unknown), which the watermarks' rule compares with.
+  void set_boot_id(std::string boot_id);
+  // What set-healthy acknowledged of a component: from now on a record at or before it (covers())
+  // is stored already acknowledged, so a ring re-read after a restart is not a fault again.
+  void set_watermark(const std::string& component, KernelLogWatermark w);
+  // A watermark made now: this boot, and the newest record read so far.
+  KernelLogWatermark watermark_now(Acknowledgement ack) const;
+
   // False when no kernel-log rule can use this raw line (any prefix): the reader may skip parsing
   // it.
   bool wants(std::string_view raw_line) const;
@@ -100,6 +109,9 @@ class KernelLogDispatcher {
   uint64_t parse_errors_ = 0;
   LogRateLimiter parse_error_log_{std::chrono::minutes(1)};
   bool keep_occurrences_ = false;
+  std::string boot_id_;
+  std::optional<int64_t> latest_boot_offset_us_;  // of any record fed, matched or not
+  std::map<std::string, KernelLogWatermark, std::less<>> watermarks_;
   std::map<std::string, Occurrences> occurrences_;
 };
 

@@ -134,6 +134,54 @@ TEST(Dispatcher, RingReReadAfterRestartIsNoNewEvent) {
   EXPECT_EQ(f.events.query("", TimePoint{}, TimePoint::max())->size(), 1u);
 }
 
+TEST(Dispatcher, RecordAtOrBeforeTheWatermarkIsStoredAcknowledgedAfterARestart) {
+  Fixture f;
+  const Acknowledgement ack{kT + std::chrono::minutes(1), "uid:0"};
+  KernelLogWatermark w;
+  {
+    KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+    d.set_boot_id("boot-a");
+    EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT, kT, 2'000'000), 1);
+    d.feed_message("unrelated line", kT, kT, 3'000'000);
+    w = d.watermark_now(ack);
+  }
+  EXPECT_EQ(w.boot_id, "boot-a");
+  EXPECT_EQ(w.boot_offset_us, 3'000'000) << "the newest record read, matched or not";
+  ASSERT_TRUE(f.events.purge("", TimePoint::max()));  // as if the stored row were gone
+
+  KernelLogDispatcher again(test_rules(), f.events, f.metrics, {});
+  again.set_boot_id("boot-a");
+  again.set_watermark("gpu-faults", w);
+  // Re-read with a wall time a second off (the boot-time estimate moved): still acknowledged.
+  EXPECT_EQ(
+      again.feed_message(gpu_fault("0000:3b:00.0"), kT + std::chrono::seconds(1), kT, 2'000'000),
+      1);
+  // A new fault after the watermark is not.
+  EXPECT_EQ(again.feed_message(gpu_fault("0000:5e:00.0"), kT, kT, 4'000'000), 1);
+  auto stored = f.events.query("gpu-faults", TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->size(), 2u);
+  for (const Event& e : *stored) {
+    const bool old = e.message.find("3b:00.0") != std::string::npos;
+    EXPECT_EQ(e.acknowledged.has_value(), old) << e.message;
+    if (old) {
+      EXPECT_EQ(e.acknowledged->by, "uid:0");
+    }
+  }
+}
+
+TEST(Dispatcher, WatermarkOfAnotherBootAcknowledgesNothing) {
+  Fixture f;
+  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  d.set_boot_id("boot-b");
+  d.set_watermark("gpu-faults", {"boot-a", 9'000'000, {kT + std::chrono::hours(1), "token"}});
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT, kT, 1'000'000), 1);
+  auto stored = f.events.query("gpu-faults", TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_FALSE(stored->front().acknowledged);
+}
+
 TEST(Dispatcher, ComponentsNotRunningAreDropped) {
   Fixture f;
   KernelLogDispatcher d(test_rules(), f.events, f.metrics, {},

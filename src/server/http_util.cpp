@@ -104,10 +104,11 @@ std::string describe_peer(const httplib::Request& req) {
 Authorization authorize_mutation(std::string_view authorization_header,
                                  std::string_view admin_token, uint32_t daemon_uid,
                                  const std::function<Peer()>& identify_peer) {
-  if (bearer_token_matches(authorization_header, admin_token)) return {true, ""};
+  if (bearer_token_matches(authorization_header, admin_token)) return {true, "", "token"};
   Peer peer = identify_peer();
-  if (peer.local_socket) return {true, ""};
-  if (peer.uid && (*peer.uid == 0 || *peer.uid == daemon_uid)) return {true, ""};
+  if (peer.local_socket) return {true, "", "local socket"};
+  if (peer.uid && (*peer.uid == 0 || *peer.uid == daemon_uid))
+    return {true, "", "uid:" + std::to_string(*peer.uid)};
 
   std::string who = peer.uid ? "peer " + peer.address + " runs as uid " + std::to_string(*peer.uid)
                              : "cannot tell which user peer " + peer.address + " runs as (" +
@@ -123,7 +124,7 @@ Authorization authorize_mutation(std::string_view authorization_header,
     token = " or Authorization: Bearer <admin token>";
   else
     token = " or Authorization: Bearer <admin token>, and the given token is not it";
-  return {false, who + ": " + need + token};
+  return {false, who + ": " + need + token, ""};
 }
 
 std::vector<std::string> split_list(std::string_view s) {

@@ -56,7 +56,14 @@ struct Peer {
 struct Authorization {
   bool allowed = false;
   std::string refusal;  // the 403 message when not allowed
+  // Who was allowed, as set-healthy records it: "token", "uid:<n>", or "local socket" (the
+  // socket's peer has no uid the server can read; only root or the daemon's user can connect).
+  std::string principal;
 };
+
+// The request header through which the server hands an allowed mutation's principal to its
+// handler; the server replaces whatever a client sent in it.
+inline constexpr const char* kPrincipalHeader = "X-Gpud-Principal";
 
 // "127.0.0.1:54321", "[::1]:54321", or for the Unix socket (no address) "local socket pid 123"
 // (httplib reports the peer's pid, from SO_PEERCRED, as its port there).

@@ -40,6 +40,9 @@ void set_healthy(const ServerDeps& d, const httplib::Request& req, httplib::Resp
 
   nlohmann::json successful = nlohmann::json::array();
   nlohmann::json failed = nlohmann::json::object();
+  // The server put the principal it allowed in this header (and removed any a client sent).
+  std::string by = req.get_header_value(kPrincipalHeader);
+  const Acknowledgement ack{Clock::now(), by.empty() ? "unknown" : by};
   for (Component* c : targets) {
     std::string name(c->name());
     if (!c->supported()) {
@@ -50,7 +53,8 @@ void set_healthy(const ServerDeps& d, const httplib::Request& req, httplib::Resp
       failed[name] = "component does not support set-healthy";
       continue;
     }
-    auto r = c->set_healthy();
+    auto r = c->set_healthy(ack);
+    if (r && d.acknowledge_kernel_log) r = d.acknowledge_kernel_log(name, ack);
     if (!r) {
       failed[name] = r.error().message;
       continue;
@@ -58,7 +62,7 @@ void set_healthy(const ServerDeps& d, const httplib::Request& req, httplib::Resp
     successful.push_back(name);
     // Re-evaluate now, so the cached state reflects the purge instead of waiting for the interval.
     d.scheduler->trigger(name);
-    logger("server")->info("set-healthy {} from {}", name, describe_peer(req));
+    logger("server")->info("set-healthy {} from {} ({})", name, describe_peer(req), ack.by);
   }
   if (successful.empty() && !failed.empty()) {
     write_json(req, res, 400,

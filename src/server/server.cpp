@@ -155,7 +155,11 @@ void configure(httplib::Server& http, const ServerDeps& deps, const ConnectionLi
     if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
       headers.emplace("Content-Length", "0");
     auto auth = authorize(req);
-    if (auth.allowed) return httplib::Server::HandlerResponse::Unhandled;
+    headers.erase(kPrincipalHeader);
+    if (auth.allowed) {
+      headers.emplace(kPrincipalHeader, auth.principal);
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     write_error(req, res, 403, auth.refusal);
     return httplib::Server::HandlerResponse::Handled;
   });

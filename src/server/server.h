@@ -44,6 +44,11 @@ struct ServerDeps {
   // How long trigger-check and trigger-tag wait for their checks before answering 202 with the
   // checks still running (which go on, and which a later trigger joins).
   std::chrono::milliseconds trigger_wait{10000};
+  // After set-healthy acknowledged a component: record what it acknowledged of the kernel log
+  // (a KernelLogWatermark, kept across restarts; app/ knows the kernel log and the store). Unset:
+  // nothing is recorded beyond the events' acknowledgement.
+  std::function<Result<void>(std::string_view component, const Acknowledgement& ack)>
+      acknowledge_kernel_log = nullptr;
   // Serve the local web UI (web/, embedded in the binary) at / (`gpud run --web-enable`).
   bool web_enable = true;
 };

@@ -115,9 +115,9 @@ class FakeComponent : public Component {
                         actions, {{"data", "{\"x\":1}"}});
   }
   bool can_set_healthy() const override { return spec_.settable; }
-  Result<void> set_healthy() override {
+  Result<void> set_healthy(const Acknowledgement& ack) override {
     ++set_healthy_calls;
-    return Component::set_healthy();
+    return Component::set_healthy(ack);
   }
 
   std::atomic<int> checks{0};
@@ -757,8 +757,50 @@ TEST_F(ServerTest, SetHealthyCallsSupportingComponents) {
   EXPECT_EQ(body["successful"], json{"cpu"});
   EXPECT_TRUE(body["failed"].empty());
   EXPECT_EQ(cpu_->set_healthy_calls, 1);
-  EXPECT_EQ(events_.count("cpu"), 0u);  // the default set_healthy purges the events
-  EXPECT_EQ(events_.count("disk"), 1u);
+  // The default set_healthy keeps the events, acknowledged by who asked (a client's own
+  // principal header is replaced by the server's).
+  auto cpu = events_.query("cpu", TimePoint::min(), TimePoint::max());
+  ASSERT_TRUE(cpu.ok());
+  ASSERT_EQ(cpu->size(), 2u);
+  for (const Event& e : *cpu) {
+    ASSERT_TRUE(e.acknowledged);
+    EXPECT_EQ(e.acknowledged->by, "uid:" + std::to_string(::geteuid()));
+  }
+  EXPECT_FALSE(events_.query("disk", TimePoint::min(), TimePoint::max())->front().acknowledged);
+}
+
+TEST_F(ServerTest, SetHealthyRecordsTheServersPrincipalNotTheClients) {
+  std::vector<std::string> recorded;
+  ServerDeps d = deps();
+  d.acknowledge_kernel_log = [&](std::string_view component,
+                                 const Acknowledgement& ack) -> Result<void> {
+    recorded.push_back(std::string(component) + " " + ack.by);
+    return {};
+  };
+  server_.reset();
+  server_ = std::make_unique<Server>(d);
+  ASSERT_TRUE(server_->start().ok());
+  auto cli = client();
+  auto res = cli.Post("/v1/health-states/set-healthy?components=cpu",
+                      httplib::Headers{{kPrincipalHeader, "forged"}}, "", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(recorded, std::vector<std::string>{"cpu uid:" + std::to_string(::geteuid())});
+  EXPECT_EQ(events_.query("cpu", TimePoint::min(), TimePoint::max())->front().acknowledged->by,
+            "uid:" + std::to_string(::geteuid()));
+}
+
+TEST_F(ServerTest, SetHealthyWhoseWatermarkCannotBeKeptSaysSo) {
+  ServerDeps d = deps();
+  d.acknowledge_kernel_log = [](std::string_view, const Acknowledgement&) -> Result<void> {
+    return make_error("acknowledged, but not kept across a restart: disk full");
+  };
+  server_.reset();
+  server_ = std::make_unique<Server>(d);
+  ASSERT_TRUE(server_->start().ok());
+  auto cli = client();
+  json body = post_set_healthy(cli, "?components=cpu", 400);
+  EXPECT_EQ(body["failed"]["cpu"], "acknowledged, but not kept across a restart: disk full");
 }
 
 TEST_F(ServerTest, SetHealthyReportsComponentsThatCannot) {
@@ -1526,7 +1568,12 @@ TEST(HttpUtil, MutationsNeedRootTheDaemonsUserTheLocalSocketOrTheToken) {
     };
   };
   EXPECT_TRUE(authorize_mutation("", "", kRootDaemon, peer(0)).allowed);
+  EXPECT_EQ(authorize_mutation("", "", kRootDaemon, peer(0)).principal, "uid:0");
   EXPECT_TRUE(authorize_mutation("", "", kRootDaemon, peer(std::nullopt, true)).allowed);
+  EXPECT_EQ(authorize_mutation("", "", kRootDaemon, peer(std::nullopt, true)).principal,
+            "local socket");
+  EXPECT_EQ(authorize_mutation("Bearer " + token, token, kRootDaemon, peer(65534)).principal,
+            "token");
   auto nobody = authorize_mutation("", "", kRootDaemon, peer(65534));
   EXPECT_FALSE(nobody.allowed);
   EXPECT_NE(nobody.refusal.find("runs as uid 65534"), std::string::npos) << nobody.refusal;

@@ -71,7 +71,8 @@ constexpr const char* kCreateSchema =
     "CREATE TABLE IF NOT EXISTS gpud_events ("
     "id INTEGER PRIMARY KEY, component TEXT NOT NULL, unix_seconds INTEGER NOT NULL, "
     "name TEXT NOT NULL, type TEXT NOT NULL, message TEXT NOT NULL DEFAULT '', "
-    "extra_info TEXT NOT NULL DEFAULT '{}');"
+    "extra_info TEXT NOT NULL DEFAULT '{}', acknowledged_unix_seconds INTEGER, "
+    "acknowledged_by TEXT);"
     "CREATE INDEX IF NOT EXISTS gpud_events_component_time "
     "ON gpud_events(component, unix_seconds);"
     "CREATE UNIQUE INDEX IF NOT EXISTS gpud_events_dedup "
@@ -82,6 +83,11 @@ constexpr const char* kCreateSchema =
     "PRIMARY KEY (unix_milliseconds, component, name, labels)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS gpud_metrics_component_time "
     "ON gpud_metrics(component, unix_milliseconds);";
+
+// Version 1's events table had no acknowledgement: the columns are added (NULL: not acknowledged).
+constexpr const char* kMigrateEventsToVersion2 =
+    "ALTER TABLE gpud_events ADD COLUMN acknowledged_unix_seconds INTEGER;"
+    "ALTER TABLE gpud_events ADD COLUMN acknowledged_by TEXT;";
 
 // Creates the tables and records our schema version; refuses a database written by a newer gpud.
 // An unsupported version is reported with rc SQLITE_ERROR so it is never mistaken for corruption.
@@ -94,6 +100,7 @@ OpenStatus ensure_schema(sqlite3* db) {
   }
   get->bind(1, std::string_view(kKeySchemaVersion));
   int rc = get->step();
+  int stored_version = 0;  // none recorded: a new database
   if (rc == SQLITE_ROW) {
     std::string text = get->text(0);
     int version = 0;
@@ -107,14 +114,17 @@ OpenStatus ensure_schema(sqlite3* db) {
                                 std::to_string(kSchemaVersion) +
                                 "); upgrade gpud or use another --data-dir"};
     }
-    // Older versions: none exist yet, so upgrading is creating what is missing and rewriting it.
+    stored_version = version;
   } else if (rc != SQLITE_DONE) {
     return {rc, sqlite3_errmsg(db)};
   }
   get.reset();
 
   if (auto s = exec_status(db, "BEGIN IMMEDIATE"); !s.ok()) return s;
-  OpenStatus s = exec_status(db, kCreateSchema);
+  // Upgrades run in the transaction that records the new version: a failed one leaves the old.
+  OpenStatus s;
+  if (stored_version == 1) s = exec_status(db, kMigrateEventsToVersion2);
+  if (s.ok()) s = exec_status(db, kCreateSchema);
   if (s.ok()) {
     std::optional<Statement> put;
     s = prepare_status(db, put,

@@ -17,14 +17,15 @@
 
 namespace gpud::store {
 
-inline constexpr int kSchemaVersion = 1;
+// 1: events, metrics, metadata. 2: events carry who acknowledged them (set-healthy) and when.
+inline constexpr int kSchemaVersion = 2;
 inline constexpr const char* kStateFileName = "gpud.state";
 // gpud.state and its -wal/-shm side files hold every component's events (process names and pids
 // of the node's jobs among them): only gpud's user reads them.
 inline constexpr mode_t kStateFileMode = 0600;
 
-// Store failures, by operation (insert, query, purge, metric_write, metric_query, metric_purge,
-// metadata, maintenance, reopen).
+// Store failures, by operation (insert, query, purge, acknowledge, metric_write, metric_query,
+// metric_purge, metadata, maintenance, reopen).
 inline constexpr std::string_view kStoreErrorsTotal = "gpud_store_errors_total";
 // Database files moved aside as corrupt (at open and while running).
 inline constexpr std::string_view kStoreQuarantinesTotal = "gpud_store_quarantines_total";

@@ -11,7 +11,9 @@
 namespace gpud::store {
 namespace {
 
-constexpr const char* kColumns = "component, unix_seconds, name, type, message, extra_info";
+constexpr const char* kColumns =
+    "component, unix_seconds, name, type, message, extra_info, acknowledged_unix_seconds, "
+    "acknowledged_by";
 
 // Compact, with sorted keys (nlohmann objects are std::map); invalid UTF-8 is replaced rather than
 // thrown about, since the text may come from a kernel log.
@@ -30,6 +32,8 @@ Event read_event(const Statement& st) {
   // A row edited by hand must not throw: anything but a JSON object reads as an empty one.
   auto extra = nlohmann::json::parse(st.text(5), nullptr, false);
   e.extra_info = extra.is_object() ? std::move(extra) : nlohmann::json::object();
+  if (!st.is_null(6))
+    e.acknowledged = Acknowledgement{TimePoint(std::chrono::seconds(st.int64(6))), st.text(7)};
   return e;
 }
 
@@ -183,7 +187,7 @@ EventStore::EventStore(Database& db, size_t backlog_capacity)
 Result<bool> EventStore::write_locked(const Event& event) {
   return db_.run_locked("insert", true, [&](sqlite3* db) -> Result<bool> {
     auto st = Statement::prepare(db, std::string("INSERT OR IGNORE INTO gpud_events(") + kColumns +
-                                         ") VALUES(?1, ?2, ?3, ?4, ?5, ?6)");
+                                         ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     if (!st) return st.error();
     st->bind(1, event.component);
     st->bind(2, floor_unix_seconds(event.time));
@@ -191,6 +195,13 @@ Result<bool> EventStore::write_locked(const Event& event) {
     st->bind(4, to_string(event.type));
     st->bind(5, event.message);
     st->bind(6, dump_extra_info(event.extra_info));
+    if (event.acknowledged) {
+      st->bind(7, floor_unix_seconds(event.acknowledged->time));
+      st->bind(8, event.acknowledged->by);
+    } else {
+      st->bind_null(7);
+      st->bind_null(8);
+    }
     if (auto r = st->run("insert event"); !r) return r.error();
     return sqlite3_changes(db) == 1;
   });
@@ -457,6 +468,36 @@ Result<int> EventStore::purge(std::string_view component, TimePoint before) {
       "purge", true, [&](sqlite3* db) { return delete_events(db, component, before_s); });
   if (!deleted) return deleted.error();
   return *deleted + forgotten;
+}
+
+Result<int> EventStore::acknowledge(std::string_view component, TimePoint until,
+                                    const Acknowledgement& ack) {
+  const int64_t until_s = floor_unix_seconds(until);
+  const Acknowledgement stored{TimePoint(std::chrono::seconds(floor_unix_seconds(ack.time))),
+                               ack.by};
+  std::lock_guard lock(db_.mutex());
+  int waiting = 0;
+  for (Waiting& w : backlog_)
+    if (w.event.component == component && floor_unix_seconds(w.event.time) <= until_s &&
+        !w.event.acknowledged) {
+      w.event.acknowledged = stored;
+      ++waiting;
+    }
+  auto marked = db_.run_locked("acknowledge", true, [&](sqlite3* db) -> Result<int> {
+    auto st = Statement::prepare(
+        db,
+        "UPDATE gpud_events SET acknowledged_unix_seconds = ?1, acknowledged_by = ?2 "
+        "WHERE component = ?3 AND unix_seconds <= ?4 AND acknowledged_unix_seconds IS NULL");
+    if (!st) return st.error();
+    st->bind(1, floor_unix_seconds(stored.time));
+    st->bind(2, stored.by);
+    st->bind(3, component);
+    st->bind(4, until_s);
+    if (auto r = st->run("acknowledge events"); !r) return r.error();
+    return sqlite3_changes(db);
+  });
+  if (!marked) return marked.error();
+  return *marked + waiting;
 }
 
 Result<int> EventStore::enforce_retention(std::chrono::seconds retention, TimePoint now) {

@@ -49,6 +49,9 @@ class EventStore : public EventLog, public EventDigestSource {
                              const std::vector<std::string>& key_paths,
                              const std::vector<TimePoint>& splits) const override;
   Result<int> purge(std::string_view component, TimePoint before) override;
+  // Waiting events are marked too, and written marked.
+  Result<int> acknowledge(std::string_view component, TimePoint until,
+                          const Acknowledgement& ack) override;
   // Deletes events of every component older than now - retention; returns how many.
   Result<int> enforce_retention(std::chrono::seconds retention, TimePoint now = Clock::now());
   // The newest event of one component with this name, if any (e.g. the last "reboot").

@@ -30,4 +30,35 @@ Result<void> Metadata::set(const std::string& key, const std::string& value) {
   });
 }
 
+Result<std::map<std::string, KernelLogWatermark>> Metadata::kernel_log_watermarks() const {
+  std::lock_guard lock(db_.mutex());
+  return db_.run_locked(
+      "metadata", false, [&](sqlite3* db) -> Result<std::map<std::string, KernelLogWatermark>> {
+        // Keys sort between the prefix and the prefix with its last byte raised ('/' + 1 = '0').
+        const std::string prefix = kKeyKernelLogWatermarkPrefix;
+        std::string end = prefix;
+        end.back() = static_cast<char>(end.back() + 1);
+        auto st = Statement::prepare(
+            db, "SELECT key, value FROM gpud_metadata WHERE key >= ?1 AND key < ?2 ORDER BY key");
+        if (!st) return st.error();
+        st->bind(1, prefix);
+        st->bind(2, end);
+        std::map<std::string, KernelLogWatermark> out;
+        for (;;) {
+          int rc = st->step();
+          if (rc == SQLITE_DONE) return out;
+          if (rc != SQLITE_ROW) return sqlite_error(db, "read kernel-log watermarks");
+          std::string component = st->text(0).substr(prefix.size());
+          auto w = parse_kernel_log_watermark(st->text(1));
+          if (!w) return make_error(component + ": " + w.error().message);
+          out.emplace(std::move(component), std::move(*w));
+        }
+      });
+}
+
+Result<void> Metadata::set_kernel_log_watermark(const std::string& component,
+                                                const KernelLogWatermark& w) {
+  return set(kKeyKernelLogWatermarkPrefix + component, to_json(w).dump());
+}
+
 }  // namespace gpud::store

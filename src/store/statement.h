@@ -60,6 +60,7 @@ class Statement {
   }
   void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void bind_null(int i) { sqlite3_bind_null(stmt_, i); }
 
   // SQLITE_ROW or SQLITE_DONE; anything else is an error (message via sqlite_error()).
   [[nodiscard]] int step() { return sqlite3_step(stmt_); }
@@ -81,6 +82,7 @@ class Statement {
     return std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
   }
   int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   double real(int col) const { return sqlite3_column_double(stmt_, col); }
 
  private:

@@ -377,6 +377,89 @@ TEST(Metadata, GetMissingThenSetAndOverwrite) {
   EXPECT_EQ(got->value_or(""), "def");
 }
 
+TEST(EventStore, AcknowledgeMarksTheComponentsEventsUpToATimeAndKeepsThem) {
+  auto db = memory_db();
+  EventStore events(*db);
+  ASSERT_TRUE(events.insert(make_event("xid", 100, "a")).ok());
+  ASSERT_TRUE(events.insert(make_event("xid", 200, "b")).ok());
+  ASSERT_TRUE(events.insert(make_event("cpu", 100, "c")).ok());
+  const Acknowledgement ack{from_unix_seconds(150) + 300ms, "uid:0"};
+  auto n = events.acknowledge("xid", from_unix_seconds(150), ack);
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_EQ(*n, 1);
+  auto xid = events.query("xid", TimePoint::min(), TimePoint::max());
+  ASSERT_TRUE(xid.ok());
+  ASSERT_EQ(xid->size(), 2u);
+  EXPECT_FALSE((*xid)[0].acknowledged) << "after `until`";
+  ASSERT_TRUE((*xid)[1].acknowledged);
+  EXPECT_EQ((*xid)[1].acknowledged->by, "uid:0");
+  EXPECT_EQ((*xid)[1].acknowledged->time, from_unix_seconds(150));
+  EXPECT_FALSE(events.query("cpu", TimePoint::min(), TimePoint::max())->front().acknowledged);
+  // Acknowledging again keeps the first acknowledgement.
+  EXPECT_EQ(*events.acknowledge("xid", TimePoint::max(), {from_unix_seconds(300), "token"}), 1);
+  xid = events.query("xid", TimePoint::min(), TimePoint::max());
+  EXPECT_EQ((*xid)[1].acknowledged->by, "uid:0");
+  EXPECT_EQ((*xid)[0].acknowledged->by, "token");
+}
+
+TEST(EventStore, AnAcknowledgedRowIsNotStoredAgainByAnIdenticalInsert) {
+  auto db = memory_db();
+  EventStore events(*db);
+  ASSERT_TRUE(events.insert(make_event("xid", 100, "a")).ok());
+  ASSERT_TRUE(events.acknowledge("xid", TimePoint::max(), {from_unix_seconds(150), "token"}).ok());
+  EXPECT_FALSE(*events.insert(make_event("xid", 100, "a")));
+  auto all = events.query("xid", TimePoint::min(), TimePoint::max());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_TRUE(all->front().acknowledged);
+}
+
+TEST(Database, VersionOneDatabaseIsUpgradedKeepingItsEvents) {
+  TempDir dir;
+  const std::string path = dir.file("gpud.state");
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    const char* v1 =
+        "CREATE TABLE gpud_metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
+        "INSERT INTO gpud_metadata VALUES('schema_version', '1');"
+        "CREATE TABLE gpud_events (id INTEGER PRIMARY KEY, component TEXT NOT NULL, "
+        "unix_seconds INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, "
+        "message TEXT NOT NULL DEFAULT '', extra_info TEXT NOT NULL DEFAULT '{}');"
+        "INSERT INTO gpud_events(component, unix_seconds, name, type, message) "
+        "VALUES('xid', 100, 'error_xid', 'Fatal', 'Xid 79');";
+    ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  auto db = Database::open(path);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  EXPECT_EQ(Metadata(**db).get(kKeySchemaVersion)->value_or(""), std::to_string(kSchemaVersion));
+  EventStore events(**db);
+  auto old = events.query("xid", TimePoint::min(), TimePoint::max());
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  ASSERT_EQ(old->size(), 1u);
+  EXPECT_EQ(old->front().message, "Xid 79");
+  EXPECT_FALSE(old->front().acknowledged);
+  ASSERT_TRUE(events.acknowledge("xid", TimePoint::max(), {from_unix_seconds(200), "token"}).ok());
+  EXPECT_TRUE(events.query("xid", TimePoint::min(), TimePoint::max())->front().acknowledged);
+}
+
+TEST(Metadata, KernelLogWatermarksRoundTripAndAMalformedOneIsAnError) {
+  auto db = memory_db();
+  Metadata meta(*db);
+  EXPECT_TRUE(meta.kernel_log_watermarks()->empty());
+  const KernelLogWatermark w{"boot-a", 1234, {from_unix_seconds(100), "uid:0"}};
+  ASSERT_TRUE(meta.set_kernel_log_watermark("accelerator-nvidia-error-xid", w).ok());
+  ASSERT_TRUE(meta.set(kKeyMachineId, "not a watermark").ok());
+  auto marks = meta.kernel_log_watermarks();
+  ASSERT_TRUE(marks.ok()) << marks.error().message;
+  ASSERT_EQ(marks->size(), 1u);
+  EXPECT_EQ(marks->at("accelerator-nvidia-error-xid"), w);
+  ASSERT_TRUE(meta.set(std::string(kKeyKernelLogWatermarkPrefix) + "os", "{}").ok());
+  auto bad = meta.kernel_log_watermarks();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().message, HasSubstr("os: "));
+}
+
 TEST(Database, RecordsSchemaVersion) {
   TempDir dir;
   auto db = Database::open(dir.file("gpud.state"));
@@ -399,9 +482,10 @@ TEST(Database, RefusesNewerSchemaVersionWithClearMessage) {
   }
   auto db = Database::open(path);
   ASSERT_FALSE(db.ok());
-  EXPECT_THAT(db.error().message,
-              HasSubstr("database schema version 7 is newer than this gpud supports (1); "
-                        "upgrade gpud or use another --data-dir"));
+  EXPECT_THAT(
+      db.error().message,
+      HasSubstr("database schema version 7 is newer than this gpud supports (" +
+                std::to_string(kSchemaVersion) + "); upgrade gpud or use another --data-dir"));
   EXPECT_FALSE(fs::exists(path + ".corrupt-0"));  // refused, not quarantined
   for (const auto& entry : fs::directory_iterator(dir.path())) {
     EXPECT_THAT(entry.path().string(), ::testing::Not(HasSubstr(".corrupt-")));

@@ -346,19 +346,27 @@ function renderEvents() {
   $('events').replaceChildren(...shown.slice(0, EVENTS_LISTED).map((e) => {
     const t = new Date(e.time);
     const extra = e.extra_info || {};
+    // Acknowledged with set-healthy: the incident is resolved, kept in the timeline as such.
+    const ack = e.acknowledged;
+    const resolved = ack
+      ? el('span', { class: 'resolved', title: `acknowledged ${ack.time} by ${ack.by}`,
+                     text: 'resolved' })
+      : null;
     return el('li', { class: 'event', 'data-component': e.component, 'data-type': e.type,
-                      'data-pci': extra.pci_bus_id },
+                      'data-pci': extra.pci_bus_id, 'data-resolved': ack ? 'true' : undefined },
       el('span', { class: 'type', 'data-type': e.type, text: e.type }),
       el('time', { dateTime: e.time, title: e.time, text: `${fmtTime(t)} (${fmtAgo(t, now)})` }),
       el('span', { class: 'component', text: shortName(e.component) }),
-      el('span', { class: 'message', text: e.message || e.name }));
+      el('span', { class: 'message' }, e.message || e.name, resolved));
   }));
   // The strip: one mark per event at its place in the last 24 h.
   const start = now.getTime() - EVENTS_WINDOW_S * 1000;
   $('event-strip').replaceChildren(...shown.map((e) => {
     const x = ((new Date(e.time).getTime() - start) / (EVENTS_WINDOW_S * 1000)) * 100;
     const mark = el('span', { class: 'mark', 'data-type': e.type,
-                              title: `${e.time} ${e.component}: ${e.message || e.name}` });
+                              'data-resolved': e.acknowledged ? 'true' : undefined,
+                              title: `${e.time} ${e.component}: ${e.message || e.name}` +
+                                (e.acknowledged ? ' (resolved)' : '') });
     mark.style.left = `${Math.min(100, Math.max(0, x))}%`;
     return mark;
   }));

@@ -312,24 +312,14 @@ CheckResult OsComponent::check() {
   return r;
 }
 
-Result<void> OsComponent::set_healthy() {
+Result<void> OsComponent::set_healthy(const Acknowledgement& ack) {
   {
     std::lock_guard lock(mu_);
     tracker_.reset();
     persistent_episode_ = false;
   }
-  EventLog* log = ctx().events;
-  if (log == nullptr) return {};
-  // The reboot history shares this bucket and other components rely on it: keep it.
-  auto all = log->query(kName, TimePoint{}, TimePoint::max());
-  if (!all) return all.error();
-  auto purged = log->purge(kName, TimePoint::max());
-  if (!purged) return purged.error();
-  for (const Event& e : *all) {
-    if (e.name != kRebootEvent) continue;
-    if (auto r = log->insert(e); !r) return r.error();
-  }
-  return {};
+  // Reboot events are acknowledged too: their readers (reboot_times) count every reboot.
+  return Component::set_healthy(ack);
 }
 
 namespace {

@@ -92,7 +92,7 @@ class OsComponent : public Component {
   CheckResult check() override;
   bool can_set_healthy() const override { return true; }
   // Forgets the D-state streaks and purges this component's events except the reboot history.
-  Result<void> set_healthy() override;
+  Result<void> set_healthy(const Acknowledgement& ack) override;
   void start() override;
 
  private:

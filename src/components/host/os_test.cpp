@@ -307,8 +307,10 @@ TEST(OsComponent, SetHealthyForgetsStreaksAndKeepsRebootHistory) {
   ASSERT_TRUE(os.can_set_healthy());
   EXPECT_EQ(os.check().health(), Health::kUnhealthy);
   ASSERT_EQ(h.log.named("blocked_processes_persistent").size(), 1u);
-  ASSERT_TRUE(os.set_healthy().ok());
-  EXPECT_TRUE(h.log.named("blocked_processes_persistent").empty());
+  ASSERT_TRUE(os.set_healthy({Clock::now(), "uid:0"}).ok());
+  auto persistent = h.log.named("blocked_processes_persistent");
+  ASSERT_EQ(persistent.size(), 1u) << "kept for the timeline";
+  EXPECT_TRUE(persistent.front().acknowledged.has_value());
   EXPECT_EQ(h.log.named("reboot").size(), 1u);
 }
 

@@ -68,7 +68,7 @@ CheckResult GpuCountsComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
     const TimePoint since = now - kGpuCountLookback;
     if (ctx().events != nullptr) {
       if (auto mine = events(since, now + std::chrono::seconds(1)))
-        for (const auto& ev : *mine)
+        for (const auto& ev : unacknowledged(std::move(*mine)))
           if (ev.name == kGpuCountMismatchEvent) in.mismatches.push_back(ev.time);
       if (auto os = ctx().events->query(kOsComponent, since, now))
         for (const auto& ev : *os)

@@ -122,7 +122,10 @@ CheckResult HwSlowdownComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
     return render_verdict(name(), evaluate_hw_slowdown(snapshot, fresh, now), now);
   auto window = events(now - kHwSlowdownWindow, now);
   // When the store failed, the current sample is judged rather than nothing.
-  return render_verdict(name(), evaluate_hw_slowdown(snapshot, window ? *window : fresh, now), now);
+  return render_verdict(
+      name(),
+      evaluate_hw_slowdown(snapshot, window ? unacknowledged(std::move(*window)) : fresh, now),
+      now);
 }
 
 }  // namespace gpud::components

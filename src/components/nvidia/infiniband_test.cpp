@@ -283,7 +283,7 @@ TEST(InfinibandComponent, DropThenSetHealthyClearsIt) {
   ASSERT_EQ(events->size(), 1U);
   EXPECT_EQ((*events)[0].name, kIbPortDownEvent);
 
-  ASSERT_TRUE(c.set_healthy());
+  ASSERT_TRUE(c.set_healthy({Clock::now(), "uid:0"}));
   r = c.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
   std::this_thread::sleep_for(1100ms);

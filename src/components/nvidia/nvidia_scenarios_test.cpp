@@ -502,7 +502,7 @@ TEST(GpuStateScenarios, HwSlowdownRecordsEventsAndEscalatesAfterSixMinutes) {
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kUnhealthy) << r.summary();
   EXPECT_EQ(action_of(r), RepairAction::kHardwareInspection);
-  ASSERT_TRUE(c.set_healthy().ok());
+  ASSERT_TRUE(c.set_healthy({Clock::now(), "uid:0"}).ok());
   EXPECT_EQ(c.check().health(), Health::kHealthy);
 }
 

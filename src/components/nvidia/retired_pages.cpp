@@ -162,7 +162,7 @@ CheckResult RetiredPagesComponent::evaluate(const nvml::NvmlSnapshot& snapshot) 
   // Scan has no history: it judges the current counts only and records no baseline.
   if (ctx().scan_mode) return render_verdict(name(), evaluate_retired_pages(snapshot, {}), now);
   std::vector<Event> history;
-  if (auto h = events(now - kDbeRetirementWindow, now)) history = std::move(*h);
+  if (auto h = events(now - kDbeRetirementWindow, now)) history = unacknowledged(std::move(*h));
   for (auto& e : retired_pages_events(snapshot, history, now)) {
     record(e);
     history.push_back(std::move(e));

@@ -326,8 +326,25 @@ TEST(XidComponent, UnsupportedWithoutGpuUntilAnXidArrives) {
   EXPECT_EQ(r.states.front().name, "error_xid");
   EXPECT_EQ(r.states.front().suggested_actions->repair_actions,
             std::vector{RepairAction::kRebootSystem});
-  ASSERT_TRUE(xid.set_healthy());
+  ASSERT_TRUE(xid.set_healthy({Clock::now(), "uid:0"}));
   EXPECT_EQ(xid.check().health(), Health::kHealthy);
+}
+
+TEST(XidComponent, SetHealthyKeepsTheXidListedAndANewOneIsAFaultAgain) {
+  Env env;
+  XidComponent xid(env.ctx());
+  kmsg::KernelLogDispatcher d({xid_kernel_log_rules()}, env.events, env.metrics, {});
+  d.feed_message(kmsg::xid_line(79, "0000:3b:00.0"), Clock::now() - std::chrono::minutes(5));
+  ASSERT_EQ(xid.check().health(), Health::kUnhealthy);
+  ASSERT_TRUE(xid.set_healthy({Clock::now(), "token"}));
+  EXPECT_EQ(xid.check().health(), Health::kHealthy);
+  auto kept = xid.events(TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(kept->size(), 1u);
+  ASSERT_TRUE(kept->front().acknowledged);
+  EXPECT_EQ(kept->front().acknowledged->by, "token");
+  d.feed_message(kmsg::xid_line(79, "0000:5e:00.0"), Clock::now());
+  EXPECT_EQ(xid.check().health(), Health::kUnhealthy);
 }
 
 TEST(XidComponent, RebootEventOfOsClearsIt) {

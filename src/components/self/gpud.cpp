@@ -192,7 +192,7 @@ CheckResult GpudComponent::check() {
   return evaluate_gpud(s, acknowledged_);
 }
 
-Result<void> GpudComponent::set_healthy() {
+Result<void> GpudComponent::set_healthy(const Acknowledgement&) {
   GpudSnapshot s = collect();
   std::lock_guard lock(mu_);
   acknowledged_.events_dropped = s.events_dropped;

@@ -85,7 +85,7 @@ class GpudComponent : public Component {
   CheckResult check() override;
   bool can_set_healthy() const override { return true; }
   // Acknowledges the lost events, quarantines and kernel-log losses counted so far.
-  Result<void> set_healthy() override;
+  Result<void> set_healthy(const Acknowledgement& ack) override;
 
  private:
   GpudSnapshot collect() const;

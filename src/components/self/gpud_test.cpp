@@ -176,7 +176,7 @@ TEST(GpudComponent, QuarantineAtStartIsReportedPublishedAndAcknowledgedBySetHeal
   EXPECT_THAT(text, HasSubstr("gpud_store_quarantines_total 1\n"));
 
   ASSERT_TRUE(c.can_set_healthy());
-  ASSERT_TRUE(c.set_healthy().ok());
+  ASSERT_TRUE(c.set_healthy({Clock::now(), "uid:0"}).ok());
   EXPECT_EQ(c.check().health(), Health::kHealthy);
 }
 
