@@ -309,7 +309,7 @@ TEST_F(KubernetesNodeConditionsE2E, BadAnswersMakeGpudDegradedWithTheReasonNotTh
   const nlohmann::json requests = api.log()["requests"];
   for (const auto& r : requests)
     if (r.value("userAgent", "") == "gpud" && r.value("status", 200) >= 400) ++failed_calls;
-  EXPECT_GE(failed_calls, 5);
+  EXPECT_GE(failed_calls, 4);  // at least one per HTTP error
   size_t lines = 0;
   const std::string log = d.log();
   for (size_t at = log.find("cannot keep node"); at != std::string::npos;
@@ -317,6 +317,7 @@ TEST_F(KubernetesNodeConditionsE2E, BadAnswersMakeGpudDegradedWithTheReasonNotTh
     ++lines;
   EXPECT_GE(lines, 1U) << log;
   EXPECT_LE(lines, 2U) << log;
+  EXPECT_LT(lines, static_cast<size_t>(failed_calls)) << log;
   d.stop();
 }
 
