@@ -62,7 +62,8 @@ Result<void> ensure_data_dir(const std::string& data_dir) {
   return {};
 }
 
-Daemon::Daemon(Config config) : config_(std::move(config)) {}
+Daemon::Daemon(Config config, KubernetesSettings kubernetes)
+    : config_(std::move(config)), kubernetes_(std::move(kubernetes)) {}
 
 Daemon::~Daemon() { stop(); }
 
@@ -80,6 +81,12 @@ Result<void> Daemon::start() {
   };
   hooks.identify_bus = [this](std::string_view bus) { return identify_bus(bus); };
   hooks.kernel_log_counters = [this] { return kernel_log_counters(); };
+  if (auto r = make_node_conditions(); !r) return r;
+  hooks.sinks = [this] {
+    std::vector<components::SinkStatus> out;
+    if (node_conditions_) out.push_back(node_conditions_->status());
+    return out;
+  };
   auto runtime = build_runtime(config_, RuntimeMode::kDaemon, std::move(hooks));
   if (!runtime) return runtime.error();
   runtime_ = std::move(*runtime);
@@ -180,6 +187,7 @@ Result<void> Daemon::start() {
   }
 
   loop_thread_ = std::thread([this] { loop(); });
+  if (node_conditions_) node_conditions_->start();
   logger("daemon")->info("gpud serving {} components on {} ({})",
                          runtime_->registry.supported().size(), config_.listen_address,
                          config_.no_tls ? "http" : "https");
@@ -317,16 +325,50 @@ nlohmann::json Daemon::machine_info() {
   return machine_info_;
 }
 
-std::vector<components::GpuHealth> Daemon::gpu_health() const {
-  auto identity = runtime_->nvidia->last_good_snapshot();
-  if (!identity || !scheduler_) return {};
+std::vector<HealthState> Daemon::latest_states() const {
   std::vector<HealthState> states;
+  if (!scheduler_) return states;
   for (Component* c : runtime_->registry.supported()) {
     auto s = scheduler_->last_states(*c);
     states.insert(states.end(), std::make_move_iterator(s.begin()),
                   std::make_move_iterator(s.end()));
   }
-  return components::gpu_health(*identity, states);
+  return states;
+}
+
+std::vector<components::GpuHealth> Daemon::gpu_health() const {
+  auto identity = runtime_->nvidia->last_good_snapshot();
+  if (!identity || !scheduler_) return {};
+  return components::gpu_health(*identity, latest_states());
+}
+
+Result<void> Daemon::make_node_conditions() {
+  const KubernetesSettings& k = kubernetes_;
+  if (!k.node_conditions) return {};
+  auto conn = kubernetes_connection(k);
+  if (!conn) return make_error("--kubernetes-node-conditions: " + conn.error().message);
+  const std::string where = conn->where, server = conn->server;
+  auto api = sinks::KubernetesApi::create(std::move(*conn), k.api_timeout);
+  if (!api)
+    return make_error("--kubernetes-node-conditions: " + where + ": " + api.error().message);
+  sinks::NodeConditionsOptions o;
+  o.node_name = k.node_name;
+  o.event_namespace = k.event_namespace;
+  o.poll_interval = k.poll_interval;
+  o.min_write_interval = k.min_write_interval;
+  o.resync_interval = k.resync_interval;
+  o.max_backoff = std::max(k.max_backoff, o.initial_backoff);
+  // Reads caches only: the findings /v1/gpus serves and the components' last states.
+  node_conditions_ = std::make_unique<sinks::KubernetesNodeConditions>(std::move(*api), o, [this] {
+    sinks::NodeHealthInputs in;
+    in.states = latest_states();
+    if (auto identity = runtime_->nvidia->last_good_snapshot())
+      in.gpus = components::gpu_health(*identity, in.states);
+    return in;
+  });
+  logger("kubernetes")
+      ->info("keeping node {}'s conditions through {} ({})", o.node_name, server, where);
+  return {};
 }
 
 void Daemon::watch_nvidia() {
@@ -411,6 +453,7 @@ void Daemon::stop() {
   }
   cv_.notify_all();
   if (loop_thread_.joinable()) loop_thread_.join();
+  if (node_conditions_) node_conditions_->stop();
   // A plugin's script may run for minutes (its timeout); the API's workers and the scheduler's
   // wait for the checks they run, so those are cut short first.
   if (runtime_)

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "app/kubeconfig.h"
 #include "app/runtime.h"
 #include "components/nvidia/gpu_health.h"
 #include "components/self/gpud.h"
@@ -20,6 +21,7 @@
 #include "nvml/xid_watcher.h"
 #include "server/metrics_listener.h"
 #include "server/server.h"
+#include "sinks/kubernetes_node_conditions.h"
 #include "store/metadata.h"
 #include "store/metric_store.h"
 
@@ -27,7 +29,7 @@ namespace gpud::app {
 
 class Daemon {
  public:
-  explicit Daemon(Config config);
+  explicit Daemon(Config config, KubernetesSettings kubernetes = {});
   ~Daemon();
   // Opens the store (taking the data dir's lock), registers and starts components, starts the API.
   Result<void> start();
@@ -43,6 +45,8 @@ class Daemon {
   void watch_nvidia();
   // Each GPU's health over the components' latest states (GET /v1/gpus, the per-GPU metric).
   std::vector<components::GpuHealth> gpu_health() const;
+  // Every supported component's latest states, from the scheduler's cache.
+  std::vector<HealthState> latest_states() const;
 
  private:
   void loop();
@@ -50,6 +54,8 @@ class Daemon {
   Result<void> register_custom_plugins();
   // Runs the init plugins once; an error (naming the plugin and why) when one is not Healthy.
   Result<void> run_init_plugins();
+  // With --kubernetes-node-conditions: the sink, from the kubeconfig or service account.
+  Result<void> make_node_conditions();
   void start_kernel_log();
   components::KernelLogCounters kernel_log_counters();
   void maybe_start_xid_watcher();
@@ -57,6 +63,7 @@ class Daemon {
   nlohmann::json machine_info();
 
   Config config_;
+  KubernetesSettings kubernetes_;
   int lock_fd_ = -1;
   // The store, metric registry, NVIDIA source, components and kernel-log dispatcher, as `gpud scan`
   // builds them too.
@@ -71,6 +78,9 @@ class Daemon {
   std::unique_ptr<kmsg::KmsgFollower> follower_;
   std::string kernel_log_error_;
   std::unique_ptr<nvml::XidWatcher> xid_watcher_;
+  // --kubernetes-node-conditions; made before the runtime (the gpud component reads its status)
+  // and started once the first checks ran.
+  std::unique_ptr<sinks::KubernetesNodeConditions> node_conditions_;
   std::vector<std::string> init_plugins_;  // component names, in the specs file's order
 
   std::mutex mu_;

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "app/kubeconfig.h"
 #include "core/config.h"
 #include "core/result.h"
 
@@ -30,6 +31,7 @@ struct RunFlags {
   // API
   std::string admin_token_file;
   bool api_socket_given = false;  // --api-socket was given (even as ""): no default
+  KubernetesSettings kubernetes;  // `gpud run` only
 };
 
 // The daemon's Unix socket under a data dir, where `run` listens and the CLI looks by default.

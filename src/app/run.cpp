@@ -94,6 +94,35 @@ void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample
   cmd->add_option("--metrics-sample-interval", *sample,
                   "How often metrics are sampled into history")
       ->group("");  // hidden: tests shorten it
+  // Kubernetes node conditions (README "Run on Kubernetes").
+  KubernetesSettings& k = flags->kubernetes;
+  cmd->add_flag("--kubernetes-node-conditions", k.node_conditions,
+                "Keep gpud's conditions (GpudGPUProblem, GpudKernelProblem, GpudRuntimeProblem) "
+                "on this node's Kubernetes Node and record each change as an Event");
+  cmd->add_option("--kubeconfig", k.kubeconfig,
+                  "kubeconfig for --kubernetes-node-conditions outside a pod (default $KUBECONFIG; "
+                  "in a pod: its service account)");
+  cmd->add_option("--kubernetes-node-name", k.node_name,
+                  "This node's Kubernetes name (default $NODE_NAME, which the DaemonSet sets)");
+  cmd->add_option("--kubernetes-event-namespace", k.event_namespace,
+                  "Namespace of the Events gpud writes about its Node")
+      ->capture_default_str();
+  cmd->add_option("--kubernetes-service-account-dir", k.service_account_dir)
+      ->group("");  // hidden: tests
+  for (auto [name, out] : {std::pair{"--kubernetes-poll-interval", &k.poll_interval},
+                           std::pair{"--kubernetes-min-write-interval", &k.min_write_interval},
+                           std::pair{"--kubernetes-resync-interval", &k.resync_interval},
+                           std::pair{"--kubernetes-api-timeout", &k.api_timeout},
+                           std::pair{"--kubernetes-max-backoff", &k.max_backoff}})
+    cmd->add_option_function<std::string>(
+           name,
+           [name = std::string(name), out = out](const std::string& s) {
+             auto d = parse_duration(s);
+             if (!d || d->count() < 10)
+               throw CLI::ValidationError(name, "invalid duration \"" + s + "\"");
+             *out = *d;
+           })
+        ->group("");  // hidden: tests shorten them
 }
 
 RunCommandLine::RunCommandLine() { add_run_options(app, flags, sample); }
@@ -116,6 +145,10 @@ Result<void> validate_run_flags(RunFlags& flags, const std::string& sample) {
   flags.config.metrics_sample_interval = std::chrono::duration_cast<std::chrono::seconds>(*si);
   if (auto sans = server::subject_alt_names(flags.config.tls_sans); !sans)
     return make_error("invalid --tls-san " + sans.error().message);
+  if (auto r = resolve_kubernetes_settings(flags.kubernetes, std::getenv(kNodeNameEnv),
+                                           std::getenv(kKubeconfigEnv));
+      !r)
+    return r;
   if (!flags.config.metrics_listen_address.empty())
     if (auto a = server::parse_listen_address(flags.config.metrics_listen_address); !a)
       return make_error("invalid --metrics-listen-address: " + a.error().message);
@@ -134,7 +167,8 @@ LogOptions log_options(const Config& c) {
 namespace {
 
 // Starts the daemon and serves until SIGINT or SIGTERM.
-void serve_until_stopped(const Config& config, int* exit_code) {
+void serve_until_stopped(const Config& config, const KubernetesSettings& kubernetes,
+                         int* exit_code) {
   // Block the stop signals before any thread starts so only sigwait below sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -143,7 +177,7 @@ void serve_until_stopped(const Config& config, int* exit_code) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  Daemon daemon(config);
+  Daemon daemon(config, kubernetes);
   if (auto r = daemon.start(); !r) {
     logger("daemon")->error("cannot start: {}", r.error().message);
     // Tells a Type=notify unit why it failed instead of letting it wait for READY=1.
@@ -199,7 +233,9 @@ void add_run(CLI::App& app, int* exit_code, std::function<void()>* serve) {
       return;
     }
     flags->config.admin_token = *token;
-    *serve = [config = flags->config, exit_code] { serve_until_stopped(config, exit_code); };
+    *serve = [config = flags->config, kubernetes = flags->kubernetes, exit_code] {
+      serve_until_stopped(config, kubernetes, exit_code);
+    };
   });
 }
 

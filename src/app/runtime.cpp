@@ -44,6 +44,7 @@ Result<std::unique_ptr<Runtime>> build_runtime(const Config& config, RuntimeMode
     rt->gpud_probes.db = rt->db.get();
     rt->gpud_probes.events = rt->events.get();
     rt->gpud_probes.kernel_log = std::move(hooks.kernel_log_counters);
+    rt->gpud_probes.sinks = std::move(hooks.sinks);
     ctx.gpud = &rt->gpud_probes;
   }
   if (auto r = components::register_all(rt->registry, ctx); !r) return r.error();

@@ -32,6 +32,7 @@ struct DaemonHooks {
   kmsg::KernelLogDispatcher::OnEvent on_kernel_log_event;  // a component got a kernel-log event
   kmsg::KernelLogDispatcher::IdentifyBus identify_bus;     // names the GPU of a kernel-log bus id
   std::function<components::KernelLogCounters()> kernel_log_counters;  // for the gpud component
+  std::function<std::vector<components::SinkStatus>()> sinks;          // for the gpud component
 };
 
 // Members are declared so that each is destroyed before what it points at. Not movable: the

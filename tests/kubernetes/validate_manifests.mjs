@@ -44,6 +44,10 @@ const models = {
   "v1/ServiceAccount": () => require("kubernetes-models/v1/ServiceAccount").ServiceAccount,
   "v1/Service": () => require("kubernetes-models/v1/Service").Service,
   "apps/v1/DaemonSet": () => require("kubernetes-models/apps/v1/DaemonSet").DaemonSet,
+  "rbac.authorization.k8s.io/v1/ClusterRole": () =>
+    require("kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole").ClusterRole,
+  "rbac.authorization.k8s.io/v1/ClusterRoleBinding": () =>
+    require("kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding").ClusterRoleBinding,
   "monitoring.coreos.com/v1/PodMonitor": () =>
     require("@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor").PodMonitor,
   "monitoring.coreos.com/v1/PrometheusRule": () =>
@@ -83,13 +87,21 @@ const find = (objects, kind, name) => {
 };
 assert.deepEqual(
   base.map((o) => `${o.kind}/${o.metadata.name}`).sort(),
-  ["DaemonSet/gpud", "Namespace/gpud", "Service/gpud", "ServiceAccount/gpud"],
+  [
+    "ClusterRole/gpud-node-conditions",
+    "ClusterRoleBinding/gpud-node-conditions",
+    "DaemonSet/gpud",
+    "Namespace/gpud",
+    "Service/gpud",
+    "ServiceAccount/gpud",
+  ],
 );
 assert.deepEqual(
   operator.map((o) => `${o.kind}/${o.metadata.name}`).sort(),
   ["PodMonitor/gpud", "PrometheusRule/dcgm-compat", "PrometheusRule/gpud-alerts"],
 );
-for (const o of [...base, ...operator].filter((o) => o.kind !== "Namespace"))
+const clusterScoped = new Set(["Namespace", "ClusterRole", "ClusterRoleBinding"]);
+for (const o of [...base, ...operator].filter((o) => !clusterScoped.has(o.kind)))
   assert.equal(o.metadata.namespace, "gpud", `${o.kind} ${o.metadata.name} in namespace gpud`);
 assert.equal(
   find(base, "Namespace", "gpud").metadata.labels["pod-security.kubernetes.io/enforce"],
@@ -164,6 +176,32 @@ for (const probe of [c.readinessProbe, c.livenessProbe]) {
 assert.ok(c.resources.requests.cpu && c.resources.requests.memory, "resource requests");
 const env = Object.fromEntries(c.env.map((e) => [e.name, e.value]));
 assert.equal(env.NVIDIA_VISIBLE_DEVICES, "all", "the NVIDIA runtime gives gpud NVML and every GPU");
+
+// Node conditions: the flag, the node's name from the downward API, a token, and a role that may
+// patch the Node's status and write Events, bound to the pod's account.
+assert.ok(c.args.includes("--kubernetes-node-conditions"), "--kubernetes-node-conditions");
+assert.equal(
+  c.env.find((e) => e.name === "NODE_NAME")?.valueFrom?.fieldRef?.fieldPath,
+  "spec.nodeName",
+  "NODE_NAME from the downward API",
+);
+assert.notEqual(pod.automountServiceAccountToken, false, "the service account's token is mounted");
+assert.notEqual(find(base, "ServiceAccount", "gpud").automountServiceAccountToken, false);
+const role = find(base, "ClusterRole", "gpud-node-conditions");
+const allows = (resource, verb) =>
+  role.rules.some(
+    (r) => r.apiGroups.includes("") && r.resources.includes(resource) && r.verbs.includes(verb),
+  );
+for (const [resource, verb] of [
+  ["nodes", "get"],
+  ["nodes/status", "patch"],
+  ["events", "create"],
+])
+  assert.ok(allows(resource, verb), `the role allows ${verb} ${resource}`);
+assert.ok(!allows("nodes", "patch") && !allows("nodes", "update"), "no cordon or taint");
+const binding = find(base, "ClusterRoleBinding", "gpud-node-conditions");
+assert.equal(binding.roleRef.name, role.metadata.name);
+assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: "gpud", namespace: "gpud" }]);
 
 // The headless Service and the PodMonitor find the pods and their port.
 const svc = find(base, "Service", "gpud");

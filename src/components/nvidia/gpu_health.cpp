@@ -34,9 +34,13 @@ std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
     h.pci_bus_id = g.pci_bus_id.ok() ? g.pci_bus_id.value : "";
     out.push_back(std::move(h));
   }
-  auto add = [](GpuHealth& gpu, const HealthState& s, Health health, std::string reason) {
+  auto add = [](GpuHealth& gpu, const HealthState& s, Health health, std::string reason,
+                const std::string& action = {}) {
     if (health == Health::kHealthy) return;
-    gpu.causes.push_back({s.component, health, std::move(reason)});
+    std::optional<RepairAction> a = parse_repair_action(action);
+    if (!a && s.suggested_actions && !s.suggested_actions->repair_actions.empty())
+      a = s.suggested_actions->repair_actions.front();
+    gpu.causes.push_back({s.component, health, std::move(reason), a});
   };
   for (const HealthState& s : states) {
     for (const auto& f : array_of(s, "gpu_findings")) {
@@ -44,7 +48,8 @@ std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
       auto index = f["gpu"].get<unsigned int>();
       auto health = parse_health(text_of(f, "health"));
       for (auto& gpu : out)
-        if (gpu.index == index && health) add(gpu, s, *health, text_of(f, "reason"));
+        if (gpu.index == index && health)
+          add(gpu, s, *health, text_of(f, "reason"), text_of(f, "suggested_action"));
     }
     for (const auto& d : array_of(s, "devices")) {
       if (!d.is_object()) continue;
@@ -52,7 +57,7 @@ std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
       auto health = parse_health(text_of(d, "health"));
       for (auto& gpu : out)
         if (!bus.empty() && normalize_pci_bus_id(gpu.pci_bus_id) == bus && health)
-          add(gpu, s, *health, text_of(d, "reason"));
+          add(gpu, s, *health, text_of(d, "reason"), text_of(d, "suggested_action"));
     }
     // A fault of NVML itself (missing, failed, hung) is every GPU's.
     if (s.component == kNvmlFaultOwner && s.health != Health::kHealthy &&

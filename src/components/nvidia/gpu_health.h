@@ -7,6 +7,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct GpuHealthCause {
   std::string component;
   Health health = Health::kHealthy;
   std::string reason;
+  // The finding's own suggested action, else the component state's first; none when neither has
+  // one.
+  std::optional<RepairAction> action;
 };
 
 struct GpuHealth {

@@ -96,6 +96,28 @@ TEST(GpuHealth, ALostGpuIsItsOwnAndAHungDriverIsEveryGpus) {
   }
 }
 
+TEST(GpuHealth, EachCauseCarriesItsSuggestedAction) {
+  // A per-GPU finding with its own action, an Xid device with its own, and a component whose
+  // finding has none: the state's action stands in.
+  nvml::GpuSnapshot g0 = four_gpus().gpus[0];
+  NvidiaVerdict rows;
+  rows.add(g0, Health::kUnhealthy, "GPU 0 row remapping failed", RepairAction::kHardwareInspection);
+  HealthState r = render_verdict("accelerator-nvidia-remapped-rows", rows).states[0];
+  HealthState xid = state("accelerator-nvidia-error-xid", Health::kUnhealthy, "Xid 79");
+  xid.extra_info["devices"] =
+      R"([{"pci_bus_id":"0000:2a:00.0","code":79,"health":"Unhealthy","suggested_action":"REBOOT_SYSTEM","reason":"Xid 79"}])";
+  HealthState ecc = state("accelerator-nvidia-ecc", Health::kUnhealthy, "GPU 3 ECC");
+  ecc.extra_info["gpu_findings"] = R"([{"gpu":3,"health":"Unhealthy","reason":"GPU 3 ECC"}])";
+  ecc.suggested_actions = SuggestedActions{"reset", {RepairAction::kRebootSystem}};
+  HealthState temp = state("accelerator-nvidia-temperature", Health::kUnhealthy);
+  temp.extra_info["gpu_findings"] = R"([{"gpu":2,"health":"Unhealthy","reason":"hot"}])";
+  auto gpus = gpu_health(four_gpus(), {r, xid, ecc, temp});
+  EXPECT_EQ(gpus[0].causes.at(0).action, RepairAction::kHardwareInspection);
+  EXPECT_EQ(gpus[1].causes.at(0).action, RepairAction::kRebootSystem);
+  EXPECT_EQ(gpus[3].causes.at(0).action, RepairAction::kRebootSystem);
+  EXPECT_EQ(gpus[2].causes.at(0).action, std::nullopt);
+}
+
 TEST(GpuHealth, GarbledFindingsAreIgnoredNotFatal) {
   HealthState s = state("accelerator-nvidia-ecc", Health::kUnhealthy);
   s.extra_info["gpu_findings"] =

@@ -102,9 +102,12 @@ CheckResult render_verdict(std::string_view component, const NvidiaVerdict& v, T
   // Each GPU's own findings, for the per-GPU view (gpu_health).
   nlohmann::json per_gpu = nlohmann::json::array();
   for (const auto& f : v.findings)
-    if (f.gpu && f.health != Health::kHealthy)
-      per_gpu.push_back(
-          {{"gpu", *f.gpu}, {"health", std::string(to_string(f.health))}, {"reason", f.reason}});
+    if (f.gpu && f.health != Health::kHealthy) {
+      nlohmann::json finding = {
+          {"gpu", *f.gpu}, {"health", std::string(to_string(f.health))}, {"reason", f.reason}};
+      if (f.action) finding["suggested_action"] = std::string(to_string(*f.action));
+      per_gpu.push_back(std::move(finding));
+    }
   if (!per_gpu.empty()) r.states[0].extra_info["gpu_findings"] = per_gpu.dump();
   return r;
 }

@@ -47,6 +47,12 @@ nlohmann::json to_json(const GpudSnapshot& s) {
   if (s.kernel_log.parse_errors) k["parse_errors"] = *s.kernel_log.parse_errors;
   j["kernel_log"] = k;
   j["nvml_status"] = s.nvml_status;
+  if (!s.sinks.empty()) {
+    nlohmann::json sinks = nlohmann::json::array();
+    for (const SinkStatus& sink : s.sinks)
+      sinks.push_back({{"name", sink.name}, {"ok", sink.error.empty()}, {"error", sink.error}});
+    j["sinks"] = std::move(sinks);
+  }
   return j;
 }
 
@@ -96,6 +102,9 @@ CheckResult evaluate_gpud(const GpudSnapshot& s, const GpudAcknowledged& ack, Ti
     findings.push_back(
         {Health::kDegraded, fmt::format("kernel log: {} matched lines could not be parsed",
                                         *k.parse_errors - ack.parse_errors)});
+  for (const SinkStatus& sink : s.sinks)
+    if (!sink.error.empty())
+      findings.push_back({Health::kDegraded, fmt::format("{}: {}", sink.name, sink.error)});
 
   Health health = Health::kHealthy;
   std::string reason;
@@ -163,6 +172,7 @@ GpudSnapshot GpudComponent::collect() const {
   else
     s.kernel_log.error = "no kernel-log follower in this process";
   if (ctx().nvidia != nullptr) s.nvml_status = std::string(nvml::to_string(ctx().nvidia->status()));
+  if (p.sinks) s.sinks = p.sinks();
   return s;
 }
 

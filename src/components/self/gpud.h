@@ -32,12 +32,20 @@ struct KernelLogCounters {
   std::optional<uint64_t> parse_errors;
 };
 
+// Whether a sink (docs/DESIGN.md "Sinks": Kubernetes node conditions, ...) reaches the system it
+// tells. A sink that cannot makes the gpud component Degraded, never another component.
+struct SinkStatus {
+  std::string name;   // "kubernetes-node-conditions"
+  std::string error;  // why its last attempt failed; "" while it works
+};
+
 // What the daemon hands the gpud component. Any member may be empty; the component is supported
 // only where ctx.gpud points at one (the daemon), never in `gpud scan`.
 struct GpudProbes {
   store::Database* db = nullptr;
   store::EventStore* events = nullptr;
   std::function<KernelLogCounters()> kernel_log;
+  std::function<std::vector<SinkStatus>()> sinks;  // the sinks the daemon runs
 };
 
 // One reading of everything the rule judges.
@@ -51,6 +59,7 @@ struct GpudSnapshot {
   uint64_t events_dropped = 0;
   KernelLogCounters kernel_log;
   std::string nvml_status;  // "not found", "errored", "ready"; "" without an NVML source
+  std::vector<SinkStatus> sinks;
 };
 
 // Counts acknowledged by set-healthy: a finding is reported while its count is above these.
@@ -67,10 +76,10 @@ nlohmann::json to_json(const GpudSnapshot& s);
 
 // The rule. Unhealthy: events were lost (the backlog was full), or the store is unusable (corrupt
 // and not replaced). Degraded: the store cannot write (events wait in memory, lost if gpud stops
-// now), a database was quarantined, the kernel log is not followed, or it lost or failed to read
-// records. Lost events, quarantines and kernel-log losses stay reported until set-healthy
-// acknowledges them; the store's state is live. NVML's state is reported, never judged here: the
-// NVIDIA components own it.
+// now), a database was quarantined, the kernel log is not followed, it lost or failed to read
+// records, or a sink cannot reach its system (the reason names the sink and its last error). Lost
+// events, quarantines and kernel-log losses stay reported until set-healthy acknowledges them; the
+// store's state is live. NVML's state is reported, never judged here: the NVIDIA components own it.
 CheckResult evaluate_gpud(const GpudSnapshot& s, const GpudAcknowledged& acknowledged,
                           TimePoint now = Clock::now());
 

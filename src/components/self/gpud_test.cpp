@@ -130,6 +130,21 @@ TEST(GpudRule, NvmlStateIsReportedNotJudged) {
   EXPECT_THAT(r.states[0].reason, HasSubstr("; NVML errored"));
 }
 
+TEST(GpudRule, ASinkThatCannotReachItsSystemIsDegradedWithItsError) {
+  GpudSnapshot s = healthy_snapshot();
+  s.sinks = {{"kubernetes-node-conditions", ""}};
+  EXPECT_EQ(evaluate_gpud(s, {}).health(), Health::kHealthy);
+  s.sinks[0].error = "PATCH /api/v1/nodes/n1/status: HTTP 403: forbidden";
+  CheckResult r = evaluate_gpud(s, {});
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_THAT(r.states[0].reason,
+              HasSubstr("kubernetes-node-conditions: PATCH /api/v1/nodes/n1/status: HTTP 403: "
+                        "forbidden"));
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(data["sinks"][0]["ok"], false);
+  EXPECT_EQ(data["sinks"][0]["name"], "kubernetes-node-conditions");
+}
+
 class TempDir {
  public:
   TempDir() {
@@ -155,11 +170,14 @@ TEST(GpudComponent, QuarantineAtStartIsReportedPublishedAndAcknowledgedBySetHeal
   MetricRegistry metrics;
   (*db)->set_metrics(&metrics);
   store::EventStore events(**db);
-  GpudProbes probes{db->get(), &events, [] {
+  GpudProbes probes{db->get(),
+                    &events,
+                    [] {
                       KernelLogCounters k;
                       k.followed = true;
                       return k;
-                    }};
+                    },
+                    {}};
   Config cfg;
   ComponentContext ctx{&cfg, &events, &metrics, false};
   ctx.gpud = &probes;
@@ -187,7 +205,10 @@ TEST(GpudComponent, StoreThatCannotWriteIsDegradedUntilTheEventsAreStored) {
   MetricRegistry metrics;
   (*db)->set_metrics(&metrics);
   store::EventStore events(**db);
-  GpudProbes probes{db->get(), &events, {}};
+  std::string sink_error;
+  GpudProbes probes{db->get(), &events, {}, [&sink_error] {
+                      return std::vector<SinkStatus>{{"kubernetes-node-conditions", sink_error}};
+                    }};
   Config cfg;
   ComponentContext ctx{&cfg, &events, &metrics, false};
   ctx.gpud = &probes;
@@ -213,6 +234,15 @@ TEST(GpudComponent, StoreThatCannotWriteIsDegradedUntilTheEventsAreStored) {
   EXPECT_EQ(events.retry(), 0u);
   r = c.check();
   EXPECT_THAT(r.states[0].reason, ::testing::Not(HasSubstr("cannot write")));
+  EXPECT_THAT(r.states[0].reason, ::testing::Not(HasSubstr("kubernetes-node-conditions")));
+
+  // A sink's failure, read at each check.
+  sink_error = "GET /api/v1/nodes/n1: HTTP 401: Unauthorized";
+  r = c.check();
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_THAT(
+      r.states[0].reason,
+      HasSubstr("kubernetes-node-conditions: GET /api/v1/nodes/n1: HTTP 401: Unauthorized"));
   EXPECT_THAT(metrics.prometheus_text(),
               HasSubstr("gpud_store_writable{gpud_component=\"gpud\"} 1\n"));
 }
