@@ -11,6 +11,9 @@ packages=(
   lld-14
   libcpp-httplib-dev libssl-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev
   libspdlog-dev libfmt-dev libre2-dev libyaml-cpp-dev
+  # sd-bus (header; libsystemd.so.0 is loaded on first use): the systemd component asks the host's
+  # systemd over D-Bus when gpud runs in a container; the tests' fake systemd links it.
+  libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   sqlite3 openssl curl procps
   prometheus prometheus-node-exporter
