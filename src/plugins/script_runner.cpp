@@ -95,8 +95,10 @@ ScriptResult run_bash_script(const std::string& script, const ScriptOptions& opt
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
   const std::string path_env = "PATH=" + (options.path.empty() ? kDefaultPath : options.path);
   const std::string name_env = "GPUD_PLUGIN_NAME=" + options.plugin_name;
-  std::vector<const char*> envp{path_env.c_str(), "HOME=/", "LANG=C.UTF-8", name_env.c_str(),
-                                nullptr};
+  const std::string root_env =
+      "GPUD_HOST_ROOT=" + (options.host_root.empty() ? std::string("/") : options.host_root);
+  std::vector<const char*> envp{path_env.c_str(), "HOME=/",         "LANG=C.UTF-8",
+                                name_env.c_str(), root_env.c_str(), nullptr};
   const char* script_path = "/proc/self/fd/3";
   std::vector<const char*> argv{options.bash.c_str(), script_path, nullptr};
   sigset_t empty_mask;

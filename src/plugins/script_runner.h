@@ -18,10 +18,13 @@ inline constexpr const char* kDefaultPath =
 struct ScriptOptions {
   std::chrono::milliseconds timeout{60'000};
   size_t max_output_bytes = kMaxOutputBytes;
-  // The script's PATH ("" : kDefaultPath); its environment holds only PATH, HOME=/, LANG=C.UTF-8
-  // and GPUD_PLUGIN_NAME.
+  // The script's PATH ("" : kDefaultPath); its environment holds only PATH, HOME=/, LANG=C.UTF-8,
+  // GPUD_PLUGIN_NAME and GPUD_HOST_ROOT.
   std::string path;
   std::string plugin_name;
+  // The daemon's --host-root, as GPUD_HOST_ROOT: where a script in the container image finds the
+  // host's files (the host's mount table is <root>/proc/1/mounts).
+  std::string host_root = "/";
   std::string bash = "/bin/bash";
   // Set from another thread (a deregistered plugin): the script is killed at once.
   const std::atomic<bool>* cancel = nullptr;
