@@ -31,6 +31,10 @@ struct SdBus {
   decltype(&::sd_bus_set_address) set_address = nullptr;
   decltype(&::sd_bus_set_bus_client) set_bus_client = nullptr;
   decltype(&::sd_bus_start) start = nullptr;
+  decltype(&::sd_bus_is_ready) is_ready = nullptr;
+  decltype(&::sd_bus_is_open) is_open = nullptr;
+  decltype(&::sd_bus_process) process = nullptr;
+  decltype(&::sd_bus_wait) wait = nullptr;
   decltype(&::sd_bus_close_unref) close_unref = nullptr;
   decltype(&::sd_bus_set_method_call_timeout) set_method_call_timeout = nullptr;
   decltype(&::sd_bus_call_method) call_method = nullptr;
@@ -60,6 +64,10 @@ const SdBus& sd_bus_library() {
     sym(l.set_address, "sd_bus_set_address");
     sym(l.set_bus_client, "sd_bus_set_bus_client");
     sym(l.start, "sd_bus_start");
+    sym(l.is_ready, "sd_bus_is_ready");
+    sym(l.is_open, "sd_bus_is_open");
+    sym(l.process, "sd_bus_process");
+    sym(l.wait, "sd_bus_wait");
     sym(l.close_unref, "sd_bus_close_unref");
     sym(l.set_method_call_timeout, "sd_bus_set_method_call_timeout");
     sym(l.call_method, "sd_bus_call_method");
@@ -165,6 +173,27 @@ SystemdAnswer systemd_bus_show(const std::string& socket_path, bool bus_client,
   if (r >= 0) r = lib.start(bus.get());
   if (r < 0) {
     answer.units = make_error(socket_path + ": cannot connect: " + std::strerror(-r));
+    return answer;
+  }
+
+  // The authentication (and on a bus, Hello) under our deadline: sd-bus would wait its own, far
+  // longer, one for a peer that accepts the connection and never speaks.
+  while ((r = lib.is_ready(bus.get())) == 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        deadline.at - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      answer.reached = true;  // something accepted and never answered: a hung systemd or bus
+      answer.units = make_error(socket_path + ": " + timed_out(timeout));
+      return answer;
+    }
+    r = lib.process(bus.get(), nullptr);
+    if (r >= 0 && lib.is_open(bus.get()) <= 0) r = -ECONNRESET;
+    if (r == 0) r = lib.wait(bus.get(), static_cast<uint64_t>(left.count()));
+    if (r < 0) break;
+  }
+  if (r < 0) {
+    answer.units =
+        make_error(socket_path + ": connection refused or dropped: " + std::strerror(-r));
     return answer;
   }
 

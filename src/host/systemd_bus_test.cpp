@@ -104,7 +104,8 @@ TEST(SystemdBus, SystemdThatDoesNotAnswerIsAnErrorWithinTheDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
   EXPECT_TRUE(a.reached);
   ASSERT_FALSE(a.units);
-  EXPECT_NE(a.units.error().message.find("did not answer within 300 ms"), std::string::npos)
+  // Within what was left of the 300 ms when this socket was tried.
+  EXPECT_NE(a.units.error().message.find("systemd did not answer within "), std::string::npos)
       << a.units.error().message;
 }
 

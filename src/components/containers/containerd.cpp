@@ -169,24 +169,41 @@ std::string containerd_cdi_form(std::string_view toml) {
   return "";
 }
 
-std::vector<std::string> containerd_cdi_spec_dirs(std::string_view toml) {
+namespace {
+
+// The strings of the first array-valued key `matches` accepts (its value may span lines); nullopt
+// when there is none. `top_level`: only keys before the first [table].
+template <typename Match>
+std::optional<std::vector<std::string>> toml_string_array(std::string_view toml, bool top_level,
+                                                          Match matches) {
   std::string collected;
-  bool in_dirs = false;
+  bool in_array = false;
   for (const std::string& raw : split_lines_copy(toml)) {
     std::string_view line = trim(strip_comment(raw));
-    if (!in_dirs) {
+    if (!in_array) {
+      if (!line.empty() && line.front() == '[') {
+        if (top_level) break;
+        continue;
+      }
       auto eq = line.find('=');
-      if (line.empty() || line.front() == '[' || eq == std::string_view::npos) continue;
-      std::string key = normalize_key(line.substr(0, eq));
-      if (key != "cdi_spec_dirs" && !key.ends_with(".cdi_spec_dirs")) continue;
-      in_dirs = true;
+      if (eq == std::string_view::npos || !matches(normalize_key(line.substr(0, eq)))) continue;
+      in_array = true;
       line = trim(line.substr(eq + 1));
     }
     collected += std::string(line) + "\n";
     if (line.find(']') != std::string_view::npos) break;
   }
-  if (!in_dirs) return {"/etc/cdi", "/var/run/cdi"};
+  if (!in_array) return std::nullopt;
   return quoted_strings(collected);
+}
+
+}  // namespace
+
+std::vector<std::string> containerd_cdi_spec_dirs(std::string_view toml) {
+  auto dirs = toml_string_array(toml, false, [](const std::string& key) {
+    return key == "cdi_spec_dirs" || key.ends_with(".cdi_spec_dirs");
+  });
+  return dirs ? *dirs : std::vector<std::string>{"/etc/cdi", "/var/run/cdi"};
 }
 
 bool nvidia_cdi_spec(std::string_view spec) {
@@ -195,29 +212,17 @@ bool nvidia_cdi_spec(std::string_view spec) {
     for (size_t k = line.find("kind"); k != std::string_view::npos; k = line.find("kind", k + 1)) {
       std::string rest = normalize_key(line.substr(k + 4));
       if (!rest.empty() && rest.front() == '"') rest.erase(0, 1);
-      if (rest.rfind(":\"nvidia.com/gpu\"", 0) == 0 || rest.rfind(":nvidia.com/gpu", 0) == 0)
-        return true;
+      // Quoted, the closing quote ends the value; bare (YAML), the line does.
+      if (rest.rfind(":\"nvidia.com/gpu\"", 0) == 0 || rest == ":nvidia.com/gpu") return true;
     }
   }
   return false;
 }
 
 std::vector<std::string> containerd_config_imports(std::string_view toml) {
-  std::string collected;
-  bool in_imports = false;
-  for (const std::string& raw : split_lines_copy(toml)) {
-    std::string_view line = trim(strip_comment(raw));
-    if (!in_imports) {
-      if (!line.empty() && line.front() == '[') break;  // imports is a top-level key
-      auto eq = line.find('=');
-      if (eq == std::string_view::npos || normalize_key(line.substr(0, eq)) != "imports") continue;
-      in_imports = true;
-      line = trim(line.substr(eq + 1));
-    }
-    collected += std::string(line) + "\n";
-    if (line.find(']') != std::string_view::npos) break;
-  }
-  return quoted_strings(collected);
+  // imports is a top-level key.
+  return toml_string_array(toml, true, [](const std::string& key) { return key == "imports"; })
+      .value_or(std::vector<std::string>{});
 }
 
 Result<ContainerdNvidiaRuntime> read_containerd_nvidia_runtime(const host::HostFs& fs,
