@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds gpud's container image without a base image: the root file system is the built gpud binary
-# and its CRI client module (stripped), the shared libraries they load (and the glibc libraries a
-# host's libnvidia-ml.so.1 needs when the NVIDIA container runtime injects it), an /etc/passwd with root, and empty /tmp,
-# /host and /var/lib/gpud. Debian's umoci writes it as an OCI image layout; a docker-archive
+# and its CRI client module (stripped), bash and busybox's tools for custom plugins, the shared
+# libraries they load (and the glibc libraries a host's libnvidia-ml.so.1 needs when the NVIDIA
+# container runtime injects it), an /etc/passwd with root, and empty /tmp, /host and /var/lib/gpud. Debian's umoci writes it as an OCI image layout; a docker-archive
 # manifest.json beside index.json lets `docker load` (Docker 20.10 reads only that) take the same
 # tarball that podman, skopeo and `ctr images import` read as OCI.
 #
@@ -47,6 +47,20 @@ printf 'root:x:0:\n' >"$rootfs/etc/group"
 
 strip --strip-unneeded -o "$rootfs/usr/bin/gpud" "$gpud"
 
+# Custom plugins (docs/PLUGINS.md) run their steps with /bin/bash, and their scripts use the usual
+# tools: Debian's bash (its libraries join the others below) and busybox-static's applets (sh, awk,
+# grep, sed, cat, ...; one 2 MiB static binary), each applet a link unless the image has the name.
+bash_bin=$(readlink -f /bin/bash)
+busybox_bin=$(readlink -f /bin/busybox)
+for tool in "$bash_bin" "$busybox_bin"; do
+  [[ -x $tool ]] || { echo "build-image: $tool missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
+done
+cp "$bash_bin" "$rootfs/usr/bin/bash"
+cp "$busybox_bin" "$rootfs/usr/bin/busybox"
+for applet in $("$busybox_bin" --list); do
+  [[ -e $rootfs/usr/bin/$applet || -L $rootfs/usr/bin/$applet ]] || ln -s busybox "$rootfs/usr/bin/$applet"
+done
+
 # The CRI client module (libgpud-cri.so: CRI and pod-resources over gRPC, 13 MiB of libraries) in
 # /usr/lib/gpud, where gpud looks (../lib/gpud beside it): the DaemonSet sees the host's containerd
 # and pod-resources sockets under /host, and loads it only where one exists. The docker module is
@@ -62,8 +76,12 @@ done
 
 # Every library the binary and the modules load, at its own path under /usr, resolved to the real
 # file.
-mapfile -t libs < <(for elf in "$gpud" "${modules[@]}"; do ldd "$elf"; done |
+# libsystemd.so.0, which gpud loads (dlopen) to ask the node's systemd over D-Bus, and what it links.
+sd_bus_lib=$(ldconfig -p | sed -n 's/^[[:space:]]*libsystemd\.so\.0 (libc6,x86-64) => \(.*\)$/\1/p' | head -1)
+[[ -n $sd_bus_lib ]] || { echo "build-image: libsystemd.so.0 not found (Debian's libsystemd0)" >&2; exit 1; }
+mapfile -t libs < <(for elf in "$gpud" "${modules[@]}" "$bash_bin" "$sd_bus_lib"; do ldd "$elf"; done |
   sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p' | sort -u)
+libs+=("$sd_bus_lib")
 libc_dir=
 for lib in "${libs[@]}"; do
   [[ $lib == */libc.so.6 ]] && libc_dir=$(dirname "$lib")

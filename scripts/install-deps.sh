@@ -17,6 +17,9 @@ build_packages=(
   build-essential cmake pkg-config g++ ccache
   libcpp-httplib-dev libssl-dev nlohmann-json3-dev libsqlite3-dev libcli11-dev
   libspdlog-dev libfmt-dev libre2-dev libyaml-cpp-dev
+  # sd-bus (header; libsystemd.so.0 is loaded on first use): the systemd component asks the host's systemd over
+  # D-Bus when gpud runs in a container; the tests' fake systemd links it.
+  libsystemd-dev
   # CMake configures the unit tests and the benchmarks with the rest (headers and static libraries only).
   libgtest-dev libgmock-dev libbenchmark-dev
   # The container-runtime client modules: the CRI and pod-resources clients (gRPC, our own .proto files) and

@@ -208,6 +208,7 @@ Result<void> Daemon::register_custom_plugins() {
   // The scripts get the daemon's PATH (systemd's default under the service) and nothing else of
   // its environment.
   if (const char* p = std::getenv("PATH"); p != nullptr) script.path = p;
+  script.host_root = config_.host_root;
   if (auto r = plugins::register_plugins(runtime_->registry, ctx, *specs, script); !r)
     return make_error("custom plugins: " + r.error().message);
   init_plugins_.clear();

@@ -282,6 +282,8 @@ Result<void> finalize(RunFlags& f) {
   // The environment is read here, in app/, and handed down; no library below reads it.
   c.kmsg_path = kmsg_path_from_environment();
   c.nvml_lib = nvml_library_from_environment(c.nvml_lib);
+  if (const char* root = std::getenv("GPUD_NVIDIA_DRIVER_ROOT"); root != nullptr)
+    c.nvidia_driver_root = root;
   auto ev = parse_duration(f.events_retention);
   if (!ev || ev->count() < 60'000)
     return make_error("invalid --events-retention-period \"" + f.events_retention +

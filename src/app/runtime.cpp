@@ -3,6 +3,7 @@
 #include "components/registry.h"
 #include "core/log.h"
 #include "host/host_fs.h"
+#include "host/nvidia_driver_root.h"
 #include "host/pci.h"
 
 namespace gpud::app {
@@ -19,7 +20,9 @@ Result<std::unique_ptr<Runtime>> build_runtime(const Config& config, RuntimeMode
   if (!scan) rt->db->set_metrics(&rt->metrics);
   rt->events = std::make_unique<store::EventStore>(*rt->db);
 
-  rt->nvidia = std::make_unique<nvml::NvidiaSource>(config.nvml_lib, config.nvml_call_timeout);
+  rt->nvidia = std::make_unique<nvml::NvidiaSource>(
+      config.nvml_lib, config.nvml_call_timeout, std::chrono::seconds(5),
+      host::nvidia_driver_roots(host::HostFs(config.host_root), config.nvidia_driver_root));
   // The daemon serves its API while nvmlInit runs (a hung driver holds it for the whole
   // deadline); a scan has nothing to serve and waits.
   if (scan)

@@ -75,6 +75,10 @@ struct Config {
   std::string containerd_socket;
   std::string
       nvml_lib;  // libnvidia-ml.so.1 to load; empty: $GPUD_NVML_LIBRARY_PATH, else the system's
+  // $GPUD_NVIDIA_DRIVER_ROOT as app/ read it: a root the driver is installed under (a path as gpud
+  // sees it), where NVML and the library component look besides the host's own directories and
+  // the GPU Operator's <host root>/run/nvidia/driver. "": not set.
+  std::string nvidia_driver_root;
   // NVIDIA expectations
   int gpu_count = 0;  // accelerator-nvidia-gpu-counts: expected NVML GPU count (0: not checked)
   int threshold_celsius_slowdown_margin = 0;  // temperature: Degraded at this margin (0: off)

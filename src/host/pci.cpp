@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 namespace gpud::host {
 namespace {
@@ -53,6 +54,13 @@ std::vector<std::string> find_nvidia_devices(const HostFs& fs) {
 }
 
 bool nvidia_gpu_present(const HostFs& fs) { return !find_nvidia_gpus(fs).empty(); }
+
+std::string pci_driver(const HostFs& fs, std::string_view address) {
+  std::error_code ec;
+  auto target = std::filesystem::read_symlink(
+      fs.path("/sys/bus/pci/devices/" + std::string(address) + "/driver"), ec);
+  return ec ? "" : target.filename().string();
+}
 
 namespace {
 

@@ -17,6 +17,9 @@ bool is_nvidia_gpu(std::string_view vendor, std::string_view pci_class);
 // PCI addresses ("0000:3b:00.0") of NVIDIA display controllers, sorted.
 std::vector<std::string> find_nvidia_gpus(const HostFs& fs);
 bool nvidia_gpu_present(const HostFs& fs);
+// The kernel driver bound to a PCI device ("nvidia", "vfio-pci"): the name its sysfs `driver` link
+// points to; "" when none is bound or the link cannot be read.
+std::string pci_driver(const HostFs& fs, std::string_view address);
 // PCI addresses of every NVIDIA device (vendor 0x10de: GPUs, NVSwitches, bridges), sorted.
 std::vector<std::string> find_nvidia_devices(const HostFs& fs);
 

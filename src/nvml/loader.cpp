@@ -1,6 +1,7 @@
 #include "nvml/loader.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <initializer_list>
@@ -168,8 +169,23 @@ void Nvml::set_hang_report(std::string report) {
   hang_report_ = std::move(report);
 }
 
-std::string resolve_library_path(const std::string& explicit_path) {
-  return explicit_path.empty() ? std::string(kDefaultLibraryName) : explicit_path;
+std::string resolve_library_path(const std::string& explicit_path,
+                                 const std::vector<std::string>& driver_roots) {
+  if (!explicit_path.empty()) return explicit_path;
+#if defined(__aarch64__)
+  static constexpr const char* kDirs[] = {"/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"};
+#else
+  static constexpr const char* kDirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"};
+#endif
+  for (const std::string& root : driver_roots) {
+    if (root.empty()) continue;
+    const std::string base = root.back() == '/' ? root.substr(0, root.size() - 1) : root;
+    for (const char* dir : kDirs) {
+      std::string candidate = base + dir + "/" + kDefaultLibraryName;
+      if (::access(candidate.c_str(), F_OK) == 0) return candidate;
+    }
+  }
+  return std::string(kDefaultLibraryName);
 }
 
 namespace {
@@ -245,7 +261,7 @@ InitOutcome init_on_worker(const Library& lib, CallTracker& tracker) {
 
 std::unique_ptr<Nvml> Nvml::open(const OpenOptions& options) {
   std::unique_ptr<Nvml> n(new Nvml());
-  n->path_ = resolve_library_path(options.library_path);
+  n->path_ = resolve_library_path(options.library_path, options.driver_roots);
   auto dl = DynamicLibrary::open(n->path_);
   if (!dl.ok()) {
     n->status_ = NvmlStatus::kNotFound;

@@ -155,8 +155,11 @@ enum class NvmlStatus {
 std::string_view to_string(NvmlStatus s);
 
 struct OpenOptions {
-  std::string library_path;  // empty: libnvidia-ml.so.1 from the system search path
+  std::string library_path;  // empty: the driver roots', else the system search path's
   std::chrono::milliseconds deadline = kDefaultCallDeadline;
+  // Roots a driver may be installed under ($GPUD_NVIDIA_DRIVER_ROOT, the GPU Operator's
+  // /run/nvidia/driver under the host root), looked at on each open.
+  std::vector<std::string> driver_roots;
 };
 
 // One loaded, initialised NVML: the worker, the library, the device handles and the driver info.
@@ -202,7 +205,10 @@ class Nvml {
   DriverInfo driver_;
 };
 
-// Resolution order of the library path: explicit > $GPUD_NVML_LIBRARY_PATH > "libnvidia-ml.so.1".
-std::string resolve_library_path(const std::string& explicit_path);
+// Resolution order of the library path: explicit (--nvml-lib, $GPUD_NVML_LIBRARY_PATH, as app/
+// read them) > the first driver root holding usr/lib/<arch triplet>/, usr/lib64/ or usr/lib/
+// libnvidia-ml.so.1 (GPUd's order) > "libnvidia-ml.so.1" from the system search path.
+std::string resolve_library_path(const std::string& explicit_path,
+                                 const std::vector<std::string>& driver_roots = {});
 
 }  // namespace gpud::nvml

@@ -41,7 +41,10 @@ NvmlSnapshot collect_ok(const std::string& scenario, bool legacy = false) {
 }
 
 TEST(NvmlLoader, MissingLibraryIsNotFoundNotAnError) {
-  auto nvml = Nvml::open({"/nonexistent/libnvidia-ml.so.1", 1s});
+  OpenOptions o;
+  o.library_path = "/nonexistent/libnvidia-ml.so.1";
+  o.deadline = 1s;
+  auto nvml = Nvml::open(o);
   EXPECT_EQ(nvml->status(), NvmlStatus::kNotFound);
   EXPECT_EQ(nvml->message().rfind("NVML not found", 0), 0U) << nvml->message();
   EXPECT_FALSE(collect(*nvml).ok());
@@ -54,6 +57,29 @@ TEST(NvmlLoader, LibraryPathFromEnvironment) {
   EXPECT_EQ(resolve_library_path(""), kDefaultLibraryName);
   EXPECT_EQ(resolve_library_path("/explicit.so"), "/explicit.so");
   unsetenv("GPUD_NVML_LIBRARY_PATH");
+}
+
+TEST(NvmlLoader, LooksUnderTheDriverRootsWhenNoPathIsGiven) {
+  auto root =
+      std::filesystem::temp_directory_path() / ("gpud-driver-root-" + std::to_string(getpid()));
+  std::filesystem::remove_all(root);
+  // A GPU Operator node: the driver container's root at /run/nvidia/driver, RHEL-style lib64.
+  const auto driver = root / "run/nvidia/driver";
+  std::filesystem::create_directories(driver / "usr/lib64");
+  std::filesystem::create_symlink(GPUD_FAKE_NVML, driver / "usr/lib64/libnvidia-ml.so.1");
+  const std::string expected = (driver / "usr/lib64/libnvidia-ml.so.1").string();
+  EXPECT_EQ(resolve_library_path("", {"/nonexistent", driver.string()}), expected);
+  EXPECT_EQ(resolve_library_path("/explicit.so", {driver.string()}), "/explicit.so");
+  EXPECT_EQ(resolve_library_path("", {"/nonexistent"}), kDefaultLibraryName);
+
+  setenv("FAKE_NVML_SCENARIO", fixture("h100x8-healthy.json").c_str(), 1);
+  OpenOptions o;
+  o.driver_roots = {(root / "absent").string(), driver.string()};
+  auto nvml = Nvml::open(o);
+  EXPECT_EQ(nvml->status(), NvmlStatus::kReady) << nvml->message();
+  EXPECT_EQ(nvml->library_path(), expected);
+  nvml.reset();
+  std::filesystem::remove_all(root);
 }
 
 std::string write_temp(const std::string& name, const std::string& body) {

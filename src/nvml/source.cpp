@@ -5,8 +5,11 @@
 namespace gpud::nvml {
 
 NvidiaSource::NvidiaSource(std::string library_path, std::chrono::milliseconds deadline,
-                           std::chrono::milliseconds max_age)
-    : library_path_(std::move(library_path)), deadline_(deadline), max_age_(max_age) {}
+                           std::chrono::milliseconds max_age, std::vector<std::string> driver_roots)
+    : library_path_(std::move(library_path)),
+      driver_roots_(std::move(driver_roots)),
+      deadline_(deadline),
+      max_age_(max_age) {}
 
 NvidiaSource::~NvidiaSource() {
   if (opener_.joinable()) opener_.join();
@@ -52,6 +55,7 @@ void NvidiaSource::open() {
   // unlocked.
   OpenOptions opts;
   opts.library_path = library_path_;
+  opts.driver_roots = driver_roots_;
   opts.deadline = deadline_;
   std::unique_ptr<Nvml> fresh = Nvml::open(opts);
   if (fresh->ready())

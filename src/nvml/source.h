@@ -23,9 +23,11 @@ namespace gpud::nvml {
 class NvidiaSource {
  public:
   // `max_age`: how long a collection serves the checks that follow it (tests shorten it).
+  // `driver_roots`: where a driver may be installed (see OpenOptions), looked at on each open.
   explicit NvidiaSource(std::string library_path,
                         std::chrono::milliseconds deadline = kDefaultCallDeadline,
-                        std::chrono::milliseconds max_age = std::chrono::seconds(5));
+                        std::chrono::milliseconds max_age = std::chrono::seconds(5),
+                        std::vector<std::string> driver_roots = {});
   ~NvidiaSource();
 
   // Loads NVML (first attempt, or again when `retry_every` passed since a failed attempt). Cheap
@@ -77,6 +79,7 @@ class NvidiaSource {
 
  private:
   std::string library_path_;
+  std::vector<std::string> driver_roots_;
   std::chrono::milliseconds deadline_;
   std::chrono::milliseconds max_age_;
   mutable std::mutex mu_;  // guards everything below; never held across an NVML call

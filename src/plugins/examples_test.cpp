@@ -37,7 +37,7 @@ void stand_in(const std::string& dir, const std::string& name, const std::string
 }
 
 HealthState run_example(const std::string& yaml, const std::string& component,
-                        const std::string& path) {
+                        const std::string& path, const std::string& host_root = "/") {
   auto specs = parse_specs(yaml, "example.yaml");
   EXPECT_TRUE(specs) << specs.error().message;
   if (!specs) return {};
@@ -45,6 +45,7 @@ HealthState run_example(const std::string& yaml, const std::string& component,
     if (s.component_name != component) continue;
     ScriptOptions opts;
     opts.path = path;
+    opts.host_root = host_root;
     PluginComponent c(ComponentContext{}, s, opts);
     CheckResult r = c.check();
     EXPECT_EQ(r.states.size(), 1u);
@@ -52,6 +53,26 @@ HealthState run_example(const std::string& yaml, const std::string& component,
   }
   ADD_FAILURE() << "no component " << component;
   return {};
+}
+
+TEST(PluginExamples, MountCheckReadsTheHostsMountTableUnderTheHostRoot) {
+  // As in the container image: the host's / under --host-root, its init's mount table there.
+  TempDir host;
+  std::filesystem::create_directories(host.path + "/proc/1");
+  std::ofstream(host.path + "/proc/1/mounts") << "/dev/nvme0n1p1 / ext4 rw,relatime 0 0\n"
+                                                 "/dev/md0 /mnt/scratch xfs rw,noatime 0 0\n";
+  std::string yaml = example_text("mount-check.yaml");
+  yaml.replace(yaml.find("\"mount-root:/\""), 14, "\"mount-scratch:/mnt/scratch\"");
+  HealthState scratch = run_example(yaml, "mount-scratch", "/usr/bin:/bin", host.path);
+  EXPECT_EQ(scratch.health, Health::kHealthy) << scratch.reason << scratch.raw_output;
+  EXPECT_EQ(scratch.extra_info["fstype"], "xfs");
+  // A host root whose mount table cannot be read is no reading of gpud's own.
+  TempDir empty;
+  HealthState unread = run_example(yaml, "mount-scratch", "/usr/bin:/bin", empty.path);
+  EXPECT_EQ(unread.health, Health::kUnhealthy);
+  EXPECT_NE(unread.raw_output.find("cannot read " + empty.path + "/proc/1/mounts"),
+            std::string::npos)
+      << unread.raw_output;
 }
 
 TEST(PluginExamples, MountCheckFindsRootAndMissesAnUnmountedPath) {

@@ -99,9 +99,11 @@ ScriptResult run_bash_script(const std::string& script, const ScriptOptions& opt
   const std::string param_env = std::string(kParamEnv) + "=" + options.plugin_param;
   const std::string par_env = "PAR=" + options.plugin_param;
   const std::string par1_env = "PAR1=" + options.plugin_param;
+  const std::string root_env =
+      "GPUD_HOST_ROOT=" + (options.host_root.empty() ? std::string("/") : options.host_root);
   std::vector<const char*> envp{
       path_env.c_str(),  "HOME=/",        "LANG=C.UTF-8",   name_env.c_str(), gpud_name_env.c_str(),
-      param_env.c_str(), par_env.c_str(), par1_env.c_str(), nullptr};
+      param_env.c_str(), par_env.c_str(), par1_env.c_str(), root_env.c_str(), nullptr};
   const char* script_path = "/proc/self/fd/3";
   std::vector<const char*> argv{options.bash.c_str(), script_path, nullptr};
   sigset_t empty_mask;

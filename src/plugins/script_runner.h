@@ -23,10 +23,14 @@ struct ScriptOptions {
   std::chrono::milliseconds timeout{60'000};
   size_t max_output_bytes = kMaxOutputBytes;
   // The script's PATH ("" : kDefaultPath); its environment holds only PATH, HOME=/, LANG=C.UTF-8,
-  // GPUD_PLUGIN_NAME and NAME (plugin_name), and GPUD_PLUGIN_PARAM, PAR and PAR1 (plugin_param).
+  // GPUD_PLUGIN_NAME and NAME (plugin_name), GPUD_PLUGIN_PARAM, PAR and PAR1 (plugin_param), and
+  // GPUD_HOST_ROOT.
   std::string path;
   std::string plugin_name;
   std::string plugin_param;
+  // The daemon's --host-root, as GPUD_HOST_ROOT: where a script in the container image finds the
+  // host's files (the host's mount table is <root>/proc/1/mounts).
+  std::string host_root = "/";
   std::string bash = "/bin/bash";
   // Set from another thread (a deregistered plugin): the script is killed at once.
   const std::atomic<bool>* cancel = nullptr;

@@ -119,6 +119,7 @@ TEST(PluginScript, MinimalEnvironmentAndNoInheritedDescriptors) {
   ::setenv("GPUD_ADMIN_TOKEN", "secret-token-value-1234", 1);
   auto o = quick();
   o.path = "/usr/bin:/bin";
+  o.host_root = "/host";
   auto r = run_bash_script(
       "env | sort | grep -v -E '^(PWD|SHLVL|_)='\necho fds: $(ls /proc/self/fd | wc -l)\n", o);
   ::unsetenv("GPUD_ADMIN_TOKEN");
@@ -128,6 +129,7 @@ TEST(PluginScript, MinimalEnvironmentAndNoInheritedDescriptors) {
   EXPECT_NE(r.output.find("NAME=test\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("GPUD_PLUGIN_PARAM=\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("HOME=/\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("GPUD_HOST_ROOT=/host\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("secret-token"), std::string::npos) << r.output;
   // ls's own: 0-2, the script (3) and the directory ls reads; nothing of this process's.
   const size_t at = r.output.find("fds: ");

@@ -80,6 +80,7 @@ function render(dir) {
 
 const base = render("deploy/kubernetes");
 const operator = render("deploy/kubernetes/prometheus-operator");
+const gpuOperator = render("deploy/kubernetes-overlays/gpu-operator");
 const find = (objects, kind, name) => {
   const found = objects.filter((o) => o.kind === kind && o.metadata.name === name);
   assert.equal(found.length, 1, `one ${kind} ${name}`);
@@ -174,6 +175,8 @@ for (const probe of [c.readinessProbe, c.livenessProbe]) {
   assert.equal(probe.httpGet.port, listenPort);
 }
 assert.ok(c.resources.requests.cpu && c.resources.requests.memory, "resource requests");
+assert.ok(c.resources.limits.memory, "a memory limit");
+assert.equal(pod.priorityClassName, "system-node-critical", "evicted last under node pressure");
 const env = Object.fromEntries(c.env.map((e) => [e.name, e.value]));
 assert.equal(env.NVIDIA_VISIBLE_DEVICES, "all", "the NVIDIA runtime gives gpud NVML and every GPU");
 
@@ -202,6 +205,16 @@ assert.ok(!allows("nodes", "patch") && !allows("nodes", "update"), "no cordon or
 const binding = find(base, "ClusterRoleBinding", "gpud-node-conditions");
 assert.equal(binding.roleRef.name, role.metadata.name);
 assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: "gpud", namespace: "gpud" }]);
+// The GPU Operator overlay: the base's objects, the DaemonSet's pods in the operator's `nvidia`
+// RuntimeClass and otherwise unchanged.
+assert.deepEqual(
+  gpuOperator.map((o) => `${o.kind}/${o.metadata.name}`).sort(),
+  base.map((o) => `${o.kind}/${o.metadata.name}`).sort(),
+);
+const operatorDs = find(gpuOperator, "DaemonSet", "gpud");
+assert.equal(operatorDs.spec.template.spec.runtimeClassName, "nvidia", "the GPU Operator's runtime");
+delete operatorDs.spec.template.spec.runtimeClassName;
+assert.deepEqual(operatorDs, ds, "the overlay changes nothing else");
 
 // The headless Service and the PodMonitor find the pods and their port.
 const svc = find(base, "Service", "gpud");

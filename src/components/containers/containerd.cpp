@@ -13,6 +13,7 @@
 #include "core/strings.h"
 #include "core/time_util.h"
 #include "host/command.h"
+#include "host/systemd_bus.h"
 #include "host/unix_socket_owner.h"
 #include "nvml/source.h"
 #include "runtimes/container_directory.h"
@@ -71,6 +72,20 @@ std::vector<std::string> split_lines_copy(std::string_view text) {
   return out;
 }
 
+// The quoted strings (either quote) of a TOML array's text.
+std::vector<std::string> quoted_strings(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char q = text[i];
+    if (q != '"' && q != '\'') continue;
+    size_t end = text.find(q, i + 1);
+    if (end == std::string::npos) break;
+    out.push_back(text.substr(i + 1, end - i - 1));
+    i = end;
+  }
+  return out;
+}
+
 std::string join_path(const std::string& dir, const std::string& p) {
   if (!p.empty() && p.front() == '/') return p;
   return (std::filesystem::path(dir) / p).lexically_normal().string();
@@ -89,7 +104,20 @@ std::string human_age(std::chrono::seconds s) {
 
 }  // namespace
 
-std::string containerd_nvidia_runtime_form(std::string_view toml) {
+namespace {
+
+// One line of a TOML file that matters here: a [table] header, or a `key = value` (keys and values
+// in normalize_key's spelling; `full_key` with the current table in front).
+struct TomlLine {
+  bool header = false;
+  std::string table;  // the header's table, or the table the key is in
+  std::string key;
+  std::string full_key;
+  std::string value;
+};
+
+std::vector<TomlLine> toml_lines(std::string_view toml) {
+  std::vector<TomlLine> out;
   std::string table;  // the current [table]
   for (const std::string& raw : split_lines_copy(toml)) {
     std::string_view line = trim(strip_comment(raw));
@@ -99,48 +127,102 @@ std::string containerd_nvidia_runtime_form(std::string_view toml) {
       while (!h.empty() && h.front() == '[') h.remove_prefix(1);
       while (!h.empty() && h.back() == ']') h.remove_suffix(1);
       table = normalize_key(h);
-      if (is_or_below(table, kCriRuntimesV1) || is_or_below(table, kCriRuntimesV2))
-        return "[" + table + "]";
+      out.push_back({true, table, "", "", ""});
       continue;
     }
     auto eq = line.find('=');
     if (eq == std::string_view::npos) continue;
     std::string key = normalize_key(line.substr(0, eq));
-    std::string value = normalize_key(line.substr(eq + 1));
-    if (key == "default_runtime_name" && value == "\"nvidia\"")
-      return "default_runtime_name = \"nvidia\"";
     std::string full = table.empty() ? key : table + "." + key;
-    if (is_or_below(full, kCriRuntimesV1) || is_or_below(full, kCriRuntimesV2)) return full;
+    out.push_back(
+        {false, table, std::move(key), std::move(full), normalize_key(line.substr(eq + 1))});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string containerd_nvidia_runtime_form(std::string_view toml) {
+  for (const TomlLine& l : toml_lines(toml)) {
+    if (l.header) {
+      if (is_or_below(l.table, kCriRuntimesV1) || is_or_below(l.table, kCriRuntimesV2))
+        return "[" + l.table + "]";
+      continue;
+    }
+    if (l.key == "default_runtime_name" && l.value == "\"nvidia\"")
+      return "default_runtime_name = \"nvidia\"";
+    if (is_or_below(l.full_key, kCriRuntimesV1) || is_or_below(l.full_key, kCriRuntimesV2))
+      return l.full_key;
   }
   return "";
 }
 
-std::vector<std::string> containerd_config_imports(std::string_view toml) {
-  std::vector<std::string> out;
+std::string containerd_cdi_form(std::string_view toml) {
+  static constexpr std::string_view kPlugins[] = {"plugins.\"io.containerd.grpc.v1.cri\"",
+                                                  "plugins.\"io.containerd.cri.v1.runtime\""};
+  for (const TomlLine& l : toml_lines(toml)) {
+    if (l.header || l.value != "true") continue;
+    for (std::string_view plugin : kPlugins)
+      if (l.full_key == std::string(plugin) + ".enable_cdi")
+        return "[" + std::string(plugin) + "] enable_cdi = true";
+  }
+  return "";
+}
+
+namespace {
+
+// The strings of the first array-valued key `matches` accepts (its value may span lines); nullopt
+// when there is none. `top_level`: only keys before the first [table].
+template <typename Match>
+std::optional<std::vector<std::string>> toml_string_array(std::string_view toml, bool top_level,
+                                                          Match matches) {
   std::string collected;
-  bool in_imports = false;
+  bool in_array = false;
   for (const std::string& raw : split_lines_copy(toml)) {
     std::string_view line = trim(strip_comment(raw));
-    if (!in_imports) {
-      if (!line.empty() && line.front() == '[') break;  // imports is a top-level key
+    if (!in_array) {
+      if (!line.empty() && line.front() == '[') {
+        if (top_level) break;
+        continue;
+      }
       auto eq = line.find('=');
-      if (eq == std::string_view::npos || normalize_key(line.substr(0, eq)) != "imports") continue;
-      in_imports = true;
+      if (eq == std::string_view::npos || !matches(normalize_key(line.substr(0, eq)))) continue;
+      in_array = true;
       line = trim(line.substr(eq + 1));
     }
     collected += std::string(line) + "\n";
     if (line.find(']') != std::string_view::npos) break;
   }
-  // The quoted strings of the array.
-  for (size_t i = 0; i < collected.size(); ++i) {
-    char q = collected[i];
-    if (q != '"' && q != '\'') continue;
-    size_t end = collected.find(q, i + 1);
-    if (end == std::string::npos) break;
-    out.push_back(collected.substr(i + 1, end - i - 1));
-    i = end;
+  if (!in_array) return std::nullopt;
+  return quoted_strings(collected);
+}
+
+}  // namespace
+
+std::vector<std::string> containerd_cdi_spec_dirs(std::string_view toml) {
+  auto dirs = toml_string_array(toml, false, [](const std::string& key) {
+    return key == "cdi_spec_dirs" || key.ends_with(".cdi_spec_dirs");
+  });
+  return dirs ? *dirs : std::vector<std::string>{"/etc/cdi", "/var/run/cdi"};
+}
+
+bool nvidia_cdi_spec(std::string_view spec) {
+  for (std::string_view line : host::split_lines(spec)) {
+    // YAML `kind: nvidia.com/gpu`, or JSON `"kind": "nvidia.com/gpu"` (one line or several).
+    for (size_t k = line.find("kind"); k != std::string_view::npos; k = line.find("kind", k + 1)) {
+      std::string rest = normalize_key(line.substr(k + 4));
+      if (!rest.empty() && rest.front() == '"') rest.erase(0, 1);
+      // Quoted, the closing quote ends the value; bare (YAML), the line does.
+      if (rest.rfind(":\"nvidia.com/gpu\"", 0) == 0 || rest == ":nvidia.com/gpu") return true;
+    }
   }
-  return out;
+  return false;
+}
+
+std::vector<std::string> containerd_config_imports(std::string_view toml) {
+  // imports is a top-level key.
+  return toml_string_array(toml, true, [](const std::string& key) { return key == "imports"; })
+      .value_or(std::vector<std::string>{});
 }
 
 Result<ContainerdNvidiaRuntime> read_containerd_nvidia_runtime(const host::HostFs& fs,
@@ -184,6 +266,32 @@ Result<ContainerdNvidiaRuntime> read_containerd_nvidia_runtime(const host::HostF
         queue.emplace_back(m, std::move(*t));
       }
     }
+  }
+  if (out.configured) return out;
+  // Native CDI: enabled in one of the files, and an nvidia.com/gpu spec where containerd looks.
+  for (const auto& [path, text] : queue) {
+    std::string form = containerd_cdi_form(text);
+    if (form.empty()) continue;
+    std::vector<std::string> dirs = containerd_cdi_spec_dirs(text);
+    for (const std::string& dir : dirs) {
+      auto names = fs.list(dir);
+      if (!names) continue;
+      std::sort(names->begin(), names->end());
+      for (const std::string& name : *names) {
+        if (!name.ends_with(".yaml") && !name.ends_with(".yml") && !name.ends_with(".json"))
+          continue;
+        const std::string spec = dir + "/" + name;
+        if (auto t = fs.read(spec, 4 << 20); t && nvidia_cdi_spec(*t)) {
+          out.configured = true;
+          out.found_in = fmt::format("{}: {}", path, form);
+          out.cdi_spec = spec;
+          return out;
+        }
+      }
+    }
+    out.errors.push_back(fmt::format("{} enables CDI, but no nvidia.com/gpu CDI spec is in {}",
+                                     path, fmt::join(dirs, " or ")));
+    return out;
   }
   return out;
 }
@@ -292,6 +400,7 @@ CheckResult evaluate_containerd(const ContainerdSnapshot& s) {
   const auto& rt = *s.nvidia_runtime;
   if (rt && rt->configured) {
     data["nvidia_runtime"] = rt->found_in;
+    if (!rt->cdi_spec.empty()) data["nvidia_cdi_spec"] = rt->cdi_spec;
     return finish(Health::kHealthy, reason);
   }
   if (!rt)
@@ -355,12 +464,9 @@ CheckResult ContainerdComponent::check() {
     if (auto pid = host::unix_socket_owner(fs_, bound, "containerd"); pid)
       if (auto started = host::process_start_time(fs_, *pid); started && *started <= s.now)
         s.uptime = std::chrono::duration_cast<std::chrono::seconds>(s.now - *started);
-    if (host::systemd_running(fs_)) {
-      auto units = host::systemctl_show(config().systemctl_command, config().executable_search_path,
-                                        {"containerd.service"}, timeout);
-      s.service =
-          units ? Result<host::UnitState>(units->front()) : Result<host::UnitState>(units.error());
-    }
+    s.service =
+        host::host_unit_state(fs_, config().systemctl_command, config().executable_search_path,
+                              "containerd.service", timeout);
     s.pods = cri_.list_pods(s.socket, timeout);
   }
   s.nvidia_gpus =

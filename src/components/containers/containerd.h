@@ -30,9 +30,21 @@ inline constexpr std::string_view kNvidiaToolkitPod = "nvidia-container-toolkit-
 struct ContainerdNvidiaRuntime {
   bool configured = false;
   std::string found_in;             // the file and the form that configures it
+  std::string cdi_spec;             // with native CDI: the nvidia spec found (a host path)
   std::vector<std::string> read;    // the files read (host paths), main file first
   std::vector<std::string> errors;  // imports that could not be read
 };
+
+// Native CDI: containerd's CRI plugin with `enable_cdi = true` (table
+// [plugins."io.containerd.grpc.v1.cri"], containerd 1.7; or
+// [plugins."io.containerd.cri.v1.runtime"], 2.x) injects the devices an NVIDIA CDI spec describes,
+// with no nvidia runtime configured. Returns the form found ("" for none).
+std::string containerd_cdi_form(std::string_view toml);
+// The CDI spec directories the config names (`cdi_spec_dirs = [...]`), else containerd's
+// defaults /etc/cdi and /var/run/cdi.
+std::vector<std::string> containerd_cdi_spec_dirs(std::string_view toml);
+// True when a CDI spec (YAML or JSON) declares `kind: nvidia.com/gpu`.
+bool nvidia_cdi_spec(std::string_view spec);
 
 // One of the three forms GPUd accepts, outside comments: `default_runtime_name = "nvidia"`, or a
 // table `[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]` (containerd 1.x) or
@@ -43,7 +55,9 @@ std::string containerd_nvidia_runtime_form(std::string_view toml);
 std::vector<std::string> containerd_config_imports(std::string_view toml);
 // Reads `config_path` (a path in the host's terms) and its imports (globs; relative ones against
 // the importing file's folder; recursively, each file once) under the host root. A missing main
-// file is an error (containerd then runs its defaults: no nvidia runtime).
+// file is an error (containerd then runs its defaults: no nvidia runtime). Native CDI configures
+// the nvidia devices when an nvidia.com/gpu spec is in one of its spec directories (*.yaml, *.yml,
+// *.json); CDI enabled without one is named in `errors`.
 Result<ContainerdNvidiaRuntime> read_containerd_nvidia_runtime(const host::HostFs& fs,
                                                                const std::string& config_path);
 

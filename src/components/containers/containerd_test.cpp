@@ -319,6 +319,69 @@ TEST(ContainerdConfig, NoNvidiaRuntimeAnywhereAndAMissingConfig) {
   EXPECT_NE(m.error().message.find("cannot read /etc/containerd/config.toml"), std::string::npos);
 }
 
+TEST(ContainerdConfig, NativeCdiFormsAndSpecDirectories) {
+  EXPECT_EQ(
+      containerd_cdi_form(read_fixture("containerd/host-native-cdi/etc/containerd/config.toml")),
+      "[plugins.\"io.containerd.grpc.v1.cri\"] enable_cdi = true");
+  EXPECT_EQ(containerd_cdi_form(
+                read_fixture("containerd/host-cdi-no-nvidia-spec/etc/containerd/config.toml")),
+            "[plugins.\"io.containerd.cri.v1.runtime\"] enable_cdi = true");
+  EXPECT_EQ(containerd_cdi_form("plugins.\"io.containerd.grpc.v1.cri\".enable_cdi = true\n"),
+            "[plugins.\"io.containerd.grpc.v1.cri\"] enable_cdi = true");
+  // Off, commented out, or in another plugin's table: not native CDI.
+  EXPECT_EQ(containerd_cdi_form("[plugins.\"io.containerd.grpc.v1.cri\"]\nenable_cdi = false\n"),
+            "");
+  EXPECT_EQ(containerd_cdi_form("[plugins.\"io.containerd.grpc.v1.cri\"]\n# enable_cdi = true\n"),
+            "");
+  EXPECT_EQ(containerd_cdi_form("[plugins.\"io.containerd.nri.v1.nri\"]\nenable_cdi = true\n"), "");
+  EXPECT_EQ(containerd_cdi_spec_dirs("[plugins.x]\ncdi_spec_dirs = [\n  \"/opt/cdi\",\n]\n"),
+            (std::vector<std::string>{"/opt/cdi"}));
+  EXPECT_EQ(containerd_cdi_spec_dirs("[plugins.x]\nenable_cdi = true\n"),
+            (std::vector<std::string>{"/etc/cdi", "/var/run/cdi"}));
+  EXPECT_TRUE(nvidia_cdi_spec(read_fixture("containerd/host-native-cdi/var/run/cdi/nvidia.yaml")));
+  EXPECT_TRUE(
+      nvidia_cdi_spec("{\"cdiVersion\":\"0.5.0\",\"kind\": \"nvidia.com/gpu\",\"devices\":[]}"));
+  EXPECT_FALSE(
+      nvidia_cdi_spec(read_fixture("containerd/host-native-cdi/etc/cdi/vendor-fpga.yaml")));
+  EXPECT_FALSE(nvidia_cdi_spec("kind: nvidia.com/gpu-mig\n"));
+}
+
+TEST(ContainerdConfig, NativeCdiWithAnNvidiaSpecIsAValidNvidiaSetup) {
+  host::HostFs fs(fixture("containerd/host-native-cdi"));
+  auto r = read_containerd_nvidia_runtime(fs, "/etc/containerd/config.toml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->configured);
+  EXPECT_EQ(
+      r->found_in,
+      "/etc/containerd/config.toml: [plugins.\"io.containerd.grpc.v1.cri\"] enable_cdi = true");
+  EXPECT_EQ(r->cdi_spec, "/var/run/cdi/nvidia.yaml");
+  // The rule: a toolkit pod old enough, and native CDI instead of an nvidia runtime: Healthy.
+  ContainerdSnapshot s = with_toolkit(11min);
+  s.nvidia_runtime = r;
+  CheckResult c = evaluate_containerd(s);
+  EXPECT_EQ(c.health(), Health::kHealthy) << c.summary();
+  EXPECT_EQ(nlohmann::json::parse(c.states[0].extra_info.at("data"))["nvidia_cdi_spec"],
+            "/var/run/cdi/nvidia.yaml");
+}
+
+TEST(ContainerdConfig, CdiEnabledWithoutAnNvidiaSpecIsNotConfigured) {
+  host::HostFs fs(fixture("containerd/host-cdi-no-nvidia-spec"));
+  auto r = read_containerd_nvidia_runtime(fs, "/etc/containerd/config.toml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->configured);
+  ASSERT_EQ(r->errors.size(), 1u);
+  EXPECT_EQ(r->errors[0],
+            "/etc/containerd/config.toml enables CDI, but no nvidia.com/gpu CDI spec is in "
+            "/etc/cdi or /var/run/cdi");
+  ContainerdSnapshot s = with_toolkit(11min);
+  s.nvidia_runtime = r;
+  CheckResult c = evaluate_containerd(s);
+  EXPECT_EQ(c.health(), Health::kUnhealthy);
+  EXPECT_NE(c.states[0].error.find("enables CDI, but no nvidia.com/gpu CDI spec"),
+            std::string::npos)
+      << c.states[0].error;
+}
+
 TEST(UnixSocketOwner, InodesOfAPathInProcNetUnix) {
   const std::string table =
       "Num       RefCount Protocol Flags    Type St Inode Path\n"

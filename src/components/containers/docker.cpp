@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/command.h"
+#include "host/systemd_bus.h"
 #include "runtimes/container_directory.h"
 
 namespace gpud::components {
@@ -105,14 +106,8 @@ DockerSnapshot read_docker(const DockerReadOptions& o) {
   runtimes::DockerClient client(o.socket_path, o.timeout, o.api_version);
   s.ping = client.ping();
   if (!s.ping) return s;
-  if (host::HostFs fs(o.host_root); host::systemd_running(fs)) {
-    auto units =
-        host::systemctl_show(o.systemctl_command, o.search_path, {"docker.service"}, o.timeout);
-    if (!units)
-      s.service = Result<host::UnitState>(units.error());
-    else
-      s.service = Result<host::UnitState>(units->front());
-  }
+  s.service = host::host_unit_state(host::HostFs(o.host_root), o.systemctl_command, o.search_path,
+                                    "docker.service", o.timeout);
   s.version = client.version();
   s.containers = client.list_containers();
   return s;

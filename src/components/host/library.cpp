@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "host/nvidia_driver_root.h"
 #include "host/pci.h"
 
 namespace gpud::components {
@@ -40,24 +41,36 @@ const std::vector<std::string>& default_library_dirs() {
   return kDirs;
 }
 
+namespace {
+
+// The first of dirs under `fs` holding one of the spec's files; "" when none does.
+std::string find_library(const host::HostFs& fs, const LibrarySpec& spec,
+                         const std::vector<std::string>& dirs) {
+  for (const std::string& dir : dirs) {
+    for (const std::string& alt : spec.alternatives) {
+      std::string p = dir == "/" ? "/" + alt : dir + "/" + alt;
+      // lstat too: under a host root an absolute symlink points outside it but still proves the
+      // library is installed on the host.
+      struct stat st;
+      if (fs.exists(p) || ::lstat(fs.path(p).c_str(), &st) == 0) return p;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::vector<LibraryLookup> find_libraries(const host::HostFs& fs,
                                           const std::vector<LibrarySpec>& specs,
-                                          const std::vector<std::string>& dirs) {
+                                          const std::vector<std::string>& dirs,
+                                          const std::vector<std::string>& driver_roots) {
   std::vector<LibraryLookup> out;
   for (const LibrarySpec& spec : specs) {
-    LibraryLookup l{spec.name, ""};
-    for (const std::string& dir : dirs) {
-      for (const std::string& alt : spec.alternatives) {
-        std::string p = dir == "/" ? "/" + alt : dir + "/" + alt;
-        // lstat too: under a host root an absolute symlink points outside it but still proves the
-        // library is installed on the host.
-        struct stat st;
-        if (fs.exists(p) || ::lstat(fs.path(p).c_str(), &st) == 0) {
-          l.path = p;
-          break;
-        }
-      }
+    LibraryLookup l{spec.name, find_library(fs, spec, dirs)};
+    for (const std::string& root : driver_roots) {
       if (!l.path.empty()) break;
+      host::HostFs driver(root);
+      if (std::string p = find_library(driver, spec, dirs); !p.empty()) l.path = driver.path(p);
     }
     out.push_back(std::move(l));
   }
@@ -82,10 +95,11 @@ LibraryEvaluation evaluate_libraries(const std::vector<LibraryLookup>& found) {
 LibraryComponent::LibraryComponent(const ComponentContext& ctx)
     : Component(ctx),
       fs_(ctx.config->host_root),
+      driver_roots_(host::nvidia_driver_roots(fs_, ctx.config->nvidia_driver_root)),
       nvidia_gpu_present_(host::nvidia_gpu_present(fs_)) {}
 
 CheckResult LibraryComponent::check() {
-  auto found = find_libraries(fs_, default_library_specs(), default_library_dirs());
+  auto found = find_libraries(fs_, default_library_specs(), default_library_dirs(), driver_roots_);
   LibraryEvaluation ev = evaluate_libraries(found);
   nlohmann::json libs = nlohmann::json::object();
   std::string detail;

@@ -1,5 +1,7 @@
 // LibraryComponent ("library"): on hosts with an NVIDIA GPU, the driver's user-space libraries
-// (libnvidia-ml, libcuda) must be installed.
+// (libnvidia-ml, libcuda) must be installed: in the host's library directories, or under a driver
+// root ($GPUD_NVIDIA_DRIVER_ROOT, the GPU Operator's /run/nvidia/driver;
+// host/nvidia_driver_root.h).
 #pragma once
 
 #include <optional>
@@ -24,10 +26,13 @@ struct LibraryLookup {
 
 const std::vector<LibrarySpec>& default_library_specs();
 const std::vector<std::string>& default_library_dirs();
-// Looks each library up in dirs (host-root prefixed), first hit wins.
+// Looks each library up in dirs (host-root prefixed), first hit wins; then, for each still
+// missing, in the same dirs under each of `driver_roots` (paths as gpud sees them; a hit is
+// reported with the root in front).
 std::vector<LibraryLookup> find_libraries(const host::HostFs& fs,
                                           const std::vector<LibrarySpec>& specs,
-                                          const std::vector<std::string>& dirs);
+                                          const std::vector<std::string>& dirs,
+                                          const std::vector<std::string>& driver_roots = {});
 // The rule: any library not found ⇒ Unhealthy `library "<name>" does not exist`.
 struct LibraryEvaluation {
   Health health = Health::kHealthy;
@@ -46,6 +51,7 @@ class LibraryComponent : public Component {
 
  private:
   host::HostFs fs_;
+  std::vector<std::string> driver_roots_;
   bool nvidia_gpu_present_ = false;
 };
 

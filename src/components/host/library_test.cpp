@@ -67,5 +67,36 @@ TEST(LibraryComponent, InstalledLibrariesAreHealthy) {
   EXPECT_EQ(data["libraries"]["libcuda.so.1"], "/usr/lib64/libcuda.so");
 }
 
+TEST(LibraryComponent, FindsTheGpuOperatorsDriverRootOnItsOwn) {
+  Harness h(fixture("gpu-operator"));  // libraries only under run/nvidia/driver
+  CheckResult r = LibraryComponent(h.ctx).check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(
+      data["libraries"]["libnvidia-ml.so.1"],
+      fixture("gpu-operator") + "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1");
+}
+
+TEST(LibraryComponent, HonoursTheConfiguredDriverRoot) {
+  Harness h(fixture("pci"));  // a GPU, no libraries of its own
+  h.config.nvidia_driver_root = fixture("driver-root");
+  CheckResult r = LibraryComponent(h.ctx).check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(data["libraries"]["libcuda.so.1"], fixture("driver-root") + "/usr/lib64/libcuda.so.1");
+}
+
+TEST(LibraryComponent, DriverRootMissingALibraryIsStillUnhealthy) {
+  Harness h(fixture("pci"));
+  h.config.nvidia_driver_root = fixture("libs");  // has libnvidia-ml.so.1 and libcuda.so
+  EXPECT_EQ(LibraryComponent(h.ctx).check().health(), Health::kHealthy);
+  h.config.nvidia_driver_root = fixture("pci");  // no libraries at all
+  CheckResult r = LibraryComponent(h.ctx).check();
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(
+      r.states[0].reason,
+      "library \"libnvidia-ml.so.1\" does not exist; library \"libcuda.so.1\" does not exist");
+}
+
 }  // namespace
 }  // namespace gpud::components

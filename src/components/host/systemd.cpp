@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/log.h"
 #include "core/time_util.h"
 
 namespace gpud::components {
@@ -124,6 +125,15 @@ CheckResult evaluate_systemd(const Result<std::vector<SystemdUnitReport>>& units
   return r;
 }
 
+CheckResult evaluate_systemd_not_checked(const std::string& why) {
+  CheckResult r = single_state("systemd", Health::kHealthy,
+                               "not checked: cannot ask the host's systemd (" + why + ")");
+  r.states[0].error = why;  // nothing was read: not a successful check
+  r.states[0].extra_info["not_checked"] = nlohmann::json::array({"systemd units: " + why}).dump();
+  r.detail = r.states[0].reason + "\n";
+  return r;
+}
+
 SystemdComponent::SystemdComponent(const ComponentContext& ctx)
     : Component(ctx), systemd_running_(host::systemd_running(host::HostFs(ctx.config->host_root))) {
   if (ctx.metrics != nullptr) {
@@ -150,11 +160,17 @@ void SystemdComponent::publish_metrics(const std::vector<SystemdUnitReport>& uni
 CheckResult SystemdComponent::check() {
   const bool configured = !config().systemd_units.empty();
   const auto& units = configured ? config().systemd_units : default_systemd_units();
-  auto states = host::systemctl_show(
-      config().systemctl_command, config().executable_search_path, units,
-      std::chrono::duration_cast<std::chrono::milliseconds>(kSystemctlTimeout));
+  host::SystemdAnswer answer = host::ask_systemd(
+      host::HostFs(config().host_root), config().systemctl_command, config().executable_search_path,
+      units, std::chrono::duration_cast<std::chrono::milliseconds>(kSystemctlTimeout));
+  auto& states = answer.units;
   if (!states) {
     publish_metrics({});
+    if (!answer.reached) {
+      if (!warned_not_reached_.exchange(true))
+        logger("systemd")->warn("cannot ask the host's systemd: {}", states.error().message);
+      return evaluate_systemd_not_checked(states.error().message);
+    }
     return evaluate_systemd(states.error());
   }
   const TimePoint now = Clock::now();

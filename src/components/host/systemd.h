@@ -1,8 +1,10 @@
 // SystemdComponent ("systemd"): the state of the systemd units a GPU node depends on (active or
-// failed, automatic restarts and when they changed), read with `systemctl show` under a deadline.
+// failed, automatic restarts and when they changed), asked of the host's systemd over D-Bus (its
+// sockets under --host-root), else with `systemctl show`, under a deadline.
 // Not applicable where systemd does not run the host.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -14,6 +16,7 @@
 #include "components/component.h"
 #include "host/host_fs.h"
 #include "host/systemctl.h"
+#include "host/systemd_bus.h"
 
 namespace gpud::components {
 
@@ -56,6 +59,11 @@ bool restart_looping(const SystemdUnitReport& u);
 // unit that is not installed is left out; else Healthy listing each unit's state.
 CheckResult evaluate_systemd(const Result<std::vector<SystemdUnitReport>>& units);
 
+// systemd could not be asked at all (`why`: no systemctl, no socket under the host root, the
+// connection refused): Healthy "not checked: …" with `error` set and extra_info.not_checked, as
+// other components report what they could not judge. A missing tool is not a fault of the host.
+CheckResult evaluate_systemd_not_checked(const std::string& why);
+
 class SystemdComponent : public Component {
  public:
   explicit SystemdComponent(const ComponentContext& ctx);
@@ -68,6 +76,7 @@ class SystemdComponent : public Component {
   void publish_metrics(const std::vector<SystemdUnitReport>& units);
 
   bool systemd_running_;
+  std::atomic<bool> warned_not_reached_{false};  // "cannot ask" is logged once
   std::mutex mu_;
   std::map<std::string, RestartHistory> history_;
 };

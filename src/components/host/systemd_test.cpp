@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "testing/fake_command.h"
+#include "testing/fake_systemd_bus.h"
 
 namespace gpud::components {
 namespace {
@@ -177,10 +178,78 @@ TEST(SystemdComponent, ConfiguredUnitsArePassedToSystemctl) {
 TEST(SystemdComponent, SystemctlThatCannotRunIsUnhealthy) {
   Harness h("show-defaults-healthy.txt");
   h.config.systemctl_command =
-      h.bin.script("systemctl-broken", "echo 'Failed to connect to bus' >&2\nexit 1");
+      h.bin.script("systemctl-broken", "echo 'Unknown operation show.' >&2\nexit 1");
   CheckResult r = SystemdComponent(h.ctx).check();
   EXPECT_EQ(r.health(), Health::kUnhealthy);
-  EXPECT_EQ(r.states[0].error, "systemctl show exited with status 1: Failed to connect to bus");
+  EXPECT_EQ(r.states[0].error, "systemctl show exited with status 1: Unknown operation show.");
+}
+
+// gpud in a container: the host's root with its systemd, no systemctl in the image.
+struct ContainerView {
+  ContainerView() {
+    config.host_root = root;
+    config.systemctl_command = "systemctl-not-in-the-image";
+    config.systemd_units = {"containerd", "kubelet"};
+    ctx = {&config, nullptr, &metrics, false};
+  }
+  testing_support::SystemdHostRoot host;
+  const std::string& root = host.dir;
+  Config config;
+  MetricRegistry metrics;
+  ComponentContext ctx;
+};
+
+TEST(SystemdComponent, InAContainerAsksTheHostsSystemdOverDBus) {
+  ContainerView v;
+  testing_support::FakeUnit failed;
+  failed.active_state = "failed";
+  failed.sub_state = "failed";
+  {
+    testing_support::FakeSystemdBus bus(v.root + "/run/dbus/system_bus_socket",
+                                        {{"containerd.service", {}}, {"kubelet.service", {}}},
+                                        testing_support::FakeSystemdBus::Mode::kMessageBus);
+    ASSERT_TRUE(bus.ok());
+    SystemdComponent c(v.ctx);
+    ASSERT_TRUE(c.supported());
+    CheckResult r = c.check();
+    EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+    EXPECT_EQ(r.states[0].reason, "containerd.service active, kubelet.service active");
+    EXPECT_TRUE(check_succeeded(r));
+  }
+  testing_support::FakeSystemdBus systemd(
+      v.root + "/run/systemd/private", {{"containerd.service", {}}, {"kubelet.service", failed}});
+  ASSERT_TRUE(systemd.ok());
+  CheckResult r = SystemdComponent(v.ctx).check();
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason, "unit kubelet.service failed (failed)");
+}
+
+TEST(SystemdComponent, NoWayToAskTheHostsSystemdIsNotCheckedNotUnhealthy) {
+  ContainerView v;
+  CheckResult r = SystemdComponent(v.ctx).check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  EXPECT_FALSE(check_succeeded(r));
+  EXPECT_EQ(r.states[0].reason.rfind("not checked: cannot ask the host's systemd (", 0), 0u)
+      << r.states[0].reason;
+  EXPECT_NE(r.states[0].error.find(v.root + "/run/dbus/system_bus_socket does not exist"),
+            std::string::npos)
+      << r.states[0].error;
+  EXPECT_NE(r.states[0].error.find("systemctl-not-in-the-image not found"), std::string::npos);
+  EXPECT_TRUE(r.states[0].extra_info.count("not_checked"));
+  EXPECT_EQ(v.metrics.prometheus_text().find("systemd_unit_active{"), std::string::npos);
+}
+
+TEST(SystemdComponent, SystemctlThatCannotReachSystemdIsNotChecked) {
+  Harness h("show-defaults-healthy.txt");
+  h.config.systemctl_command = h.bin.script(
+      "systemctl-in-a-container",
+      "echo 'System has not been booted with systemd as init system (PID 1). Can'\\''t "
+      "operate.' >&2\nexit 1");
+  CheckResult r = SystemdComponent(h.ctx).check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  EXPECT_FALSE(check_succeeded(r));
+  EXPECT_NE(r.states[0].error.find("has not been booted with systemd"), std::string::npos)
+      << r.states[0].error;
 }
 
 }  // namespace

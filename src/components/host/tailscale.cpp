@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/strings.h"
+#include "host/systemd_bus.h"
 
 namespace gpud::components {
 
@@ -72,14 +73,8 @@ bool TailscaleComponent::supported() const {
 CheckResult TailscaleComponent::check() {
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(kTailscaleTimeout);
   TailscaleSnapshot s;
-  if (host::systemd_running(fs_)) {
-    auto units = host::systemctl_show(config().systemctl_command, config().executable_search_path,
-                                      {"tailscaled.service"}, timeout);
-    if (!units)
-      s.service = Result<host::UnitState>(units.error());
-    else
-      s.service = Result<host::UnitState>(units->front());
-  }
+  s.service = host::host_unit_state(fs_, config().systemctl_command,
+                                    config().executable_search_path, "tailscaled.service", timeout);
   s.status = host::run_command({config().tailscale_command, "status", "--json"},
                                config().executable_search_path, timeout);
   return evaluate_tailscale(s);

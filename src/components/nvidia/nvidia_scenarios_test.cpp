@@ -94,14 +94,15 @@ struct GpuStateRig {
   // `scenario`: a fixture's name, or an absolute path.
   explicit GpuStateRig(const std::string& scenario, bool scan_mode = false,
                        std::chrono::milliseconds deadline = 5s, int gpu_count = 0,
-                       std::chrono::milliseconds max_age = 5s) {
+                       std::chrono::milliseconds max_age = 5s,
+                       const std::string& host_root = "nonexistent-root") {
     setenv("FAKE_NVML_SCENARIO",
            (scenario.front() == '/' ? scenario : fixture_dir() + scenario).c_str(), 1);
     db = store::Database::open_in_memory().value();
     events = std::make_unique<store::EventStore>(*db);
     config.gpu_count = gpu_count;
     config.threshold_celsius_slowdown_margin = 0;
-    config.host_root = std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/nonexistent-root";
+    config.host_root = std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/" + host_root;
     source = std::make_unique<nvml::NvidiaSource>(GPUD_FAKE_NVML, deadline, max_age);
     source->open();
     ctx.config = &config;
@@ -540,11 +541,74 @@ TEST(GpuStateScenarios, GpuCountGaugesCompareFoundWithExpected) {
                       "gpu-counts\"} 1\n"),
             std::string::npos)
       << text;
-  // Without --gpu-count there is no expected series, so a "found < expected" rule cannot fire.
+  // Without --gpu-count and without GPUs listed on the PCI bus there is no expected series.
   GpuStateRig unset("h100x8-healthy.json");
   unset.check("accelerator-nvidia-gpu-counts");
   EXPECT_EQ(value(unset.metrics, "accelerator_nvidia_gpu_counts_found"), 8);
   EXPECT_EQ(value(unset.metrics, "accelerator_nvidia_gpu_counts_expected"), -1);
+}
+
+// A scenario file of `count` H100s (the fake's default bus ids 18, 2a, 3a, 5d, 9a, ab, ba, db),
+// removed at scope exit.
+struct H100Scenario {
+  explicit H100Scenario(int count)
+      : path((std::filesystem::temp_directory_path() /
+              ("gpud-h100x" + std::to_string(count) + "-" + std::to_string(getpid()) + ".json"))
+                 .string()) {
+    std::ofstream(path) << R"({"driver": {"version": "550.54.15", "nvml_version": "12.550.54.15",
+      "cuda_version": 12040}, "count": )"
+                        << count << R"(, "defaults": {"name": "NVIDIA H100 80GB HBM3",
+      "cuda_compute_capability": [9, 0]}})";
+  }
+  ~H100Scenario() { std::filesystem::remove(path); }
+  std::string path;
+};
+
+TEST(GpuStateScenarios, WithoutGpuCountTheGpusOnThePciBusAreExpected) {
+  // 8 GPUs and 4 NVSwitches (also vendor 0x10de, class 0x0680) on the bus: 8 expected.
+  GpuStateRig rig("h100x8-healthy.json", false, 5s, 0, 5s, "host-os/pci-8gpu");
+  CheckResult r = rig.check("accelerator-nvidia-gpu-counts");
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  EXPECT_EQ(r.states[0].reason, "nvidia gpu count 8 matches the 8 GPUs on the PCI bus");
+  std::string text = rig.metrics.prometheus_text();
+  EXPECT_NE(text.find("accelerator_nvidia_gpu_counts_expected{gpud_component=\"accelerator-"
+                      "nvidia-gpu-counts\"} 8\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(GpuStateScenarios, NvmlSeeingFewerGpusThanThePciBusIsUnhealthyNamingTheMissing) {
+  H100Scenario seven(7);
+  GpuStateRig rig(seven.path, false, 5s, 0, 5s, "host-os/pci-8gpu");
+  CheckResult r = rig.check("accelerator-nvidia-gpu-counts");
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_NE(r.summary().find("nvidia gpu count mismatch (found 7, expected 8 on the PCI bus); "
+                             "not seen by NVML: 0000:db:00.0"),
+            std::string::npos)
+      << r.summary();
+  EXPECT_EQ(action_of(r), RepairAction::kRebootSystem);
+  auto value = [&](const std::string& name) {
+    for (const auto& s : rig.metrics.snapshot(0))
+      if (s.name == name) return s.value;
+    return -1.0;
+  };
+  EXPECT_EQ(value("accelerator_nvidia_gpu_counts_found"), 7);
+  EXPECT_EQ(value("accelerator_nvidia_gpu_counts_expected"), 8);  // GpuCountBelowExpected fires
+  // --gpu-count still decides: 7 expected, 7 found.
+  GpuStateRig configured(seven.path, false, 5s, 7, 5s, "host-os/pci-8gpu");
+  CheckResult c = configured.check("accelerator-nvidia-gpu-counts");
+  EXPECT_EQ(c.health(), Health::kHealthy) << c.summary();
+  EXPECT_EQ(c.states[0].reason, "nvidia gpu count matches the expected 7");
+}
+
+TEST(GpuStateScenarios, AGpuPassedThroughToAVmIsNotExpected) {
+  // A ninth GPU bound to vfio-pci: NVML cannot see it, and it is not missing.
+  GpuStateRig rig("h100x8-healthy.json", false, 5s, 0, 5s, "host-os/pci-8gpu-vfio");
+  CheckResult r = rig.check("accelerator-nvidia-gpu-counts");
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(data["passthrough_bus_ids"], nlohmann::json::array({"0000:e1:00.0"}));
+  EXPECT_EQ(data["expected_from"], "pci");
 }
 
 TEST(GpuStateScenarios, ProductsWithoutTheFeatureHideTheComponent) {
