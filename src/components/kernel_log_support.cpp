@@ -134,7 +134,7 @@ Result<KernelLogDigest> kernel_log_digest(const ComponentContext& ctx, std::stri
   d.digest = std::move(*digest);
   auto newest = ctx.events->query_page(component, since, TimePoint::max(), 0, newest_limit);
   if (!newest) return newest.error();
-  d.newest = std::move(*newest);
+  d.newest = unacknowledged(std::move(*newest));
   return d;
 }
 

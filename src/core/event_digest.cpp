@@ -1,5 +1,7 @@
 #include "core/event_digest.h"
 
+#include "core/health.h"
+
 namespace gpud {
 
 Result<EventDigest> digest_events(const EventLog& log, std::string_view component, TimePoint since,
@@ -10,8 +12,8 @@ Result<EventDigest> digest_events(const EventLog& log, std::string_view componen
   auto all = log.query(component, since, until);
   if (!all) return all.error();
   EventDigest d;
-  d.total = all->size();
-  d.events = std::move(*all);
+  d.events = unacknowledged(std::move(*all));
+  d.total = d.events.size();
   return d;
 }
 

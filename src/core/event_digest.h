@@ -29,12 +29,14 @@ class EventDigestSource {
                                      const std::vector<TimePoint>& splits) const = 0;
 };
 
-// The events of one component with since < time <= until, digested: grouped on their type and
+// The events of one component with since < time <= until that set-healthy has not acknowledged,
+// digested: grouped on their type and
 // their extra_info values at `key_paths` (JSON pointers: "/xid", "/repair_actions/0"; an absent
 // value is a value too), with groups split at each of `splits` (an event at a split's very time
 // falls before it). A replay in which a later event of a group supersedes the earlier ones (the
 // Xid/SXid state machine, replay_errors) judges the digest as it judges all the events. An event
-// log that is not an EventDigestSource answers with every event (a digest that drops nothing).
+// log that is not an EventDigestSource answers with every unacknowledged event (a digest that
+// drops nothing).
 [[nodiscard]] Result<EventDigest> digest_events(const EventLog& log, std::string_view component,
                                                 TimePoint since, TimePoint until,
                                                 const std::vector<std::string>& key_paths,

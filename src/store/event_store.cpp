@@ -361,7 +361,7 @@ Result<EventDigest> EventStore::digest(std::string_view component, TimePoint sin
     sql += ", iif(json_valid(extra_info), extra_info -> ?" + std::to_string(i + 4) + ", NULL)";
   sql +=
       " FROM gpud_events WHERE component = ?1 AND unix_seconds > ?2 AND unix_seconds <= ?3"
-      " ORDER BY unix_seconds, id";
+      " AND acknowledged_unix_seconds IS NULL ORDER BY unix_seconds, id";
 
   std::lock_guard lock(db_.mutex());
   // Waiting events in range, oldest first; at the same second they follow the stored ones (the
@@ -371,7 +371,7 @@ Result<EventDigest> EventStore::digest(std::string_view component, TimePoint sin
   for (size_t i = 0; i < backlog_.size(); ++i) {
     const Event& e = backlog_[i].event;
     const int64_t t = floor_unix_seconds(e.time);
-    if (t <= since_s || t > until_s || e.component != component) continue;
+    if (t <= since_s || t > until_s || e.component != component || e.acknowledged) continue;
     waiting.push_back(i);
     waiting_keys.insert(backlog_[i].key);
   }

@@ -726,6 +726,30 @@ TEST(EventStore, DigestKeepsTheFirstAndLastEventOfEachGroupBetweenSplits) {
   EXPECT_EQ(d->events.front().message, "at 107");
 }
 
+// set-healthy's acknowledged events stay listed but are not judged again: the digest (what the
+// Xid and SXid rules read) leaves them out, stored or waiting behind a full disk.
+TEST(EventStore, DigestLeavesOutAcknowledgedEvents) {
+  TempDir dir;
+  auto db = Database::open(dir.file("gpud.state"));
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  EventStore events(**db);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(events.insert(big_event(i)).value_or(false));
+  cap_size(**db);
+  for (int i = 10; i < 15; ++i) ASSERT_TRUE(events.insert(big_event(i)).ok());
+  ASSERT_EQ(events.backlog_size(), 5u);
+  auto acked = events.acknowledge("accelerator-nvidia-error-xid", from_unix_seconds(1011),
+                                  Acknowledgement{from_unix_seconds(2000), "uid:0"});
+  ASSERT_TRUE(acked.ok()) << acked.error().message;
+  EXPECT_EQ(*acked, 12);
+  auto d = events.digest("accelerator-nvidia-error-xid", TimePoint{}, TimePoint::max(), {}, {});
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->total, 3u);
+  EXPECT_EQ(times_of(d->events), (std::vector<int64_t>{1014, 1012}));
+  auto all = events.query("accelerator-nvidia-error-xid", TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 15u);
+}
+
 TEST(EventStore, DigestKeysAreJsonPointersAndAMalformedRowHasNoValues) {
   auto db = memory_db();
   EventStore events(*db);
