@@ -726,6 +726,13 @@ TEST(EventStore, DigestKeepsTheFirstAndLastEventOfEachGroupBetweenSplits) {
   EXPECT_EQ(d->events.front().message, "at 107");
 }
 
+// Ten Xid events stored (1000..1009) and five (1010..1014) waiting behind a full disk.
+void store_ten_and_hold_five_waiting(Database& db, EventStore& events) {
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(events.insert(big_event(i)).value_or(false));
+  cap_size(db);
+  for (int i = 10; i < 15; ++i) ASSERT_TRUE(events.insert(big_event(i)).ok());
+}
+
 // set-healthy's acknowledged events stay listed but are not judged again: the digest (what the
 // Xid and SXid rules read) leaves them out, stored or waiting behind a full disk.
 TEST(EventStore, DigestLeavesOutAcknowledgedEvents) {
@@ -733,9 +740,7 @@ TEST(EventStore, DigestLeavesOutAcknowledgedEvents) {
   auto db = Database::open(dir.file("gpud.state"));
   ASSERT_TRUE(db.ok()) << db.error().message;
   EventStore events(**db);
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(events.insert(big_event(i)).value_or(false));
-  cap_size(**db);
-  for (int i = 10; i < 15; ++i) ASSERT_TRUE(events.insert(big_event(i)).ok());
+  store_ten_and_hold_five_waiting(**db, events);
   ASSERT_EQ(events.backlog_size(), 5u);
   auto acked = events.acknowledge("accelerator-nvidia-error-xid", from_unix_seconds(1011),
                                   Acknowledgement{from_unix_seconds(2000), "uid:0"});
@@ -779,9 +784,7 @@ TEST(EventStore, DigestTakesWaitingEventsInQueryOrder) {
   auto db = Database::open(dir.file("gpud.state"));
   ASSERT_TRUE(db.ok()) << db.error().message;
   EventStore events(**db);
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(events.insert(big_event(i)).value_or(false));
-  cap_size(**db);
-  for (int i = 10; i < 15; ++i) ASSERT_TRUE(events.insert(big_event(i)).ok());
+  store_ten_and_hold_five_waiting(**db, events);
   ASSERT_EQ(events.backlog_size(), 5u);
   auto d = events.digest("accelerator-nvidia-error-xid", TimePoint{}, TimePoint::max(), {},
                          {from_unix_seconds(1011)});
