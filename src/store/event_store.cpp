@@ -14,6 +14,9 @@ namespace {
 constexpr const char* kColumns =
     "component, unix_seconds, name, type, message, extra_info, acknowledged_unix_seconds, "
     "acknowledged_by";
+// How many columns kColumns names (read_event reads them in this order): a query that selects more
+// after them finds those from this index on.
+constexpr int kColumnCount = 8;
 
 // Compact, with sorted keys (nlohmann objects are std::map); invalid UTF-8 is replaced rather than
 // thrown about, since the text may come from a kernel log.
@@ -354,7 +357,8 @@ Result<EventDigest> EventStore::digest(std::string_view component, TimePoint sin
   }
   const int64_t since_s = floor_unix_seconds(since);
   const int64_t until_s = floor_unix_seconds(until);
-  constexpr int kKeyColumn = 7;
+  constexpr int kIdColumn = kColumnCount;
+  constexpr int kKeyColumn = kColumnCount + 1;
   std::string sql = std::string("SELECT ") + kColumns + ", id";
   // A row edited into invalid JSON reads as an empty object, as read_event takes it.
   for (size_t i = 0; i < sql_paths.size(); ++i)
@@ -417,7 +421,7 @@ Result<EventDigest> EventStore::digest(std::string_view component, TimePoint sin
           key += st->text(col);
         key += kKeySeparator;
       }
-      grouper.add(t, std::move(key), static_cast<uint64_t>(st->int64(6)));
+      grouper.add(t, std::move(key), static_cast<uint64_t>(st->int64(kIdColumn)));
     }
     add_waiting_before(std::nullopt);
     total = grouper.total();

@@ -38,6 +38,8 @@ std::vector<std::string> port_changes(const DaemonProcess& d) {
   if (!body.is_array() || body.empty()) return out;
   for (const auto& e : body[0]["events"]) {
     std::string name = e.value("name", "");
+    // set-healthy keeps the events it acknowledged, marked: they are no longer changes to judge.
+    if (e.contains("acknowledged")) continue;
     if (name == "ib_port_down" || name == "ib_port_up") out.insert(out.begin(), name);
   }
   return out;
