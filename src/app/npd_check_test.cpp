@@ -11,7 +11,7 @@ json state(const std::string& component, const std::string& health, const std::s
            const std::string& action = "") {
   json s = {{"component", component}, {"health", health}, {"reason", reason}};
   if (!action.empty()) s["suggested_actions"] = {{"description", ""}, {"repair_actions", {action}}};
-  return {{"component", component}, {"states", {s}}};
+  return {{"component", component}, {"states", json::array({s})}};
 }
 
 NpdSelection select(const std::string& spec) {
@@ -51,7 +51,8 @@ TEST(NpdCheck, UnhealthyGpuComponentNamesTheGpuAndTheAction) {
 }
 
 TEST(NpdCheck, WithoutPerGpuHealthTheComponentIsNamed) {
-  json states = {state("accelerator-nvidia-error-xid", "Unhealthy", "Xid 79", "REBOOT_SYSTEM")};
+  json states =
+      json::array({state("accelerator-nvidia-error-xid", "Unhealthy", "Xid 79", "REBOOT_SYSTEM")});
   NpdAnswer a = npd_answer(states, nullptr, select("gpu"));
   EXPECT_EQ(a.exit_code, kNpdProblem);
   EXPECT_EQ(a.line, "accelerator-nvidia-error-xid REBOOT_SYSTEM: Xid 79");
@@ -80,7 +81,7 @@ TEST(NpdCheck, WorstStateWinsAndDegradedAloneIsOkButSaid) {
 }
 
 TEST(NpdCheck, InitializingWithoutAProblemIsUnknown) {
-  json states = {state("accelerator-nvidia-info", "Initializing", "waiting for NVML")};
+  json states = json::array({state("accelerator-nvidia-info", "Initializing", "waiting for NVML")});
   EXPECT_EQ(npd_answer(states, nullptr, select("gpu")).exit_code, kNpdUnknown);
   json unhealthy =
       json::array({states[0], state("accelerator-nvidia-error-xid", "Unhealthy", "Xid 79")});
@@ -90,7 +91,8 @@ TEST(NpdCheck, InitializingWithoutAProblemIsUnknown) {
 }
 
 TEST(NpdCheck, NothingSelectedOnThisNodeIsOk) {
-  NpdAnswer a = npd_answer({state("cpu", "Healthy", "ok")}, nullptr, select("runtime"));
+  NpdAnswer a =
+      npd_answer(json::array({state("cpu", "Healthy", "ok")}), nullptr, select("runtime"));
   EXPECT_EQ(a.exit_code, kNpdOk);
   EXPECT_EQ(a.line, "gpud runtime: no such components on this node");
 }
@@ -98,7 +100,7 @@ TEST(NpdCheck, NothingSelectedOnThisNodeIsOk) {
 TEST(NpdCheck, LongReasonIsCutTo80BytesOnACharacterBoundary) {
   std::string reason(70, 'x');
   reason += "é€日本語のテキスト";
-  json states = {state("memory", "Unhealthy", reason, "HARDWARE_INSPECTION")};
+  json states = json::array({state("memory", "Unhealthy", reason, "HARDWARE_INSPECTION")});
   NpdAnswer a = npd_answer(states, nullptr, select("kernel"));
   EXPECT_LE(a.line.size(), kNpdMaxOutputBytes);
   EXPECT_GE(a.line.size(), kNpdMaxOutputBytes - 3);

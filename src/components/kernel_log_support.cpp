@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "core/time_util.h"
@@ -37,19 +38,59 @@ TimePoint lookback_start(const ComponentContext& ctx, std::chrono::seconds lookb
   return saturating_sub(now, lookback);
 }
 
-std::string summarize_events(const std::vector<Event>& events) {
-  if (events.empty()) return "";
-  std::map<std::string, int> by_name;
-  const Event* latest = &events.front();
+KernelLogSummary summary_of(const std::vector<Event>& events) {
+  KernelLogSummary s;
+  const Event* latest = nullptr;
   for (const Event& e : events) {
-    ++by_name[e.name];
-    if (e.time > latest->time) latest = &e;
+    ++s.by_name[e.name];
+    if (latest == nullptr || e.time > latest->time) latest = &e;
   }
+  s.total = events.size();
+  if (latest != nullptr) s.latest_message = latest->message;
+  s.newest = events;
+  std::stable_sort(s.newest.begin(), s.newest.end(),
+                   [](const Event& a, const Event& b) { return a.time > b.time; });
+  if (s.newest.size() > kListedKernelLogEvents) s.newest.resize(kListedKernelLogEvents);
+  return s;
+}
+
+Result<KernelLogSummary> kernel_log_summary(const ComponentContext& ctx, std::string_view component,
+                                            TimePoint since,
+                                            const std::vector<std::string>& names) {
+  KernelLogSummary s;
+  if (ctx.events == nullptr) return s;
+  auto selected = [&](const std::string& name) {
+    return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
+  };
+  // Grouped on the name alone: two events of each name, whatever their number.
+  auto d = digest_events(*ctx.events, component, since, TimePoint::max(), {}, {});
+  if (!d) return d.error();
+  for (size_t i = 0; i < d->events.size(); ++i) {
+    const Event& e = d->events[i];
+    if (!selected(e.name)) continue;
+    if (s.total == 0) s.latest_message = e.message;  // the digest is newest first
+    s.by_name[e.name] += d->counts[i];
+    s.total += d->counts[i];
+  }
+  auto newest =
+      ctx.events->query_page(component, since, TimePoint::max(), 0, kListedKernelLogEvents);
+  if (!newest) return newest.error();
+  for (Event& e : unacknowledged(std::move(*newest)))
+    if (selected(e.name)) s.newest.push_back(std::move(e));
+  return s;
+}
+
+std::string summarize(const KernelLogSummary& s) {
+  if (s.total == 0) return "";
   std::string names;
-  for (const auto& [n, c] : by_name)
+  for (const auto& [n, c] : s.by_name)
     names += fmt::format("{}{} {}", names.empty() ? "" : ", ", c, n);
-  return fmt::format("{} kernel-log event{} ({}), latest: {}", events.size(),
-                     events.size() == 1 ? "" : "s", names, latest->message);
+  return fmt::format("{} kernel-log event{} ({}), latest: {}", s.total, s.total == 1 ? "" : "s",
+                     names, s.latest_message);
+}
+
+std::string summarize_events(const std::vector<Event>& events) {
+  return summarize(summary_of(events));
 }
 
 void merge_verdict(CheckResult& r, const KernelLogVerdict& v) {
@@ -68,13 +109,13 @@ void merge_verdict(CheckResult& r, const KernelLogVerdict& v) {
   }
 }
 
-void append_event_summary(CheckResult& r, const std::vector<Event>& events) {
-  std::string summary = summarize_events(events);
-  if (summary.empty() || r.states.empty()) return;
+void append_event_summary(CheckResult& r, const KernelLogSummary& summary) {
+  std::string text = summarize(summary);
+  if (text.empty() || r.states.empty()) return;
   HealthState& s = r.states.front();
-  s.reason += (s.reason.empty() ? "" : "; ") + summary;
+  s.reason += (s.reason.empty() ? "" : "; ") + text;
   nlohmann::json list = nlohmann::json::array();
-  for (const Event& e : events)
+  for (const Event& e : summary.newest)
     list.push_back(
         {{"time",
           std::chrono::duration_cast<std::chrono::seconds>(e.time.time_since_epoch()).count()},
@@ -84,16 +125,14 @@ void append_event_summary(CheckResult& r, const std::vector<Event>& events) {
 }
 
 void append_kernel_log_events(CheckResult& r, const ComponentContext& ctx,
-                              std::string_view component,
-                              const std::function<bool(const Event&)>& keep) {
-  auto events =
-      component_events(ctx, component, lookback_start(ctx, std::chrono::seconds(0), Clock::now()));
-  if (!events) {
-    merge_verdict(r, unreadable_history(events.error()));
+                              std::string_view component, const std::vector<std::string>& names) {
+  auto summary = kernel_log_summary(
+      ctx, component, lookback_start(ctx, std::chrono::seconds(0), Clock::now()), names);
+  if (!summary) {
+    merge_verdict(r, unreadable_history(summary.error()));
     return;
   }
-  if (keep) std::erase_if(*events, [&](const Event& e) { return !keep(e); });
-  append_event_summary(r, *events);
+  append_event_summary(r, *summary);
 }
 
 Result<std::vector<Event>> component_events(const ComponentContext& ctx, std::string_view component,
@@ -153,14 +192,15 @@ bool KernelLogEventsComponent::supported() const {
 
 CheckResult KernelLogEventsComponent::check() {
   const TimePoint now = Clock::now();
-  auto events = component_events(ctx(), name_, lookback_start(ctx(), std::chrono::seconds(0), now));
-  if (!events) {
-    const KernelLogVerdict v = unreadable_history(events.error());
+  auto summary =
+      kernel_log_summary(ctx(), name_, lookback_start(ctx(), std::chrono::seconds(0), now));
+  if (!summary) {
+    const KernelLogVerdict v = unreadable_history(summary.error());
     return single_state(name_, v.health, v.reason, v.actions, {}, now);
   }
-  std::string summary = summarize_events(*events);
-  return single_state(name_, Health::kHealthy, summary.empty() ? "ok" : "ok; " + summary,
-                      std::nullopt, {}, now);
+  CheckResult r = single_state(name_, Health::kHealthy, "ok", std::nullopt, {}, now);
+  append_event_summary(r, *summary);
+  return r;
 }
 
 }  // namespace gpud::components

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,15 +27,39 @@ struct KernelLogVerdict {
 // Folds a kernel-log verdict into a snapshot rule's single-state result: the worse health wins,
 // reasons are joined, actions merged.
 void merge_verdict(CheckResult& r, const KernelLogVerdict& v);
-// Appends summarize_events() to the first state's reason and lists the events in extra_info
-// "kernel_log_events" (health unchanged).
-void append_event_summary(CheckResult& r, const std::vector<Event>& events);
-// Appends the component's kernel-log events of the events retention that `keep` accepts (all
-// without it) to the first state (append_event_summary), or merges unreadable_history when the
-// store cannot give them.
+
+// How many events a listing component (memory, cpu, os, peermem, nccl) lists in extra_info
+// "kernel_log_events": the newest; the summary counts them all.
+inline constexpr size_t kListedKernelLogEvents = 20;
+
+// What a listing component says of its kernel-log events, in memory bounded by the kinds of
+// event, not by their number (a tenant's job can print an OOM kill every second for the whole
+// retention): how many of each name, the newest one's message and the newest
+// kListedKernelLogEvents events (newest first). Acknowledged events are left out.
+struct KernelLogSummary {
+  uint64_t total = 0;
+  std::map<std::string, uint64_t> by_name;
+  std::string latest_message;
+  std::vector<Event> newest;
+};
+// The summary of the events of `component` with time > since whose name is one of `names` (every
+// name when empty), or the store's error. The store digests the range without reading it into
+// memory.
+[[nodiscard]] Result<KernelLogSummary> kernel_log_summary(
+    const ComponentContext& ctx, std::string_view component, TimePoint since,
+    const std::vector<std::string>& names = {});
+// The summary of events already in memory (newest first or in any order).
+KernelLogSummary summary_of(const std::vector<Event>& events);
+
+// Appends summarize() to the first state's reason and lists the summary's newest events in
+// extra_info "kernel_log_events" (health unchanged).
+void append_event_summary(CheckResult& r, const KernelLogSummary& summary);
+// Appends the summary of the component's kernel-log events of the events retention whose name is
+// one of `names` (all without them) to the first state (append_event_summary), or merges
+// unreadable_history when the store cannot give them.
 void append_kernel_log_events(CheckResult& r, const ComponentContext& ctx,
                               std::string_view component,
-                              const std::function<bool(const Event&)>& keep = {});
+                              const std::vector<std::string>& names = {});
 
 // This component's events with time > since (newest first) that set-healthy has not
 // acknowledged, or the store's error: a failed read is reported (unreadable_history), never taken
@@ -84,6 +109,7 @@ bool nvidia_kernel_log_supported(const ComponentContext& ctx, std::string_view c
 TimePoint lookback_start(const ComponentContext& ctx, std::chrono::seconds lookback, TimePoint now);
 
 // "3 kernel-log events (2 OOM, 1 cpu_soft_lockup), latest: <message>"; "" when none.
+std::string summarize(const KernelLogSummary& summary);
 std::string summarize_events(const std::vector<Event>& events);
 
 // A component whose kernel-log events are listed but never change its health (GPUd's peermem,

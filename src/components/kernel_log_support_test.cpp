@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "components/host/disk.h"
+#include "components/host/pci.h"
 #include "components/registry.h"
+#include "core/time_util.h"
+#include "store/database.h"
+#include "store/event_store.h"
 #include "testing/memory_event_log.h"
 
 namespace gpud::components {
@@ -67,6 +72,52 @@ TEST(KernelLogHistory, ScanModeReadsNoRebootHistory) {
   h = kernel_log_history(ctx, "nfs", TimePoint{});
   ASSERT_TRUE(h);
   EXPECT_TRUE(h->reboots.empty());
+}
+
+// The disk and PCI rules read the store's digest (grouped on the name, split at reboots) instead of
+// the whole history: over a history with repeats on both sides of several reboots they reach the
+// verdict, counts included, that the whole history gives.
+TEST(KernelLogHistory, DiskAndPciVerdictsFromTheDigestAreTheWholeHistorys) {
+  auto db = store::Database::open_in_memory();
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  store::EventStore events(**db);
+  auto add = [&](const std::string& component, const std::string& name, int64_t s) {
+    Event e;
+    e.component = component;
+    e.name = name;
+    e.time = from_unix_seconds(s);
+    e.message = name + " at " + std::to_string(s);
+    e.extra_info = {{"at", s}};  // each its own row, as the kernel log's records are
+    ASSERT_TRUE(events.insert(e).value_or(false));
+  };
+  const int64_t t0 = to_unix_seconds(Clock::now()) - 3 * 86400;
+  for (int64_t reboot : {t0 + 1000, t0 + 5000, t0 + 9000}) add("os", "reboot", reboot);
+  for (int64_t i = 0; i < 40; ++i) {
+    add("disk", i % 3 == 0 ? "nvme_timeout" : "buffer_io_error", t0 + 100 + i * 250);
+    add("pci", i % 4 == 0 ? "pcie_aer_uncorrected_fatal" : "pcie_aer_corrected", t0 + 90 + i * 250);
+    if (i % 5 == 0) add("pci", "pcie_aer_uncorrected_nonfatal", t0 + 95 + i * 250);
+  }
+  Config config;
+  ComponentContext ctx;
+  ctx.config = &config;
+  ctx.events = &events;
+  for (const std::string component : {"disk", "pci"}) {
+    auto whole = kernel_log_history(ctx, component, TimePoint{});
+    auto digest = kernel_log_digest(ctx, component, TimePoint{}, {}, 1);
+    ASSERT_TRUE(whole && digest);
+    EXPECT_LT(digest->digest.events.size(), whole->events.size() / 4) << component;
+    const bool disk = component == "disk";
+    const KernelLogVerdict a = disk ? evaluate_disk_events(whole->events, whole->reboots)
+                                    : evaluate_pci(whole->events, whole->reboots);
+    const KernelLogVerdict b =
+        disk ? evaluate_disk_events(digest->digest.events, digest->reboots, digest->digest.counts)
+             : evaluate_pci(digest->digest.events, digest->reboots, digest->digest.counts);
+    EXPECT_NE(a.health, Health::kHealthy) << component << ": " << a.reason;
+    EXPECT_EQ(a.health, b.health) << component;
+    EXPECT_EQ(a.reason, b.reason) << component;
+    ASSERT_EQ(a.actions.has_value(), b.actions.has_value()) << component;
+    if (a.actions) EXPECT_EQ(a.actions->repair_actions, b.actions->repair_actions) << component;
+  }
 }
 
 }  // namespace

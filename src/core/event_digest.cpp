@@ -14,6 +14,7 @@ Result<EventDigest> digest_events(const EventLog& log, std::string_view componen
   EventDigest d;
   d.events = unacknowledged(std::move(*all));
   d.total = d.events.size();
+  d.counts.assign(d.events.size(), 1);
   return d;
 }
 

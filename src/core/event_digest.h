@@ -18,6 +18,9 @@ struct EventDigest {
   // when the group has one event). A group is the events of one type that agree on every key path
   // and have no split time between them.
   std::vector<Event> events;
+  // Parallel to `events`: how many events of the range each one stands for (the oldest of a group
+  // stands for itself, the newest for the rest of its group); they add up to `total`.
+  std::vector<uint64_t> counts;
 };
 
 // An event log that can digest a range itself (the store: without reading the range into memory).

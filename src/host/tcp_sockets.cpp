@@ -94,8 +94,8 @@ std::optional<uint32_t> find_socket_uid(std::string_view table, const TcpEndpoin
   return std::nullopt;
 }
 
-Result<uint32_t> tcp_socket_owner(const HostFs& fs, const TcpEndpoint& local,
-                                  const TcpEndpoint& remote) {
+Result<std::optional<uint32_t>> find_tcp_socket_owner(const HostFs& fs, const TcpEndpoint& local,
+                                                      const TcpEndpoint& remote) {
   std::string errors;
   bool read_any = false;
   for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
@@ -105,11 +105,20 @@ Result<uint32_t> tcp_socket_owner(const HostFs& fs, const TcpEndpoint& local,
       continue;
     }
     read_any = true;
-    if (auto uid = find_socket_uid(*text, local, remote)) return *uid;
+    if (auto uid = find_socket_uid(*text, local, remote)) return std::optional<uint32_t>(*uid);
   }
   if (!read_any) return make_error("cannot read the TCP socket tables: " + errors);
-  return make_error("the peer's socket is not in " + fs.path("/proc/net/tcp") +
-                    " or tcp6 (closed, or in another network namespace)");
+  return std::optional<uint32_t>();
+}
+
+Result<uint32_t> tcp_socket_owner(const HostFs& fs, const TcpEndpoint& local,
+                                  const TcpEndpoint& remote) {
+  auto owner = find_tcp_socket_owner(fs, local, remote);
+  if (!owner) return owner.error();
+  if (!*owner)
+    return make_error("the peer's socket is not in " + fs.path("/proc/net/tcp") +
+                      " or tcp6 (closed, or in another network namespace)");
+  return **owner;
 }
 
 }  // namespace gpud::host

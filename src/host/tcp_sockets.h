@@ -32,7 +32,12 @@ std::optional<uint32_t> find_socket_uid(std::string_view table, const TcpEndpoin
 
 // find_socket_uid over <root>/proc/net/tcp and tcp6 (either may be missing, e.g. without IPv6).
 // The tables are those of the reading process's network namespace, which is the one a loopback
-// connection to it lives in. Errors: neither table readable, or no live socket with these ends.
+// connection to it lives in. nullopt: no live socket with these ends (yet: a server lists the
+// socket once it accepted the connection). Error: neither table readable.
+[[nodiscard]] Result<std::optional<uint32_t>> find_tcp_socket_owner(const HostFs& fs,
+                                                                    const TcpEndpoint& local,
+                                                                    const TcpEndpoint& remote);
+// find_tcp_socket_owner, with no such socket an error too.
 [[nodiscard]] Result<uint32_t> tcp_socket_owner(const HostFs& fs, const TcpEndpoint& local,
                                                 const TcpEndpoint& remote);
 

@@ -12,6 +12,7 @@
 
 #include "core/time_util.h"
 #include "server/tls.h"
+#include "testing/health_state.h"
 #include "testing/log_capture.h"
 
 namespace gpud::sinks {
@@ -21,13 +22,7 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 
-HealthState state(std::string component, Health health, std::string reason = "") {
-  HealthState s;
-  s.component = std::move(component);
-  s.health = health;
-  s.reason = std::move(reason);
-  return s;
-}
+using testing_support::health_state;
 
 components::GpuHealth gpu(unsigned int index, std::string bus, std::string uuid) {
   components::GpuHealth g;
@@ -46,16 +41,16 @@ const NodeCondition* find(const std::vector<NodeCondition>& cs, const std::strin
 NodeHealthInputs healthy_node() {
   NodeHealthInputs in;
   in.gpus = {gpu(0, "00000000:18:00.0", "GPU-aa"), gpu(1, "00000000:2A:00.0", "GPU-bb")};
-  in.states = {state("accelerator-nvidia-ecc", Health::kHealthy),
-               state("accelerator-nvidia-info", Health::kHealthy), state("cpu", Health::kHealthy),
-               state("containerd", Health::kHealthy)};
+  in.states = {health_state("accelerator-nvidia-ecc", Health::kHealthy),
+               health_state("accelerator-nvidia-info", Health::kHealthy),
+               health_state("cpu", Health::kHealthy), health_state("containerd", Health::kHealthy)};
   return in;
 }
 
 // GPU 1's ECC fault as gpu_health reports it, and the component's state.
 NodeHealthInputs ecc_fault_on_gpu1() {
   NodeHealthInputs in = healthy_node();
-  in.states[0] = state("accelerator-nvidia-ecc", Health::kUnhealthy, "GPU 1 volatile DBE");
+  in.states[0] = health_state("accelerator-nvidia-ecc", Health::kUnhealthy, "GPU 1 volatile DBE");
   in.gpus[1].health = Health::kUnhealthy;
   in.gpus[1].causes.push_back({"accelerator-nvidia-ecc", Health::kUnhealthy,
                                "GPU 1 (0000:2a:00.0) uncorrectable ECC errors",
@@ -90,11 +85,12 @@ TEST(NodeConditionsJudge, AnUnhealthyGpuNamesItsIndexBusIdUuidReasonAndAction) {
 
 TEST(NodeConditionsJudge, NodeWideFaultsAreNamedByComponentAndDegradedIsNoProblem) {
   NodeHealthInputs in = healthy_node();
-  HealthState fm = state("accelerator-nvidia-fabric-manager", Health::kUnhealthy, "fabric down");
+  HealthState fm =
+      health_state("accelerator-nvidia-fabric-manager", Health::kUnhealthy, "fabric down");
   fm.suggested_actions = SuggestedActions{"", {RepairAction::kHardwareInspection}};
   in.states.push_back(fm);
-  in.states.push_back(state("memory", Health::kDegraded, "slow"));
-  in.states.push_back(state("kubelet", Health::kUnhealthy, "kubelet down"));
+  in.states.push_back(health_state("memory", Health::kDegraded, "slow"));
+  in.states.push_back(health_state("kubelet", Health::kUnhealthy, "kubelet down"));
   auto cs = judge_conditions(in);
   EXPECT_EQ(
       find(cs, "GpudGPUProblem")->message,
@@ -106,8 +102,9 @@ TEST(NodeConditionsJudge, NodeWideFaultsAreNamedByComponentAndDegradedIsNoProble
 
 TEST(NodeConditionsJudge, GpudItselfAndCustomPluginsAreNotJudgedAndUnknownIsLeftOut) {
   NodeHealthInputs in;
-  in.states = {state("gpud", Health::kUnhealthy, "store"), state("cpu", Health::kInitializing)};
-  HealthState plugin = state("my-plugin", Health::kUnhealthy);
+  in.states = {health_state("gpud", Health::kUnhealthy, "store"),
+               health_state("cpu", Health::kInitializing)};
+  HealthState plugin = health_state("my-plugin", Health::kUnhealthy);
   plugin.component_type = "custom-plugin";
   in.states.push_back(plugin);
   // Nothing known yet: no condition is written, not even False.
@@ -118,7 +115,8 @@ TEST(NodeConditionsJudge, LongMessagesAreBoundedAtACharacterBoundary) {
   NodeHealthInputs in = ecc_fault_on_gpu1();
   in.gpus[1].causes[0].reason = std::string(3000, 'x') + "é";
   for (int i = 0; i < 3; ++i) in.gpus[1].causes.push_back(in.gpus[1].causes[0]);
-  const NodeCondition* g = find(judge_conditions(in), "GpudGPUProblem");
+  const std::vector<NodeCondition> conditions = judge_conditions(in);
+  const NodeCondition* g = find(conditions, "GpudGPUProblem");
   ASSERT_NE(g, nullptr);
   EXPECT_LE(g->message.size(), kMaxMessageBytes);
   EXPECT_THAT(g->message, HasSubstr("more bytes)"));

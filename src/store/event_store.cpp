@@ -141,20 +141,29 @@ class EventGrouper {
   void add(TimePoint time, std::string key, uint64_t handle) {
     while (interval_ < splits_.size() && splits_[interval_] < time) ++interval_;
     key += std::to_string(interval_);
-    auto [it, fresh] = groups_.try_emplace(std::move(key), Ends{{seq_, handle}, {seq_, handle}});
+    auto [it, fresh] = groups_.try_emplace(std::move(key), Ends{{seq_, handle}, {seq_, handle}, 0});
     if (!fresh) it->second.last = {seq_, handle};
+    ++it->second.count;
     ++seq_;
   }
   uint64_t total() const { return seq_; }
-  // The kept handles, oldest first.
-  std::vector<uint64_t> kept() const {
-    std::vector<std::pair<uint64_t, uint64_t>> ends;
+  // A kept event: its handle and how many events of its group it stands for (the oldest of a
+  // group stands for itself, the newest for the rest).
+  struct Kept {
+    uint64_t handle = 0;
+    uint64_t stands_for = 1;
+  };
+  // The kept events, oldest first.
+  std::vector<Kept> kept() const {
+    std::vector<std::pair<uint64_t, Kept>> ends;  // (sequence, kept)
     for (const auto& [key, g] : groups_) {
-      ends.push_back(g.first);
-      if (g.last.first != g.first.first) ends.push_back(g.last);
+      ends.push_back({g.first.first, {g.first.second, 1}});
+      if (g.last.first != g.first.first)
+        ends.push_back({g.last.first, {g.last.second, g.count - 1}});
     }
-    std::sort(ends.begin(), ends.end());
-    std::vector<uint64_t> out;
+    std::sort(ends.begin(), ends.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Kept> out;
     for (const auto& e : ends) out.push_back(e.second);
     return out;
   }
@@ -162,6 +171,7 @@ class EventGrouper {
  private:
   struct Ends {
     std::pair<uint64_t, uint64_t> first, last;  // (sequence, handle)
+    uint64_t count = 0;
   };
   std::vector<TimePoint> splits_;
   size_t interval_ = 0;
@@ -384,49 +394,51 @@ Result<EventDigest> EventStore::digest(std::string_view component, TimePoint sin
   });
 
   uint64_t total = 0;
-  auto kept = db_.run_locked("query", false, [&](sqlite3* db) -> Result<std::vector<uint64_t>> {
-    EventGrouper grouper(splits);
-    size_t next_waiting = 0;
-    auto add_waiting_before = [&](std::optional<TimePoint> t) {
-      for (; next_waiting < waiting.size(); ++next_waiting) {
-        const Event& e = backlog_[waiting[next_waiting]].event;
-        if (t && e.time >= *t) return;
-        grouper.add(e.time, waiting_digest_key(e, pointers),
-                    kWaitingHandle | waiting[next_waiting]);
-      }
-    };
-    auto st = Statement::prepare(db, sql);
-    if (!st) return st.error();
-    st->bind(1, component);
-    st->bind(2, since_s);
-    st->bind(3, until_s);
-    for (size_t i = 0; i < sql_paths.size(); ++i) st->bind(static_cast<int>(i + 4), sql_paths[i]);
-    for (;;) {
-      const int rc = st->step();
-      if (rc == SQLITE_DONE) break;
-      if (rc != SQLITE_ROW) return sqlite_error(db, "digest events");
-      const TimePoint t{std::chrono::seconds(st->int64(1))};
-      // A waiting event the database wrote while reporting a failure is counted once.
-      if (!waiting.empty() && t >= backlog_[waiting.front()].event.time &&
-          waiting_keys.count(dedup_key(read_event(*st))) != 0)
-        continue;
-      add_waiting_before(t);
-      std::string key = st->text(3);
-      key += kKeySeparator;
-      for (size_t i = 0; i < sql_paths.size(); ++i) {
-        const int col = kKeyColumn + static_cast<int>(i);
-        if (sqlite3_column_type(st->get(), col) == SQLITE_NULL)
-          key += kAbsentValue;
-        else
-          key += st->text(col);
-        key += kKeySeparator;
-      }
-      grouper.add(t, std::move(key), static_cast<uint64_t>(st->int64(kIdColumn)));
-    }
-    add_waiting_before(std::nullopt);
-    total = grouper.total();
-    return grouper.kept();
-  });
+  auto kept =
+      db_.run_locked("query", false, [&](sqlite3* db) -> Result<std::vector<EventGrouper::Kept>> {
+        EventGrouper grouper(splits);
+        size_t next_waiting = 0;
+        auto add_waiting_before = [&](std::optional<TimePoint> t) {
+          for (; next_waiting < waiting.size(); ++next_waiting) {
+            const Event& e = backlog_[waiting[next_waiting]].event;
+            if (t && e.time >= *t) return;
+            grouper.add(e.time, waiting_digest_key(e, pointers),
+                        kWaitingHandle | waiting[next_waiting]);
+          }
+        };
+        auto st = Statement::prepare(db, sql);
+        if (!st) return st.error();
+        st->bind(1, component);
+        st->bind(2, since_s);
+        st->bind(3, until_s);
+        for (size_t i = 0; i < sql_paths.size(); ++i)
+          st->bind(static_cast<int>(i + 4), sql_paths[i]);
+        for (;;) {
+          const int rc = st->step();
+          if (rc == SQLITE_DONE) break;
+          if (rc != SQLITE_ROW) return sqlite_error(db, "digest events");
+          const TimePoint t{std::chrono::seconds(st->int64(1))};
+          // A waiting event the database wrote while reporting a failure is counted once.
+          if (!waiting.empty() && t >= backlog_[waiting.front()].event.time &&
+              waiting_keys.count(dedup_key(read_event(*st))) != 0)
+            continue;
+          add_waiting_before(t);
+          std::string key = st->text(3);
+          key += kKeySeparator;
+          for (size_t i = 0; i < sql_paths.size(); ++i) {
+            const int col = kKeyColumn + static_cast<int>(i);
+            if (sqlite3_column_type(st->get(), col) == SQLITE_NULL)
+              key += kAbsentValue;
+            else
+              key += st->text(col);
+            key += kKeySeparator;
+          }
+          grouper.add(t, std::move(key), static_cast<uint64_t>(st->int64(kIdColumn)));
+        }
+        add_waiting_before(std::nullopt);
+        total = grouper.total();
+        return grouper.kept();
+      });
   if (!kept) return kept.error();
 
   EventDigest out;
@@ -437,12 +449,13 @@ Result<EventDigest> EventStore::digest(std::string_view component, TimePoint sin
     if (!st) return st.error();
     std::vector<Event> events;
     for (auto it = kept->rbegin(); it != kept->rend(); ++it) {
-      if ((*it & kWaitingHandle) != 0) {
-        events.push_back(backlog_[*it & ~kWaitingHandle].event);
+      out.counts.push_back(it->stands_for);
+      if ((it->handle & kWaitingHandle) != 0) {
+        events.push_back(backlog_[it->handle & ~kWaitingHandle].event);
         continue;
       }
       st->reset();
-      st->bind(1, static_cast<int64_t>(*it));
+      st->bind(1, static_cast<int64_t>(it->handle));
       if (st->step() != SQLITE_ROW) return sqlite_error(db, "read digested event");
       events.push_back(read_event(*st));
     }

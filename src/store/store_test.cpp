@@ -714,6 +714,9 @@ TEST(EventStore, DigestKeepsTheFirstAndLastEventOfEachGroupBetweenSplits) {
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->total, 8u);
   EXPECT_EQ(times_of(d->events), (std::vector<int64_t>{107, 106, 105, 104, 103, 102, 100}));
+  // What each kept event stands for: the oldest of a group itself, the newest the rest of it (104
+  // stands for 101 and 104, the group's oldest being 100).
+  EXPECT_EQ(d->counts, (std::vector<uint64_t>{1, 1, 1, 2, 1, 1, 1}));
   // The window is since < time <= until, as query()'s.
   d = events.digest("c", from_unix_seconds(100), from_unix_seconds(106), {"/k"}, splits);
   ASSERT_TRUE(d.ok());
@@ -723,6 +726,7 @@ TEST(EventStore, DigestKeepsTheFirstAndLastEventOfEachGroupBetweenSplits) {
   d = events.digest("c", TimePoint{}, TimePoint::max(), {}, {});
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(times_of(d->events), (std::vector<int64_t>{107, 102, 100}));
+  EXPECT_EQ(d->counts, (std::vector<uint64_t>{6, 1, 1}));
   EXPECT_EQ(d->events.front().message, "at 107");
 }
 

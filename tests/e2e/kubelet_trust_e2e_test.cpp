@@ -33,6 +33,18 @@ size_t peak_rss(pid_t pid) {
   return 0;
 }
 
+// gpud's peak memory stays far below the 31 MB list. AddressSanitizer keeps freed memory resident
+// in its quarantine (256 MiB by default) and pads every allocation, so under it the peak measures
+// the sanitizer: the bound is checked in the plain build, the refusals in both.
+void expect_peak_within_bound(size_t peak) {
+#if defined(GPUD_SANITIZED)
+  (void)peak;
+  std::cout << "NOTE: the peak RSS bound is not checked under AddressSanitizer\n";
+#else
+  EXPECT_LT(peak, size_t{96} << 20) << "peak RSS " << (peak >> 20) << " MiB";
+#endif
+}
+
 // The daemon with only the kubelet component, asking the read-only port `port`.
 std::vector<std::string> kubelet_args(const std::string& root, int port) {
   return {"--host-root",
@@ -70,7 +82,7 @@ TEST(KubeletTrustE2E, LargePodListFromAnImpostorOrRootKeepsMemoryFlat) {
   std::cout << "impostor (uid 65534, 31 MB pod list): kubelet " << state.value("health", "")
             << " \"" << state.value("reason", "") << "\"; gpud peak RSS " << (impostor_peak >> 10)
             << " KiB\n";
-  EXPECT_LT(impostor_peak, size_t{96} << 20);
+  expect_peak_within_bound(impostor_peak);
   EXPECT_EQ(d.stop(), 0);
 
   // Root's socket: trusted, but the list is over the cap and refused as it arrives.
@@ -88,7 +100,7 @@ TEST(KubeletTrustE2E, LargePodListFromAnImpostorOrRootKeepsMemoryFlat) {
   const size_t root_peak = peak_rss(root_served.pid());
   std::cout << "root's socket, 31 MB pod list: kubelet " << state.value("health", "") << " \""
             << state.value("reason", "") << "\"; gpud peak RSS " << (root_peak >> 10) << " KiB\n";
-  EXPECT_LT(root_peak, size_t{96} << 20);
+  expect_peak_within_bound(root_peak);
 }
 
 TEST(KubeletTrustE2E, TricklingKubeletDoesNotHoldShutdown) {

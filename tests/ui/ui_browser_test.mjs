@@ -326,6 +326,25 @@ async function main() {
   log(`phone screenshot: ${phone}`);
   await page.setViewportSize({ width: 1440, height: 900 });
 
+  // set-healthy acknowledges the incident: the card turns Healthy within a refresh and the event
+  // stays in the timeline, marked resolved with who acknowledged it.
+  const acked = await api(port, 'POST', `/v1/health-states/set-healthy?components=${xid}`);
+  if (acked.status !== 200) fail(`set-healthy answered ${acked.status}: ${acked.body}`);
+  const resolvedEvent = `#events .event[data-pci="${pci}"][data-resolved="true"]`;
+  await page.waitForFunction(({ card, resolvedEvent }) => {
+    const c = document.querySelector(card);
+    const ev = document.querySelector(resolvedEvent);
+    return c && c.dataset.health === 'Healthy' && ev && ev.querySelector('.resolved');
+  }, { card, resolvedEvent }, { timeout: 15_000 }).catch(async () => {
+    const state = await page.$eval(card, (c) => c.dataset.health);
+    const ev = await page.$eval(`#events .event[data-pci="${pci}"]`, (e) => e.outerHTML)
+      .catch(() => 'no event');
+    fail(`after set-healthy: Xid card "${state}", the event not shown resolved: ${ev}`);
+  });
+  const label = await page.$eval(`${resolvedEvent} .resolved`, (e) => `${e.textContent} (${e.title})`);
+  if (!/^resolved \(acknowledged .+ by .+\)$/.test(label)) fail(`resolved label "${label}"`);
+  log(`after set-healthy: Xid card Healthy, the event kept in the timeline as ${label}`);
+
   await lostGpu(page, port, useScenario);
 
   if (problems.length) fail(`browser problems:\n  ${problems.join('\n  ')}`);

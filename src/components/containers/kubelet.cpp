@@ -385,26 +385,16 @@ class KubeletConnection {
     if (!client || !server) return make_error(where_ + ": not a TCP/IP connection");
     const host::HostFs proc("/");
     for (;;) {
-      std::string unreadable;
-      bool read_any = false;
-      for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-        auto text = proc.read(table);
-        if (!text) {
-          unreadable += (unreadable.empty() ? "" : "; ") + text.error().message;
-          continue;
-        }
-        read_any = true;
-        auto uid = host::find_socket_uid(*text, *server, *client);
-        if (!uid) continue;
-        if (*uid == 0) return {};
+      auto uid = host::find_tcp_socket_owner(proc, *server, *client);
+      if (!uid)
+        return make_error(where_ + ": not trusted: cannot tell which user serves it (" +
+                          uid.error().message + ")");
+      if (*uid && **uid == 0) return {};
+      if (*uid)
         return make_error(fmt::format(
             "{}: not trusted: the socket serving it belongs to uid {}, not root (the kubelet "
             "runs as root); nothing is sent to it and its pods are not used",
-            where_, *uid));
-      }
-      if (!read_any)
-        return make_error(where_ + ": not trusted: cannot tell which user serves it (" +
-                          unreadable + ")");
+            where_, **uid));
       if (deadline_.passed())
         return make_error(where_ + ": not trusted: the server did not accept the connection in " +
                           "time to tell which user it runs as");

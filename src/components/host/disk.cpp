@@ -183,12 +183,19 @@ void DiskComponent::publish_metrics(const DiskSnapshot& s) {
 }
 
 KernelLogVerdict evaluate_disk_events(const std::vector<Event>& events,
-                                      const std::vector<TimePoint>& reboots) {
+                                      const std::vector<TimePoint>& reboots,
+                                      const std::vector<uint64_t>& counts) {
   std::map<std::string, std::vector<const Event*>> by_name;
-  for (const Event& e : events) by_name[e.name].push_back(&e);
+  std::map<std::string, uint64_t> count_of;
+  for (size_t i = 0; i < events.size(); ++i) {
+    by_name[events[i].name].push_back(&events[i]);
+    count_of[events[i].name] += counts.empty() ? 1 : counts[i];
+  }
   std::vector<std::string> reasons;
   std::vector<RepairAction> actions;
   for (const auto& [name, list] : by_name) {
+    // A digest keeps a group's oldest and newest event, which is all the reboot rule looks at:
+    // whether there is one failure or more, and which reboot precedes each.
     std::vector<TimePoint> times;
     for (const Event* e : list) times.push_back(e->time);
     auto action = evaluate_suggested_actions(reboots, times);
@@ -196,7 +203,7 @@ KernelLogVerdict evaluate_disk_events(const std::vector<Event>& events,
     actions.push_back(*action);
     const Event* latest = *std::max_element(list.begin(), list.end(),
                                             [](auto* a, auto* b) { return a->time < b->time; });
-    reasons.push_back(fmt::format("{} ({}x)", latest->message, list.size()));
+    reasons.push_back(fmt::format("{} ({}x)", latest->message, count_of[name]));
   }
   KernelLogVerdict v;
   if (reasons.empty()) return v;
@@ -214,11 +221,12 @@ CheckResult DiskComponent::check() {
   CheckResult r = evaluate_disk(s);
   const TimePoint since =
       ctx().scan_mode ? TimePoint{} : Clock::now() - std::chrono::hours(24 * 14);
-  auto h = kernel_log_history(ctx(), name(), since);
+  // Grouped on the name and split at reboots: memory bounded by the kinds of error.
+  auto h = kernel_log_digest(ctx(), name(), since, {}, 1);
   if (!h)
     merge_verdict(r, unreadable_history(h.error()));
-  else if (!h->events.empty())
-    merge_verdict(r, evaluate_disk_events(h->events, h->reboots));
+  else if (!h->digest.events.empty())
+    merge_verdict(r, evaluate_disk_events(h->digest.events, h->reboots, h->digest.counts));
   return r;
 }
 

@@ -52,9 +52,11 @@ CheckResult evaluate_disk(const DiskSnapshot& snapshot);
 
 // Kernel-log disk errors (RAID failure, read-only remount, NVMe, buffer I/O, ...) of the last 14
 // days: each event name the reboot-history rule does not consider resolved makes the disk
-// Unhealthy; HARDWARE_INSPECTION dominates REBOOT_SYSTEM.
+// Unhealthy; HARDWARE_INSPECTION dominates REBOOT_SYSTEM. `counts` (EventDigest::counts) says how
+// many events each stands for; empty: one each.
 KernelLogVerdict evaluate_disk_events(const std::vector<Event>& events,
-                                      const std::vector<TimePoint>& reboots);
+                                      const std::vector<TimePoint>& reboots,
+                                      const std::vector<uint64_t>& counts = {});
 
 class DiskComponent : public Component {
  public:

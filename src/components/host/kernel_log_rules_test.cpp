@@ -161,7 +161,7 @@ TEST(KernelLogEvents, SummaryCountsByName) {
   auto s = summarize_events({ev("memory", "OOM", 1, "first"), ev("memory", "OOM", 2, "second")});
   EXPECT_EQ(s, "2 kernel-log events (2 OOM), latest: second");
   CheckResult r = single_state("memory", Health::kHealthy, "ok");
-  append_event_summary(r, {ev("memory", "OOM", 1, "victim python3")});
+  append_event_summary(r, summary_of({ev("memory", "OOM", 1, "victim python3")}));
   EXPECT_EQ(r.health(), Health::kHealthy);
   EXPECT_NE(r.states[0].reason.find("victim python3"), std::string::npos);
   EXPECT_TRUE(r.states[0].extra_info.contains("kernel_log_events"));

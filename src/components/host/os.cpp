@@ -296,9 +296,7 @@ CheckResult OsComponent::check() {
   CheckResult r =
       single_state(kName, ev.health, ev.reason, ev.actions, {{"data", data.dump()}}, now);
   // Kernel panics and file-max events from the kernel log are listed; health is unchanged.
-  append_kernel_log_events(r, ctx(), kName, [](const Event& e) {
-    return e.name == "kernel_panic" || e.name == "vfs_file_max_limit_reached";
-  });
+  append_kernel_log_events(r, ctx(), kName, {"kernel_panic", "vfs_file_max_limit_reached"});
   const host::OsInfo& i = snap.info;
   r.detail = fmt::format(
       "kernel: {} ({})\nboot: {} (up {}), boot id {}\nmachine id: {}\n"

@@ -12,22 +12,25 @@
 namespace gpud::components {
 
 KernelLogVerdict evaluate_pci(const std::vector<Event>& events,
-                              const std::vector<TimePoint>& reboots) {
+                              const std::vector<TimePoint>& reboots,
+                              const std::vector<uint64_t>& counts) {
   TimePoint last_reboot{};
   for (TimePoint r : reboots) last_reboot = std::max(last_reboot, r);
-  int fatal = 0, nonfatal = 0, corrected = 0;
+  uint64_t fatal = 0, nonfatal = 0, corrected = 0;
   const Event* worst = nullptr;
-  for (const Event& e : events) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    const uint64_t n = counts.empty() ? 1 : counts[i];
     if (e.name == "pcie_aer_corrected") {
-      ++corrected;
+      corrected += n;
       continue;
     }
     if (e.time <= last_reboot) continue;
     if (e.name == "pcie_aer_uncorrected_fatal") {
-      ++fatal;
+      fatal += n;
       if (worst == nullptr || worst->name != e.name || e.time > worst->time) worst = &e;
     } else if (e.name == "pcie_aer_uncorrected_nonfatal") {
-      ++nonfatal;
+      nonfatal += n;
       if (worst == nullptr || (worst->name == e.name && e.time > worst->time)) worst = &e;
     }
   }
@@ -51,8 +54,10 @@ KernelLogVerdict evaluate_pci(const std::vector<Event>& events,
 CheckResult PciComponent::check() {
   const TimePoint now = Clock::now();
   const TimePoint since = lookback_start(ctx(), std::chrono::seconds(0), now);
-  auto h = kernel_log_history(ctx(), name(), since);
-  KernelLogVerdict v = h ? evaluate_pci(h->events, h->reboots) : unreadable_history(h.error());
+  // Grouped on the name and split at reboots: memory bounded by the kinds of error.
+  auto h = kernel_log_digest(ctx(), name(), since, {}, 1);
+  KernelLogVerdict v = h ? evaluate_pci(h->digest.events, h->reboots, h->digest.counts)
+                         : unreadable_history(h.error());
   if (std::string acs = check_acs(now); !acs.empty())
     v.reason = (v.reason.empty() ? "ok" : v.reason) + "; " + acs;
   return single_state(name(), v.health, v.reason, v.actions, {}, now);

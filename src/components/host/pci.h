@@ -19,8 +19,10 @@ kmsg::ComponentRules pci_kernel_log_rules();
 
 // Uncorrected fatal AER errors after the newest reboot -> Unhealthy (REBOOT_SYSTEM: the link stays
 // down until reset), non-fatal -> Degraded; corrected errors are listed but Healthy.
+// `counts` (EventDigest::counts) says how many events each stands for; empty: one each.
 KernelLogVerdict evaluate_pci(const std::vector<Event>& events,
-                              const std::vector<TimePoint>& reboots);
+                              const std::vector<TimePoint>& reboots,
+                              const std::vector<uint64_t>& counts = {});
 
 // How often the bridges' configuration spaces are read again, and how often the event is recorded.
 inline constexpr std::chrono::hours kAcsRescanInterval{1};

@@ -4,6 +4,7 @@
 
 #include "components/nvidia/info.h"
 #include "components/nvidia/verdict.h"
+#include "testing/health_state.h"
 
 namespace gpud::components {
 namespace {
@@ -23,13 +24,7 @@ nvml::NvmlSnapshot four_gpus() {
   return s;
 }
 
-HealthState state(std::string component, Health health, std::string reason = "") {
-  HealthState s;
-  s.component = std::move(component);
-  s.health = health;
-  s.reason = std::move(reason);
-  return s;
-}
+using testing_support::health_state;
 
 TEST(GpuHealth, EachGpuTakesTheWorstOfItsOwnFindings) {
   // Two per-GPU verdicts as render_verdict writes them, and an Xid on GPU 3 by bus id.
@@ -40,10 +35,10 @@ TEST(GpuHealth, EachGpuTakesTheWorstOfItsOwnFindings) {
   NvidiaVerdict rows;
   rows.add(g1, Health::kUnhealthy, "GPU 1 needs reset");
   HealthState r = render_verdict("accelerator-nvidia-remapped-rows", rows).states[0];
-  HealthState xid = state("accelerator-nvidia-error-xid", Health::kUnhealthy, "Xid 79");
+  HealthState xid = health_state("accelerator-nvidia-error-xid", Health::kUnhealthy, "Xid 79");
   xid.extra_info["devices"] =
       R"([{"pci_bus_id":"0000:5D:00","code":79,"health":"Unhealthy","reason":"Xid 79 on 0000:5d:00"}])";
-  auto gpus = gpu_health(four_gpus(), {t, r, xid, state("cpu", Health::kUnhealthy, "host")});
+  auto gpus = gpu_health(four_gpus(), {t, r, xid, health_state("cpu", Health::kUnhealthy, "host")});
   ASSERT_EQ(gpus.size(), 4U);
   EXPECT_EQ(gpus[0].health, Health::kHealthy);
   EXPECT_TRUE(gpus[0].causes.empty());
@@ -88,8 +83,8 @@ TEST(GpuHealth, ALostGpuIsItsOwnAndAHungDriverIsEveryGpus) {
   EXPECT_EQ(gpus[0].health, Health::kHealthy);
   EXPECT_EQ(gpus[3].health, Health::kHealthy);
 
-  HealthState hung = state(std::string(kNvmlFaultOwner), Health::kUnhealthy,
-                           "GPU 2: nvmlDeviceGetPowerUsage did not return within 10 s");
+  HealthState hung = health_state(std::string(kNvmlFaultOwner), Health::kUnhealthy,
+                                  "GPU 2: nvmlDeviceGetPowerUsage did not return within 10 s");
   for (const auto& g : gpu_health(four_gpus(), {hung})) {
     EXPECT_EQ(g.health, Health::kUnhealthy) << g.index;
     EXPECT_EQ(g.causes.at(0).reason, hung.reason);
@@ -103,13 +98,13 @@ TEST(GpuHealth, EachCauseCarriesItsSuggestedAction) {
   NvidiaVerdict rows;
   rows.add(g0, Health::kUnhealthy, "GPU 0 row remapping failed", RepairAction::kHardwareInspection);
   HealthState r = render_verdict("accelerator-nvidia-remapped-rows", rows).states[0];
-  HealthState xid = state("accelerator-nvidia-error-xid", Health::kUnhealthy, "Xid 79");
+  HealthState xid = health_state("accelerator-nvidia-error-xid", Health::kUnhealthy, "Xid 79");
   xid.extra_info["devices"] =
       R"([{"pci_bus_id":"0000:2a:00.0","code":79,"health":"Unhealthy","suggested_action":"REBOOT_SYSTEM","reason":"Xid 79"}])";
-  HealthState ecc = state("accelerator-nvidia-ecc", Health::kUnhealthy, "GPU 3 ECC");
+  HealthState ecc = health_state("accelerator-nvidia-ecc", Health::kUnhealthy, "GPU 3 ECC");
   ecc.extra_info["gpu_findings"] = R"([{"gpu":3,"health":"Unhealthy","reason":"GPU 3 ECC"}])";
   ecc.suggested_actions = SuggestedActions{"reset", {RepairAction::kRebootSystem}};
-  HealthState temp = state("accelerator-nvidia-temperature", Health::kUnhealthy);
+  HealthState temp = health_state("accelerator-nvidia-temperature", Health::kUnhealthy);
   temp.extra_info["gpu_findings"] = R"([{"gpu":2,"health":"Unhealthy","reason":"hot"}])";
   auto gpus = gpu_health(four_gpus(), {r, xid, ecc, temp});
   EXPECT_EQ(gpus[0].causes.at(0).action, RepairAction::kHardwareInspection);
@@ -119,7 +114,7 @@ TEST(GpuHealth, EachCauseCarriesItsSuggestedAction) {
 }
 
 TEST(GpuHealth, GarbledFindingsAreIgnoredNotFatal) {
-  HealthState s = state("accelerator-nvidia-ecc", Health::kUnhealthy);
+  HealthState s = health_state("accelerator-nvidia-ecc", Health::kUnhealthy);
   s.extra_info["gpu_findings"] =
       R"([{"gpu":-1,"health":"Unhealthy"},{"gpu":"x"},7,{"gpu":1,"health":"Worse"}])";
   s.extra_info["devices"] = "{not json";

@@ -418,7 +418,7 @@ CheckResult InfinibandComponent::check() {
     std::vector<Event> kernel_log;
     for (const Event& e : history)
       if (!is_port_change(e)) kernel_log.push_back(e);
-    append_event_summary(r, kernel_log);
+    append_event_summary(r, summary_of(kernel_log));
   }
   publish_metrics(snapshot);
   return r;

@@ -85,12 +85,7 @@ CheckResult PeermemComponent::check() {
   // No /proc/modules at all: a kernel without loadable modules, where peermem cannot be loaded.
   if (!modules && !fs_.exists("/proc/modules")) modules = std::vector<host::LoadedModule>{};
   CheckResult r = evaluate_peermem(modules, expected, ports, now);
-  auto events =
-      component_events(ctx(), name(), lookback_start(ctx(), std::chrono::seconds(0), now));
-  if (events)
-    append_event_summary(r, *events);
-  else
-    merge_verdict(r, unreadable_history(events.error()));
+  append_kernel_log_events(r, ctx(), name());
   return r;
 }
 
