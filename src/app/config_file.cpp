@@ -1,20 +1,17 @@
 #include "app/config_file.h"
 
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <sstream>
 
 #include "app/deploy_files.h"
 #include "app/options.h"
 #include "core/files.h"
 #include "core/parse_number.h"
-#include "kmsg/parser.h"
+#include "core/yaml_text.h"
 
 namespace gpud::app {
 namespace {
@@ -76,56 +73,15 @@ void emit_text(YAML::Emitter& out, const std::string& v) {
     out << v;
 }
 
-// Finds the first alias in a YAML text, reading its events only: no node is built.
-class AliasFinder : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
-    if (!alias) alias = mark;
-  }
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-  std::optional<YAML::Mark> alias;
-};
-
 }  // namespace
 
 Result<std::vector<ConfigEntry>> parse_config_yaml(
     std::string_view text, const std::string& source,
     const std::function<bool(const std::string& flag)>& is_flag) {
   // Flag values become command-line text and JSON (JSON-valued flags), which must be UTF-8.
-  for (size_t start = 0, line = 1; start < text.size(); ++line) {
-    const size_t nl = text.find('\n', start);
-    const std::string_view l = text.substr(start, nl == std::string_view::npos ? nl : nl - start);
-    if (kmsg::sanitize_utf8(l) != l)
-      return make_error(source + ":" + std::to_string(line) + ": not valid UTF-8 text");
-    if (nl == std::string_view::npos) break;
-    start = nl + 1;
-  }
-  YAML::Node root;
-  try {
-    // Aliases first, from the parser's events: a loaded alias bomb is a small graph, but every
-    // walk over it (and the JSON a value becomes) visits each of its billions of paths.
-    std::istringstream in{std::string(text)};
-    YAML::Parser parser(in);
-    AliasFinder finder;
-    while (!finder.alias && parser.HandleNextDocument(finder)) {
-    }
-    if (finder.alias)
-      return make_error(where(source, *finder.alias) +
-                        ": YAML aliases (*name) are not allowed here; write the value out");
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return make_error(where(source, e.mark) + ": not valid YAML: " + e.msg);
-  }
+  auto parsed = parse_yaml_text(text, source);
+  if (!parsed) return parsed.error();
+  const YAML::Node root = *parsed;
   std::vector<ConfigEntry> out;
   if (root.IsNull()) return out;
   if (!root.IsMap())

@@ -179,6 +179,31 @@ std::string config_error(const std::string& text, const std::string& expect_in_m
   return msg;
 }
 
+// Reads from other hosts need the token only when asked for, by flag or by config key (either
+// spelling of it).
+TEST(ConfigFile, RemoteReadsNeedTheTokenOnlyWhenAskedFor) {
+  RunCommand by_default;
+  by_default.parse({});
+  EXPECT_FALSE(by_default.flags.config.api_remote_reads_need_token);
+  RunCommand by_flag;
+  by_flag.parse({"--api-remote-reads-need-token"});
+  EXPECT_TRUE(by_flag.flags.config.api_remote_reads_need_token);
+  for (const char* text :
+       {"api-remote-reads-need-token: true\n", "api_remote_reads_need_token: true\n"}) {
+    TempFile f(text);
+    RunCommand by_file;
+    by_file.parse({"--config", f.path});
+    ASSERT_TRUE(apply_config_file(by_file.app, by_file.config)) << text;
+    EXPECT_TRUE(by_file.flags.config.api_remote_reads_need_token) << text;
+  }
+  TempFile off("api-remote-reads-need-token: false\n");
+  RunCommand by_file;
+  by_file.parse({"--config", off.path});
+  ASSERT_TRUE(apply_config_file(by_file.app, by_file.config));
+  EXPECT_FALSE(by_file.flags.config.api_remote_reads_need_token);
+  EXPECT_NE(config_error("api-remote-reads-need-token: maybe\n", "FILE:1"), "");
+}
+
 TEST(ConfigFile, UnknownKeysAndBadValuesNameTheKeyAndLine) {
   EXPECT_NE(config_error("log-level: info\ngpu-cout: 8\n", "FILE:2: unknown key \"gpu-cout\""), "");
   EXPECT_NE(config_error("gpu-count: many\n", "FILE:1: gpu-count"), "");

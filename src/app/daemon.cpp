@@ -299,6 +299,7 @@ components::KernelLogCounters Daemon::kernel_log_counters() {
   c.records = follower_->records();
   c.overruns = follower_->overruns();
   c.read_errors = follower_->errors();
+  c.foreign_records = follower_->foreign_records();
   c.record_errors = follower_->record_errors();
   c.parse_errors = runtime_->dispatcher->parse_errors();
   return c;

@@ -56,6 +56,9 @@ void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample
       },
       "Unix socket for local clients; only root and the daemon's user can connect, and they may "
       "make mutating calls (default <data-dir>/run/gpud.sock; \"\": none)");
+  cmd->add_flag("--api-remote-reads-need-token", c.api_remote_reads_need_token,
+                "Every request to the API from another host needs the admin token, reads included "
+                "(/healthz excepted); GPUd's clients read without one");
   cmd->add_option_function<std::string>(
          "--plugin-specs-file",
          [flags](const std::string& path) {

@@ -29,6 +29,9 @@ struct Config {
   // The Unix socket local clients (root's CLI) use; "" for none. The CLI resolves the default,
   // <data-dir>/run/gpud.sock.
   std::string api_socket;
+  // Requests to the TCP API from a peer that is not loopback must carry the admin token, reads
+  // included (/healthz excepted); off by default, as GPUd's clients read without one.
+  bool api_remote_reads_need_token = false;
   bool enable_fault_injection = false;  // POST /inject-fault answers 403 unless set
   // accelerator-nvidia-processes serves each GPU process's command line (redacted) besides its
   // name and pid. Off by default: command lines carry the jobs' secrets.

@@ -5,17 +5,17 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "core/base64.h"
+#include "core/files.h"
 #include "core/health.h"
 #include "core/strings.h"
 #include "core/time_util.h"
+#include "core/yaml_text.h"
 
 namespace gpud::plugins {
 
@@ -43,31 +43,8 @@ std::string_view to_string(PluginType t) { return t == PluginType::kInit ? "init
 namespace {
 
 constexpr size_t kMaxListFileBytes = size_t{1} << 20;
-
-// The line (1-based) of the first byte sequence that is not UTF-8, or 0. Names, tags and scripts
-// end up in JSON answers and log lines, which need text.
-int first_non_utf8_line(std::string_view s) {
-  int line = 1;
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '\n') ++line;
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (n == 0 || i + n > s.size() || (n == 2 && c < 0xc2)) return line;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return line;
-    if (n == 3) {
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 >= 0xa0))
-        return line;  // overlong, surrogate
-    }
-    if (n == 4) {
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      if ((c == 0xf0 && c1 < 0x90) || c > 0xf4 || (c == 0xf4 && c1 >= 0x90)) return line;
-    }
-    i += n;
-  }
-  return 0;
-}
+// A specs file is a few KiB; one without end (a link to /dev/zero) stops here.
+constexpr size_t kMaxSpecsBytes = size_t{4} << 20;
 
 // Where errors point: the file, the node's line, the plugin and the field.
 struct Context {
@@ -427,25 +404,18 @@ Result<void> expand(const Context& outer, const RawSpec& raw, std::vector<Spec>&
   if (!raw.component_list_file.empty()) {
     std::filesystem::path p(raw.component_list_file);
     if (p.is_relative()) p = std::filesystem::path(outer.source).parent_path() / p;
-    std::ifstream file(p, std::ios::binary);
-    if (!file)
-      return cx.fail(raw.node["component_list_file"], "component_list_file",
-                     "cannot read " + p.string() + ": " + std::strerror(errno));
     // Bounded: a list of components is small, and a path such as /dev/zero must not fill memory.
-    std::string text(kMaxListFileBytes + 1, '\0');
-    file.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<size_t>(file.gcount()));
-    if (text.size() > kMaxListFileBytes)
-      return cx.fail(raw.node["component_list_file"], "component_list_file",
-                     p.string() + " is larger than 1 MiB");
-    std::istringstream in(text);
+    auto text = read_file(p.string(), kMaxListFileBytes);
+    if (!text)
+      return cx.fail(raw.node["component_list_file"], "component_list_file", text.error().message);
+    std::istringstream in(*text);
     std::string line;
     int number = 0;
     while (std::getline(in, line)) {
       ++number;
       std::string_view t = trim(line);
       if (t.empty() || t.front() == '#') continue;
-      if (first_non_utf8_line(t) > 0)
+      if (first_non_text_line(t) > 0)
         return make_error(p.string() + ":" + std::to_string(number) + ": not valid UTF-8 text");
       items.push_back({std::string(t), p.string() + ":" + std::to_string(number)});
     }
@@ -478,16 +448,9 @@ Result<void> expand(const Context& outer, const RawSpec& raw, std::vector<Spec>&
 }  // namespace
 
 Result<std::vector<Spec>> parse_specs(std::string_view text, const std::string& source) {
-  if (int line = first_non_utf8_line(text); line > 0)
-    return make_error(source + ":" + std::to_string(line) + ": not valid UTF-8 text");
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    std::string where = source;
-    if (!e.mark.is_null()) where += ":" + std::to_string(e.mark.line + 1);
-    return make_error(where + ": not valid YAML: " + e.msg);
-  }
+  auto parsed = parse_yaml_text(text, source);
+  if (!parsed) return parsed.error();
+  const YAML::Node root = *parsed;
   std::vector<Spec> out;
   if (root.IsNull()) return out;
   Context cx{source, ""};
@@ -525,14 +488,9 @@ Result<std::vector<Spec>> load_specs_file(const std::string& path, bool missing_
     if (missing_ok) return std::vector<Spec>{};
     return make_error("plugin specs file " + path + " does not exist");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error("cannot read plugin specs file " + path + ": " + std::strerror(errno));
-  constexpr size_t kMaxSpecsBytes = size_t{4} << 20;
-  std::string text(kMaxSpecsBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxSpecsBytes) return make_error(path + ": larger than 4 MiB");
-  return parse_specs(text, path);
+  auto text = read_file(path, kMaxSpecsBytes);
+  if (!text) return make_error("plugin specs: " + text.error().message);
+  return parse_specs(*text, path);
 }
 
 nlohmann::json to_json(const Spec& spec) {

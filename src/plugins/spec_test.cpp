@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -217,7 +218,7 @@ TEST(PluginSpecs, BytesThatAreNotUtf8AndHugeListFilesAreErrors) {
   e = error_of(
       "- plugin_name: x\n  plugin_type: component_list\n  component_list_file: /dev/zero\n"
       "  health_state_plugin: {steps: [{name: s, run_bash_script: {script: 'true'}}]}\n");
-  EXPECT_NE(e.find("/dev/zero is larger than 1 MiB"), std::string::npos) << e;
+  EXPECT_NE(e.find("/dev/zero is larger than 1048576 bytes"), std::string::npos) << e;
   auto accents = parse_specs(
       "- plugin_name: Prüfung\n  plugin_type: component\n"
       "  health_state_plugin: {steps: [{name: s, run_bash_script: "
@@ -225,6 +226,58 @@ TEST(PluginSpecs, BytesThatAreNotUtf8AndHugeListFilesAreErrors) {
       "specs.yaml");
   ASSERT_TRUE(accents) << accents.error().message;
   EXPECT_EQ(accents->front().component_name, "prüfung");
+}
+
+// Nested aliases of a few hundred bytes stand for 387 million strings: every walk over the loaded
+// graph (a step list, a component list) visits each, so a spec refuses aliases wherever they are,
+// before anything is built, as the configuration file does.
+TEST(PluginSpecs, AliasesAreRefusedBeforeAnythingIsLoaded) {
+  std::string e = error_of(
+      "- plugin_name: &name x\n  plugin_type: component\n  tags: [*name]\n"
+      "  health_state_plugin: {steps: [{name: s, run_bash_script: {script: 'true'}}]}\n");
+  EXPECT_EQ(e, "specs.yaml:3: YAML aliases (*name) are not allowed here; write the value out");
+  std::string bomb =
+      "- plugin_name: bomb\n  plugin_type: component_list\n  x-a: &a [lol,lol,lol,"
+      "lol,lol,lol,lol,lol,lol]\n";
+  for (char c = 'b'; c <= 'i'; ++c) {
+    bomb += std::string("  x-") + c + ": &" + c + " [";
+    for (int i = 0; i < 9; ++i) bomb += (i ? ",*" : "*") + std::string(1, static_cast<char>(c - 1));
+    bomb += "]\n";
+  }
+  bomb +=
+      "  component_list: *i\n"
+      "  health_state_plugin: {steps: [{name: s, run_bash_script: {script: 'true'}}]}\n";
+  ASSERT_LT(bomb.size(), 1000u);
+  const auto start = std::chrono::steady_clock::now();
+  e = error_of(bomb);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(e, "specs.yaml:4: YAML aliases (*name) are not allowed here; write the value out");
+  // A file's errors name the file.
+  TempDir dir;
+  const std::string path = dir.path + "/gpud.plugins.yaml";
+  std::ofstream(path) << bomb;
+  auto r = load_specs_file(path, false);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            path + ":4: YAML aliases (*name) are not allowed here; write the value out");
+}
+
+// A specs file is read up to 4 MiB: a larger one, or one without end (a link to /dev/zero), is
+// refused quickly with the file's name, without holding more than the cap.
+TEST(PluginSpecs, ALargeOrEndlessSpecsFileIsRefusedAtTheCap) {
+  TempDir dir;
+  const std::string big = dir.path + "/big.yaml";
+  std::ofstream(big) << std::string((size_t{4} << 20) + 1, '#');
+  auto r = load_specs_file(big, false);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "plugin specs: " + big + " is larger than 4194304 bytes");
+  const std::string zero = dir.path + "/zero.yaml";
+  ASSERT_EQ(::symlink("/dev/zero", zero.c_str()), 0);
+  const auto start = std::chrono::steady_clock::now();
+  r = load_specs_file(zero, false);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "plugin specs: " + zero + " is larger than 4194304 bytes");
 }
 
 TEST(PluginSpecs, MissingDefaultFileMeansNoPluginsMissingNamedFileIsAnError) {

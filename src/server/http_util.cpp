@@ -127,6 +127,21 @@ Authorization authorize_mutation(std::string_view authorization_header,
   return {false, who + ": " + need + token, ""};
 }
 
+Authorization authorize_remote_request(std::string_view remote_addr,
+                                       std::string_view authorization_header,
+                                       std::string_view admin_token, std::string_view peer) {
+  if (is_loopback(remote_addr)) return {true, "", "loopback"};
+  if (bearer_token_matches(authorization_header, admin_token)) return {true, "", "token"};
+  std::string refusal = "peer " + std::string(peer) +
+                        " is not on this host: requests from other hosts need Authorization: "
+                        "Bearer <admin token> (--api-remote-reads-need-token)";
+  if (admin_token.empty())
+    refusal += ", and this daemon has no admin token (--admin-token-file or GPUD_ADMIN_TOKEN)";
+  else if (!trim(authorization_header).empty())
+    refusal += ", and the given token is not it";
+  return {false, refusal, ""};
+}
+
 std::vector<std::string> split_list(std::string_view s) {
   std::vector<std::string> out;
   while (!s.empty()) {

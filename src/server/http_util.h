@@ -76,6 +76,14 @@ Authorization authorize_mutation(std::string_view authorization_header,
                                  std::string_view admin_token, uint32_t daemon_uid,
                                  const std::function<Peer()>& identify_peer);
 
+// The rule for every request under --api-remote-reads-need-token: a peer that is not loopback
+// (`remote_addr` as httplib reports it) needs a valid bearer token, whatever it asks; loopback
+// peers need nothing here (mutations still follow authorize_mutation). `refusal` is the 401
+// message.
+Authorization authorize_remote_request(std::string_view remote_addr,
+                                       std::string_view authorization_header,
+                                       std::string_view admin_token, std::string_view peer);
+
 // Splits "a, b,,c" into {"a","b","c"}.
 std::vector<std::string> split_list(std::string_view s);
 

@@ -126,43 +126,62 @@ void configure(httplib::Server& http, const ServerDeps& deps, const ConnectionLi
   const ServerDeps* d = &deps;
   const auto daemon_uid = static_cast<uint32_t>(::geteuid());
   auto refusals = std::make_shared<LogRateLimiter>(kRefusalLogInterval);
-  // Whether the request's peer may do what mutating requests do; a refusal is logged.
-  auto authorize = [d, local_socket, daemon_uid, refusals](const httplib::Request& req) {
-    auto identify = [&] {
-      return local_socket ? local_socket_peer(req) : tcp_peer(req, d->config->host_root);
-    };
-    auto auth = authorize_mutation(req.get_header_value("Authorization"), d->config->admin_token,
-                                   daemon_uid, identify);
-    if (auth.allowed) return auth;
+  auto log_refusal = [refusals](const httplib::Request& req, const Authorization& auth) {
     if (auto left_out = refusals->admit())
       logger("server")->warn(
           "refused {} {}: {}{}", escape_for_log(req.method), escape_for_log(req.path),
           escape_for_log(auth.refusal, 1024),
           *left_out == 0 ? "" : " (" + std::to_string(*left_out) + " more refusals not logged)");
+  };
+  // Whether the request's peer may do what mutating requests do; a refusal is logged.
+  auto authorize = [d, local_socket, daemon_uid, log_refusal](const httplib::Request& req) {
+    auto identify = [&] {
+      return local_socket ? local_socket_peer(req) : tcp_peer(req, d->config->host_root);
+    };
+    auto auth = authorize_mutation(req.get_header_value("Authorization"), d->config->admin_token,
+                                   daemon_uid, identify);
+    if (!auth.allowed) log_refusal(req, auth);
     return auth;
   };
-  http.set_pre_routing_handler([authorize](const httplib::Request& req, httplib::Response& res) {
-    // The request object is httplib's own (non-const), handed to the handlers as const; the
-    // headers changed here are read by httplib after this handler.
-    auto& headers = const_cast<httplib::Request&>(req).headers;
-    // httplib picks the response encoding from this header after the handler ran.
-    if (auto it = headers.find("Accept-Encoding"); it != headers.end())
-      it->second = without_brotli(it->second);
-    if (!is_mutating(req.method)) return httplib::Server::HandlerResponse::Unhandled;
-    // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112
-    // section 6.3), which is how GPUd's clients and `curl -X POST` send set-healthy; httplib
-    // 0.11 would instead read a body until the client closes or the read times out.
-    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
-      headers.emplace("Content-Length", "0");
-    auto auth = authorize(req);
-    headers.erase(kPrincipalHeader);
-    if (auth.allowed) {
-      headers.emplace(kPrincipalHeader, auth.principal);
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    write_error(req, res, 403, auth.refusal);
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  // Under --api-remote-reads-need-token, whether a TCP peer may ask anything at all; /healthz
+  // stays open to liveness probes, and the Unix socket's peers are on this host. A refusal is
+  // logged.
+  auto admit_remote = [d, local_socket, log_refusal](const httplib::Request& req) {
+    if (local_socket || !d->config->api_remote_reads_need_token || req.path == "/healthz")
+      return Authorization{true, "", ""};
+    auto auth = authorize_remote_request(req.remote_addr, req.get_header_value("Authorization"),
+                                         d->config->admin_token, describe_peer(req));
+    if (!auth.allowed) log_refusal(req, auth);
+    return auth;
+  };
+  http.set_pre_routing_handler(
+      [authorize, admit_remote](const httplib::Request& req, httplib::Response& res) {
+        // The request object is httplib's own (non-const), handed to the handlers as const; the
+        // headers changed here are read by httplib after this handler.
+        auto& headers = const_cast<httplib::Request&>(req).headers;
+        // httplib picks the response encoding from this header after the handler ran.
+        if (auto it = headers.find("Accept-Encoding"); it != headers.end())
+          it->second = without_brotli(it->second);
+        if (auto admitted = admit_remote(req); !admitted.allowed) {
+          res.set_header("WWW-Authenticate", "Bearer");
+          write_error(req, res, 401, admitted.refusal);
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        if (!is_mutating(req.method)) return httplib::Server::HandlerResponse::Unhandled;
+        // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112
+        // section 6.3), which is how GPUd's clients and `curl -X POST` send set-healthy; httplib
+        // 0.11 would instead read a body until the client closes or the read times out.
+        if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+          headers.emplace("Content-Length", "0");
+        auto auth = authorize(req);
+        headers.erase(kPrincipalHeader);
+        if (auth.allowed) {
+          headers.emplace(kPrincipalHeader, auth.principal);
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        write_error(req, res, 403, auth.refusal);
+        return httplib::Server::HandlerResponse::Handled;
+      });
 
   if (d->metrics != nullptr)
     d->metrics->describe(kRequestErrorsTotal,

@@ -1,8 +1,11 @@
 #include "server/server.h"
 
+#include <arpa/inet.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -1323,6 +1326,96 @@ TEST_F(ServerAuthTest, LocalSocketIsPrivateAndItsPeersMayMutate) {
   EXPECT_FALSE(std::filesystem::exists(config_.api_socket)) << "the socket outlived the server";
 }
 
+// An IPv4 address of one of this host's interfaces that is up and not loopback ("" when it has
+// none): connecting to it from this host makes the server see a peer that is not loopback.
+std::string non_loopback_address() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    if ((a->ifa_flags & IFF_UP) == 0 || (a->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if (::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) != nullptr && !is_loopback(text))
+      found = text;
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
+TEST_F(ServerAuthTest, RemoteReadsNeedTheTokenOnlyWhenAsked) {
+  const std::string address = non_loopback_address();
+  if (address.empty()) GTEST_SKIP() << "this host has no non-loopback IPv4 address to connect from";
+  config_.listen_address = "0.0.0.0:0";
+  config_.admin_token = "0123456789abcdef";
+  config_.api_socket = (root_.path() / "run/gpud.sock").string();
+  restart();
+  auto remote = [&] {
+    httplib::Client cli(address, server_->port());
+    cli.set_connection_timeout(5s);
+    cli.set_read_timeout(5s);
+    return cli;
+  };
+  {
+    // Off (the default, as in GPUd): another host reads without a token.
+    auto res = remote().Get("/v1/states");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200) << res->body;
+  }
+  config_.api_remote_reads_need_token = true;
+  restart();
+  testing::LogCapture log("server");
+  for (const std::string path : {"/v1/states", "/machine-info", "/metrics", "/", "/nowhere"}) {
+    auto res = remote().Get(path);
+    ASSERT_TRUE(res) << path << ": " << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 401) << path << ": " << res->body;
+    EXPECT_EQ(res->get_header_value("WWW-Authenticate"), "Bearer") << path;
+    const json body = json::parse(res->body);
+    EXPECT_EQ(body["code"], 401) << path;
+    const std::string message = body.value("message", "");
+    EXPECT_NE(message.find("is not on this host: requests from other hosts need Authorization: "
+                           "Bearer <admin token> (--api-remote-reads-need-token)"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find(address), std::string::npos) << message;
+  }
+  EXPECT_NE(log.text().find("refused GET /v1/states: peer " + address), std::string::npos)
+      << log.text();
+  {
+    auto cli = remote();
+    cli.set_bearer_token_auth("0123456789abcdeX");
+    auto wrong = cli.Get("/v1/states");
+    ASSERT_TRUE(wrong);
+    EXPECT_EQ(wrong->status, 401) << wrong->body;
+    EXPECT_NE(wrong->body.find("the given token is not it"), std::string::npos) << wrong->body;
+    // A mutation without the token is refused before its handler runs.
+    auto set_healthy = remote().Post("/v1/health-states/set-healthy?components=cpu");
+    ASSERT_TRUE(set_healthy);
+    EXPECT_EQ(set_healthy->status, 401) << set_healthy->body;
+    EXPECT_EQ(cpu_->set_healthy_calls, 0);
+  }
+  {
+    auto cli = remote();
+    cli.set_bearer_token_auth(config_.admin_token);
+    auto res = cli.Get("/v1/states");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << res->body;
+  }
+  {
+    // Liveness probes need nothing; nor does the node itself, over loopback or the socket.
+    auto healthz = remote().Get("/healthz");
+    ASSERT_TRUE(healthz);
+    EXPECT_EQ(healthz->status, 200) << healthz->body;
+    auto loopback = client().Get("/v1/states");
+    ASSERT_TRUE(loopback);
+    EXPECT_EQ(loopback->status, 200) << loopback->body;
+    auto local = unix_client(config_.api_socket).Get("/v1/states");
+    ASSERT_TRUE(local) << httplib::to_string(local.error());
+    EXPECT_EQ(local->status, 200) << local->body;
+  }
+}
+
 TEST_F(ServerAuthTest, LocalSocketReplacesAStaleOneAndRefusesUnsafePlaces) {
   server_->stop();
   const auto dir = root_.path() / "run";
@@ -1550,6 +1643,28 @@ TEST(HttpUtil, BearerTokenMustMatchAConfiguredToken) {
   EXPECT_FALSE(bearer_token_matches("", token));
   EXPECT_FALSE(bearer_token_matches("Bearer ", ""));  // no token configured: nothing matches
   EXPECT_FALSE(bearer_token_matches("Bearer x", ""));
+}
+
+TEST(HttpUtil, RemoteRequestsNeedTheTokenLoopbackOnesDoNot) {
+  const std::string token = "0123456789abcdef";
+  for (const char* a : {"127.0.0.1", "::1", "::ffff:127.0.0.1"})
+    EXPECT_TRUE(authorize_remote_request(a, "", token, "peer").allowed) << a;
+  auto none = authorize_remote_request("10.0.0.7", "", token, "10.0.0.7:40000");
+  EXPECT_FALSE(none.allowed);
+  EXPECT_EQ(none.refusal,
+            "peer 10.0.0.7:40000 is not on this host: requests from other hosts need "
+            "Authorization: Bearer <admin token> (--api-remote-reads-need-token)");
+  auto wrong = authorize_remote_request("::ffff:10.0.0.7", "Bearer x", token, "p");
+  EXPECT_FALSE(wrong.allowed);
+  EXPECT_NE(wrong.refusal.find("the given token is not it"), std::string::npos) << wrong.refusal;
+  auto right = authorize_remote_request("10.0.0.7", "Bearer " + token, token, "p");
+  EXPECT_TRUE(right.allowed);
+  EXPECT_EQ(right.principal, "token");
+  // Without an admin token no remote request is answered, and the refusal says why.
+  auto tokenless = authorize_remote_request("10.0.0.7", "Bearer ", "", "p");
+  EXPECT_FALSE(tokenless.allowed);
+  EXPECT_NE(tokenless.refusal.find("this daemon has no admin token"), std::string::npos)
+      << tokenless.refusal;
 }
 
 TEST(HttpUtil, MutationsNeedRootTheDaemonsUserTheLocalSocketOrTheToken) {

@@ -13,18 +13,33 @@
 namespace gpud::components {
 namespace {
 
+// The start of a message mlx5_core prints about one of its devices: dev_printk's "<driver>
+// <device>: " ("mlx5_core 0000:5e:00.0: "; a sub-function's "mlx5_core.sf mlx5_core.sf.2: "), the
+// device as group 1 when `capture_device`, then what mlx5_core_warn, mlx5_core_err and their _rl
+// forms add, "<function>:<line>:(pid <pid>): " (drivers/net/ethernet/mellanox/mlx5/core/
+// mlx5_core.h; older drivers put the device's name and ':' before the function; mlx5_core_info adds
+// nothing). A rule that starts with this matches only a message the driver began, never its text
+// quoted in another message.
+std::string mlx5_message_start(bool capture_device) {
+  return std::string(kmsg::kMessageStart) + "mlx5_core(?:\\.[a-z]+)? " +
+         (capture_device ? "(\\S+)" : "\\S+") + ": (?:\\S+:\\d+:\\(pid \\d+\\): )?";
+}
+
 std::optional<kmsg::Match> match_access_reg(std::string_view s) {
-  static const RE2 kRe(R"(mlx5_cmd_out_err.*ACCESS_REG.*failed)");
-  static const RE2 kPci(R"(([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]))");
+  // mlx5_cmd_out_err (drivers/net/ethernet/mellanox/mlx5/core/cmd.c) through mlx5_core_err_rl:
+  // "%s(0x%x) op_mod(0x%x) failed, status %s(0x%x), syndrome (0x%x), err(%d)".
+  static const RE2 kRe(mlx5_message_start(true) +
+                       R"(ACCESS_REG\(0x[0-9a-fA-F]+\) op_mod\(0x[0-9a-fA-F]+\) failed)");
+  static const RE2 kPci(R"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])");
   const re2::StringPiece in(s.data(), s.size());
-  if (!RE2::PartialMatch(in, kRe)) return std::nullopt;
+  std::string device;
+  if (!RE2::PartialMatch(in, kRe, &device)) return std::nullopt;
   kmsg::Match m;
   m.name = "access_reg_failed";
   m.message = "MLX5 ACCESS_REG command failed - device may have restricted PF access";
   m.extra_info = {{"log_line", kmsg::log_line_excerpt(s)}};
-  std::string pci;
-  if (RE2::PartialMatch(in, kPci, &pci)) {
-    pci = normalize_pci_bus_id(pci);
+  if (RE2::FullMatch(device, kPci)) {
+    const std::string pci = normalize_pci_bus_id(device);
     m.extra_info["pci_bus_id"] = pci;
     m.message += " (PCI device " + pci + ")";
   }
@@ -37,11 +52,17 @@ kmsg::ComponentRules infiniband_kernel_log_rules() {
   kmsg::ComponentRules r;
   r.component = "accelerator-nvidia-infiniband";
   r.lines = {
+      // mlx5_pcie_event (events.c) through mlx5_core_warn_rl.
       kmsg::pattern_rule({{"insufficient power"}}, "pci_power_insufficient",
-                         R"(Detected insufficient power on the PCIe slot \(([0-9]+W)\))",
+                         mlx5_message_start(false) +
+                             R"(Detected insufficient power on the PCIe slot \(([0-9]+W)\))",
                          "Insufficient power on MLX5 PCIe slot", "power"),
+      // The port module event handler (events.c) through mlx5_core_err: "Port module event[error]:
+      // module %u, %s, %s", the status and the error ("High Temperature").
       kmsg::pattern_rule({{"High Temperature", "Temper"}}, "port_module_high_temperature",
-                         R"(Port module event.*High Temperature)", "Overheated MLX5 adapter"),
+                         mlx5_message_start(false) +
+                             R"(Port module event\[error\]: module \d+, [^,]+, High Temperature)",
+                         "Overheated MLX5 adapter"),
       {{{"ACCESS_REG"}}, match_access_reg},
   };
   return r;

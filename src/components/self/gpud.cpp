@@ -43,6 +43,7 @@ nlohmann::json to_json(const GpudSnapshot& s) {
   k["records"] = s.kernel_log.records;
   k["overruns"] = s.kernel_log.overruns;
   k["read_errors"] = s.kernel_log.read_errors;
+  k["foreign_records"] = s.kernel_log.foreign_records;
   if (s.kernel_log.record_errors) k["record_errors"] = *s.kernel_log.record_errors;
   if (s.kernel_log.parse_errors) k["parse_errors"] = *s.kernel_log.parse_errors;
   j["kernel_log"] = k;
@@ -110,8 +111,11 @@ CheckResult evaluate_gpud(const GpudSnapshot& s, const GpudAcknowledged& ack, Ti
   std::string reason;
   if (findings.empty()) {
     std::string size = s.db_size_bytes ? mib(*s.db_size_bytes) + ", " : "";
-    reason = fmt::format("state database writable ({}{}); kernel log followed ({} records)", size,
-                         s.db_path.empty() ? "in memory" : s.db_path, k.records);
+    reason = fmt::format("state database writable ({}{}); kernel log followed ({} records{})", size,
+                         s.db_path.empty() ? "in memory" : s.db_path, k.records,
+                         k.foreign_records == 0
+                             ? ""
+                             : fmt::format(", {} written by processes ignored", k.foreign_records));
   } else {
     std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
       return severity(a.health) > severity(b.health);
@@ -143,6 +147,9 @@ GpudComponent::GpudComponent(const ComponentContext& ctx) : Component(ctx) {
              "Kernel-log records overwritten in the ring buffer before gpud read them",
              MetricKind::kCounter);
   m.describe("gpud_kernel_log_read_errors_total", "Failed reads of the kernel log",
+             MetricKind::kCounter);
+  m.describe("gpud_kernel_log_foreign_records_total",
+             "Kernel-log records a process wrote to /dev/kmsg, not the kernel: read and ignored",
              MetricKind::kCounter);
   m.describe("gpud_kernel_log_record_errors_total", "Kernel-log records that could not be parsed",
              MetricKind::kCounter);
@@ -187,6 +194,7 @@ void GpudComponent::publish(const GpudSnapshot& s) const {
   m.set(c, "gpud_kernel_log_followed", k.followed ? 1 : 0);
   m.set(c, "gpud_kernel_log_overruns_total", static_cast<double>(k.overruns));
   m.set(c, "gpud_kernel_log_read_errors_total", static_cast<double>(k.read_errors));
+  m.set(c, "gpud_kernel_log_foreign_records_total", static_cast<double>(k.foreign_records));
   if (k.record_errors)
     m.set(c, "gpud_kernel_log_record_errors_total", static_cast<double>(*k.record_errors));
   if (k.parse_errors)

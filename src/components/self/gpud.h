@@ -26,6 +26,9 @@ struct KernelLogCounters {
   uint64_t records = 0;
   uint64_t overruns = 0;     // records the ring overwrote before they were read
   uint64_t read_errors = 0;  // failed reads of the kernel log
+  // Records a process wrote to /dev/kmsg (not the kernel), read and dropped unmatched
+  // (kmsg::kernel_record). Information, never a fault: systemd and `logger --kmsg` write there.
+  uint64_t foreign_records = 0;
   // Records the follower could not parse, and matched lines whose fields the dispatcher could not
   // parse; absent where the daemon does not count them.
   std::optional<uint64_t> record_errors;

@@ -122,6 +122,21 @@ TEST(GpudRule, KernelLogNotFollowedOrLosingRecordsIsDegraded) {
               HasSubstr("kernel log: 1 records lost to ring buffer overruns"));
 }
 
+// What processes write to /dev/kmsg is dropped before any rule sees it: shown, and Healthy.
+TEST(GpudRule, RecordsWrittenByProcessesAreShownNotJudged) {
+  GpudSnapshot s = healthy_snapshot();
+  s.kernel_log.foreign_records = 42;
+  CheckResult r = evaluate_gpud(s, {});
+  EXPECT_EQ(r.health(), Health::kHealthy);
+  EXPECT_THAT(r.states[0].reason,
+              HasSubstr("kernel log followed (1234 records, 42 written by processes ignored)"));
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(data["kernel_log"]["foreign_records"], 42);
+  s.kernel_log.foreign_records = 0;
+  EXPECT_THAT(evaluate_gpud(s, {}).states[0].reason,
+              HasSubstr("kernel log followed (1234 records)"));
+}
+
 TEST(GpudRule, NvmlStateIsReportedNotJudged) {
   GpudSnapshot s = healthy_snapshot();
   s.nvml_status = "errored";
@@ -175,6 +190,7 @@ TEST(GpudComponent, QuarantineAtStartIsReportedPublishedAndAcknowledgedBySetHeal
                     [] {
                       KernelLogCounters k;
                       k.followed = true;
+                      k.foreign_records = 3;
                       return k;
                     },
                     {}};
@@ -191,6 +207,8 @@ TEST(GpudComponent, QuarantineAtStartIsReportedPublishedAndAcknowledgedBySetHeal
   EXPECT_THAT(text, HasSubstr("gpud_store_quarantined_files{gpud_component=\"gpud\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("gpud_store_writable{gpud_component=\"gpud\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("gpud_kernel_log_followed{gpud_component=\"gpud\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("gpud_kernel_log_foreign_records_total{gpud_component=\"gpud\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("gpud_store_quarantines_total 1\n"));
 
   ASSERT_TRUE(c.can_set_healthy());
