@@ -55,6 +55,30 @@ std::string normalize_key(std::string_view key) {
   return out;
 }
 
+// A key path with the quotes dropped around segments that need none (no '.'): k3s and rke2 write
+// `runtimes."nvidia"`, which is `runtimes.nvidia` to TOML.
+std::string unquote_segments(const std::string& key) {
+  std::string out;
+  for (size_t i = 0; i < key.size(); ++i) {
+    if (key[i] != '"') {
+      out.push_back(key[i]);
+      continue;
+    }
+    size_t end = key.find('"', i + 1);
+    if (end == std::string::npos) {
+      out.append(key, i, std::string::npos);
+      break;
+    }
+    std::string_view inner(key.data() + i + 1, end - i - 1);
+    if (inner.find('.') == std::string_view::npos && !inner.empty())
+      out.append(inner);
+    else
+      out.append(key, i, end - i + 1);
+    i = end;
+  }
+  return out;
+}
+
 bool is_or_below(std::string_view key, std::string_view table) {
   return key == table || (key.size() > table.size() && key.substr(0, table.size()) == table &&
                           key[table.size()] == '.');
@@ -126,13 +150,13 @@ std::vector<TomlLine> toml_lines(std::string_view toml) {
       std::string_view h = line;
       while (!h.empty() && h.front() == '[') h.remove_prefix(1);
       while (!h.empty() && h.back() == ']') h.remove_suffix(1);
-      table = normalize_key(h);
+      table = unquote_segments(normalize_key(h));
       out.push_back({true, table, "", "", ""});
       continue;
     }
     auto eq = line.find('=');
     if (eq == std::string_view::npos) continue;
-    std::string key = normalize_key(line.substr(0, eq));
+    std::string key = unquote_segments(normalize_key(line.substr(0, eq)));
     std::string full = table.empty() ? key : table + "." + key;
     out.push_back(
         {false, table, std::move(key), std::move(full), normalize_key(line.substr(eq + 1))});
@@ -225,12 +249,39 @@ std::vector<std::string> containerd_config_imports(std::string_view toml) {
       .value_or(std::vector<std::string>{});
 }
 
+bool containerd_cri_disabled(std::string_view toml) {
+  auto disabled = toml_string_array(
+      toml, true, [](const std::string& key) { return key == "disabled_plugins"; });
+  if (!disabled) return false;
+  return std::any_of(disabled->begin(), disabled->end(), [](const std::string& p) {
+    return p == "cri" || p == "io.containerd.grpc.v1.cri";
+  });
+}
+
+const ContainerdLayout& find_containerd_layout(const host::HostFs& fs) {
+  std::error_code ec;
+  auto socket = [&](const ContainerdLayout& l) {
+    return std::filesystem::exists(fs.path(std::string(l.socket)), ec);
+  };
+  auto config = [&](const ContainerdLayout& l) {
+    return std::filesystem::exists(fs.path(std::string(l.config)), ec);
+  };
+  for (const auto& l : kContainerdLayouts)
+    if (socket(l) && config(l)) return l;
+  for (const auto& l : kContainerdLayouts)
+    if (socket(l)) return l;
+  for (const auto& l : kContainerdLayouts)
+    if (config(l)) return l;
+  return kContainerdLayouts[0];
+}
+
 Result<ContainerdNvidiaRuntime> read_containerd_nvidia_runtime(const host::HostFs& fs,
                                                                const std::string& config_path) {
   ContainerdNvidiaRuntime out;
   auto main = fs.read(config_path, 4 << 20);
   if (!main)
     return make_error(fmt::format("cannot read {}: {}", config_path, main.error().message));
+  out.cri_disabled = containerd_cri_disabled(*main);
   std::set<std::string> seen{config_path};
   std::vector<std::pair<std::string, std::string>> queue{{config_path, std::move(*main)}};
   for (size_t i = 0; i < queue.size() && i < 64; ++i) {
@@ -272,6 +323,7 @@ Result<ContainerdNvidiaRuntime> read_containerd_nvidia_runtime(const host::HostF
   for (const auto& [path, text] : queue) {
     std::string form = containerd_cdi_form(text);
     if (form.empty()) continue;
+    out.cdi_enabled_in = fmt::format("{}: {}", path, form);
     std::vector<std::string> dirs = containerd_cdi_spec_dirs(text);
     for (const std::string& dir : dirs) {
       auto names = fs.list(dir);
@@ -311,7 +363,15 @@ CheckResult evaluate_containerd(const ContainerdSnapshot& s) {
   data["socket_exists"] = s.socket_exists;
   if (s.uptime) data["uptime_seconds"] = s.uptime->count();
   std::vector<std::string> errors;
+  // Set below: the config cannot give containers GPUs although it is meant to.
+  std::optional<std::string> config_fault;
+  std::vector<std::string> config_errors;
   auto finish = [&](Health h, std::string reason) {
+    if (config_fault && h == Health::kHealthy) {
+      h = Health::kUnhealthy;
+      reason = *config_fault + "; " + reason;
+      errors.insert(errors.end(), config_errors.begin(), config_errors.end());
+    }
     CheckResult r =
         single_state("containerd", h, reason, std::nullopt, {{"data", data.dump()}}, s.now);
     if (!errors.empty()) r.states[0].error = fmt::format("{}", fmt::join(errors, "; "));
@@ -319,6 +379,26 @@ CheckResult evaluate_containerd(const ContainerdSnapshot& s) {
     return r;
   };
   if (!s.installed) return finish(Health::kHealthy, "containerd is not installed");
+  data["distribution"] = s.distribution;
+  if (!s.config_path.empty()) data["config"] = s.config_path;
+  if (s.nvidia_gpus && s.nvidia_runtime && *s.nvidia_runtime && !s.crio_answers) {
+    const ContainerdNvidiaRuntime& rt = **s.nvidia_runtime;
+    if (rt.configured) {
+      data["nvidia_runtime"] = rt.found_in;
+      if (!rt.cdi_spec.empty()) data["nvidia_cdi_spec"] = rt.cdi_spec;
+    } else if (!rt.cri_disabled) {
+      config_errors = rt.errors;
+      // CDI enabled: its spec-directory error is the last one read_containerd_nvidia_runtime
+      // records.
+      if (!rt.cdi_enabled_in.empty() && !rt.errors.empty())
+        config_fault = rt.errors.back() + ", and no nvidia runtime is configured";
+      else if (s.distribution != "containerd")
+        config_fault = fmt::format(
+            "{}'s containerd config {} configures no nvidia runtime ({} adds it when it finds the "
+            "NVIDIA container toolkit)",
+            s.distribution, s.config_path, s.distribution);
+    }
+  }
 
   // Socket, connection and service: Unhealthy, unless the containerd behind the socket has only
   // just started.
@@ -418,8 +498,9 @@ ContainerdComponent::ContainerdComponent(const ComponentContext& ctx)
     : Component(ctx), fs_(ctx.config->host_root) {}
 
 std::string ContainerdComponent::socket_path() const {
-  return config().containerd_socket.empty() ? fs_.path("/run/containerd/containerd.sock")
-                                            : config().containerd_socket;
+  return config().containerd_socket.empty()
+             ? fs_.path(std::string(find_containerd_layout(fs_).socket))
+             : config().containerd_socket;
 }
 
 std::string ContainerdComponent::crio_socket_path() const {
@@ -436,7 +517,13 @@ bool ContainerdComponent::supported() const {
            (fs_.root() != "/" &&
             (std::filesystem::exists(fs_.path("/usr/bin/containerd"), ec) ||
              std::filesystem::exists(fs_.path("/usr/local/bin/containerd"), ec))) ||
-           std::filesystem::exists(socket_path(), ec);
+           std::filesystem::exists(socket_path(), ec) ||
+           std::any_of(std::begin(kContainerdLayouts), std::end(kContainerdLayouts),
+                       [&](const ContainerdLayout& l) {
+                         return std::filesystem::exists(fs_.path(std::string(l.socket)), ec) ||
+                                (l.distribution != "containerd" &&
+                                 std::filesystem::exists(fs_.path(std::string(l.config)), ec));
+                       });
   });
 }
 
@@ -446,7 +533,9 @@ CheckResult ContainerdComponent::check() {
   s.installed = supported();
   s.socket = socket_path();
   s.toolkit_min_age = toolkit_min_age_;
-  s.config_path = "/etc/containerd/config.toml";
+  const ContainerdLayout& layout = find_containerd_layout(fs_);
+  s.config_path = std::string(layout.config);
+  s.distribution = std::string(layout.distribution);
   std::error_code ec;
   s.socket_exists = std::filesystem::exists(s.socket, ec);
   socket_missing_checks_ = s.socket_exists ? 0 : socket_missing_checks_ + 1;
@@ -471,10 +560,18 @@ CheckResult ContainerdComponent::check() {
   }
   s.nvidia_gpus =
       ctx().nvidia_pci_present || (ctx().nvidia != nullptr && ctx().nvidia->gpu_count() > 0);
-  if (s.nvidia_gpus && s.pods && *s.pods)
-    if (const auto* t = find_nvidia_toolkit_sandbox(**s.pods);
-        t != nullptr && s.now - t->created >= s.toolkit_min_age)
+  // With NVIDIA GPUs the config is read where it exists (its NVIDIA setup is judged with or without
+  // a running containerd), and where a toolkit pod old enough says it must name the nvidia runtime
+  // (a missing config is containerd's defaults: none).
+  if (s.installed && s.nvidia_gpus) {
+    bool toolkit_old_enough = false;
+    if (s.pods && *s.pods)
+      if (const auto* t = find_nvidia_toolkit_sandbox(**s.pods);
+          t != nullptr && s.now - t->created >= s.toolkit_min_age)
+        toolkit_old_enough = true;
+    if (toolkit_old_enough || std::filesystem::exists(fs_.path(s.config_path), ec))
       s.nvidia_runtime = read_containerd_nvidia_runtime(fs_, s.config_path);
+  }
 
   // What fault attribution reads: every container and each sandbox's own (pause) container.
   if (runtimes::ContainerDirectory* dir = ctx().containers; dir != nullptr) {

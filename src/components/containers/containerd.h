@@ -26,11 +26,31 @@ inline constexpr std::chrono::seconds kContainerdTimeout{10};
 // The name of the NVIDIA GPU operator's toolkit DaemonSet pods contain.
 inline constexpr std::string_view kNvidiaToolkitPod = "nvidia-container-toolkit-daemonset";
 
+// Where a containerd keeps its socket and its config (host paths): containerd's own, k3s's and
+// rke2's (whose containerd binds k3s's socket path), in the order they are looked for.
+struct ContainerdLayout {
+  std::string_view distribution;  // "containerd", "k3s", "rke2"
+  std::string_view socket;
+  std::string_view config;
+};
+inline constexpr ContainerdLayout kContainerdLayouts[] = {
+    {"containerd", "/run/containerd/containerd.sock", "/etc/containerd/config.toml"},
+    {"k3s", "/run/k3s/containerd/containerd.sock",
+     "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"},
+    {"rke2", "/run/k3s/containerd/containerd.sock",
+     "/var/lib/rancher/rke2/agent/etc/containerd/config.toml"},
+};
+// The layout of the containerd under `fs`: the first whose socket and config both exist, else the
+// first whose socket exists, else the first whose config exists, else containerd's own.
+const ContainerdLayout& find_containerd_layout(const host::HostFs& fs);
+
 // What containerd's configuration says about the nvidia runtime: the main file and its imports.
 struct ContainerdNvidiaRuntime {
   bool configured = false;
   std::string found_in;             // the file and the form that configures it
   std::string cdi_spec;             // with native CDI: the nvidia spec found (a host path)
+  std::string cdi_enabled_in;       // native CDI enabled: the file and the form ("" for none)
+  bool cri_disabled = false;        // `disabled_plugins` names the CRI plugin: no Kubernetes here
   std::vector<std::string> read;    // the files read (host paths), main file first
   std::vector<std::string> errors;  // imports that could not be read
 };
@@ -53,6 +73,9 @@ bool nvidia_cdi_spec(std::string_view spec);
 std::string containerd_nvidia_runtime_form(std::string_view toml);
 // The top-level `imports = ["...", ...]` of a containerd config (may span lines).
 std::vector<std::string> containerd_config_imports(std::string_view toml);
+// True when the top-level `disabled_plugins` names the CRI plugin ("cri",
+// "io.containerd.grpc.v1.cri"), as the config Docker's containerd.io package ships does.
+bool containerd_cri_disabled(std::string_view toml);
 // Reads `config_path` (a path in the host's terms) and its imports (globs; relative ones against
 // the importing file's folder; recursively, each file once) under the host root. A missing main
 // file is an error (containerd then runs its defaults: no nvidia runtime). Native CDI configures
@@ -77,7 +100,8 @@ struct ContainerdSnapshot {
   bool nvidia_gpus = false;
   // Read only when a toolkit sandbox is old enough to matter.
   std::optional<Result<ContainerdNvidiaRuntime>> nvidia_runtime;
-  std::string config_path;  // for the reason
+  std::string config_path;                  // for the reason
+  std::string distribution = "containerd";  // whose layout: "containerd", "k3s", "rke2"
   std::chrono::seconds toolkit_min_age = kNvidiaToolkitMinAge;
 };
 
@@ -91,7 +115,11 @@ const runtimes::CriSandbox* find_nvidia_toolkit_sandbox(const runtimes::CriPods&
 // enough"; ListPodSandbox/ListContainers error ⇒ Unhealthy, unimplemented ⇒ Healthy "CRI is not
 // enabled"; the cri module missing ⇒ Degraded; with NVIDIA GPUs a READY toolkit sandbox older than
 // toolkit_min_age while the config lacks the nvidia runtime ⇒ Unhealthy (no toolkit pod: noted in
-// the reason only). extra_info "data" lists the sandboxes with their containers.
+// the reason only). With NVIDIA GPUs and the config read, whatever the socket and the pods say, a
+// Healthy reading turns Unhealthy when the config cannot give containers GPUs although it is meant
+// to: CDI enabled without an nvidia.com/gpu spec and no nvidia runtime, or k3s/rke2's generated
+// config without the nvidia runtime (they add it when they find the NVIDIA container toolkit).
+// extra_info "data" lists the sandboxes with their containers, the config and its NVIDIA setup.
 CheckResult evaluate_containerd(const ContainerdSnapshot& s);
 
 class ContainerdComponent : public Component {
@@ -101,7 +129,8 @@ class ContainerdComponent : public Component {
   std::string_view name() const override { return "containerd"; }
   std::vector<std::string> tags() const override { return {"container", "containerd"}; }
   // containerd installed (found where commands are looked up, or in /usr/bin or /usr/local/bin
-  // under a --host-root other than /), or its socket exists; looked up again at most once a minute.
+  // under a --host-root other than /), or one of kContainerdLayouts' sockets exists, or k3s's or
+  // rke2's containerd config does; looked up again at most once a minute.
   bool supported() const override;
   CheckResult check() override;
 

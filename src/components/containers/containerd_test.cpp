@@ -382,6 +382,127 @@ TEST(ContainerdConfig, CdiEnabledWithoutAnNvidiaSpecIsNotConfigured) {
       << c.states[0].error;
 }
 
+TEST(ContainerdConfig, K3sAndRke2WriteTheNvidiaRuntimeTableWithAQuotedName) {
+  host::HostFs k3s(fixture("containerd/host-k3s"));
+  auto r = read_containerd_nvidia_runtime(k3s, std::string(kContainerdLayouts[1].config));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->configured);
+  EXPECT_EQ(r->found_in,
+            "/var/lib/rancher/k3s/agent/etc/containerd/config.toml: "
+            "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]");
+  host::HostFs rke2(fixture("containerd/host-rke2"));
+  r = read_containerd_nvidia_runtime(rke2, std::string(kContainerdLayouts[2].config));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->configured);
+  EXPECT_EQ(r->found_in,
+            "/var/lib/rancher/rke2/agent/etc/containerd/config.toml: "
+            "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.nvidia]");
+  host::HostFs none(fixture("containerd/host-k3s-no-nvidia"));
+  r = read_containerd_nvidia_runtime(none, std::string(kContainerdLayouts[1].config));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->configured);
+  // A quoted segment that holds a dot stays one segment: not the nvidia runtime's table.
+  EXPECT_EQ(containerd_nvidia_runtime_form(
+                "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.\"nvidia.x\"]\n"),
+            "");
+  EXPECT_EQ(containerd_nvidia_runtime_form(
+                "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.\"nvidia-cdi\"]\n"),
+            "");
+}
+
+TEST(ContainerdConfig, DisabledCriPlugin) {
+  EXPECT_TRUE(containerd_cri_disabled("disabled_plugins = [\"cri\"]\n"));
+  EXPECT_TRUE(containerd_cri_disabled("disabled_plugins = [\n  'io.containerd.grpc.v1.cri',\n]\n"));
+  EXPECT_FALSE(containerd_cri_disabled("disabled_plugins = []\n"));
+  EXPECT_FALSE(containerd_cri_disabled("[plugins.x]\ndisabled_plugins = [\"cri\"]\n"));
+  EXPECT_FALSE(containerd_cri_disabled("version = 2\n"));
+}
+
+// A host root in a temporary folder, for the files a test lays out (sockets as plain files: only
+// their existence is read).
+struct TempRoot {
+  TempRoot() {
+    char tmpl[] = "/tmp/gpud-containerd-root-XXXXXX";
+    if (::mkdtemp(tmpl) != nullptr) dir = tmpl;
+  }
+  ~TempRoot() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  void touch(const std::string& path) const {
+    std::filesystem::create_directories(std::filesystem::path(dir + path).parent_path());
+    std::ofstream(dir + path) << "";
+  }
+  std::string dir;
+};
+
+TEST(ContainerdLayouts, ContainerdsOwnPathsFirstThenK3sThenRke2) {
+  TempRoot root;
+  host::HostFs fs(root.dir);
+  EXPECT_EQ(find_containerd_layout(fs).distribution, "containerd");
+  root.touch("/var/lib/rancher/rke2/agent/etc/containerd/config.toml");
+  EXPECT_EQ(find_containerd_layout(fs).distribution, "rke2");
+  // rke2's containerd binds k3s's socket path: the config says whose it is.
+  root.touch("/run/k3s/containerd/containerd.sock");
+  EXPECT_EQ(find_containerd_layout(fs).distribution, "rke2");
+  EXPECT_EQ(find_containerd_layout(fs).socket, "/run/k3s/containerd/containerd.sock");
+  root.touch("/var/lib/rancher/k3s/agent/etc/containerd/config.toml");
+  EXPECT_EQ(find_containerd_layout(fs).distribution, "k3s");
+  // containerd's own socket without its config: a socket and a config together come first.
+  root.touch("/run/containerd/containerd.sock");
+  EXPECT_EQ(find_containerd_layout(fs).distribution, "k3s");
+  root.touch("/etc/containerd/config.toml");
+  EXPECT_EQ(find_containerd_layout(fs).distribution, "containerd");
+}
+
+TEST(ContainerdRule, CdiEnabledWithoutASpecOrK3sWithoutTheRuntimeIsUnhealthyWithoutAToolkitPod) {
+  ContainerdSnapshot s = running();
+  s.nvidia_gpus = true;
+  ContainerdNvidiaRuntime rt = runtime_config(false);
+  rt.cdi_enabled_in =
+      "/etc/containerd/config.toml: [plugins.\"io.containerd.grpc.v1.cri\"] enable_cdi = true";
+  rt.errors = {
+      "/etc/containerd/config.toml enables CDI, but no nvidia.com/gpu CDI spec is in /etc/cdi or "
+      "/var/run/cdi"};
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(rt);
+  CheckResult r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(
+      r.states[0].reason,
+      "/etc/containerd/config.toml enables CDI, but no nvidia.com/gpu CDI spec is in /etc/cdi "
+      "or /var/run/cdi, and no nvidia runtime is configured; containerd is running (1 pod "
+      "sandboxes, 1 containers)");
+  // Docker's containerd (the CRI plugin disabled) serves no Kubernetes: not judged.
+  rt.cri_disabled = true;
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(rt);
+  EXPECT_EQ(evaluate_containerd(s).health(), Health::kHealthy);
+  // No GPUs: not judged.
+  rt.cri_disabled = false;
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(rt);
+  s.nvidia_gpus = false;
+  EXPECT_EQ(evaluate_containerd(s).health(), Health::kHealthy);
+
+  // Plain containerd without the nvidia runtime and without CDI: judged only with a toolkit pod.
+  s = running();
+  s.nvidia_gpus = true;
+  s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(runtime_config(false));
+  EXPECT_EQ(evaluate_containerd(s).health(), Health::kHealthy);
+  // k3s: its generated config has the nvidia runtime wherever the toolkit is installed.
+  s.distribution = "k3s";
+  s.config_path = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml";
+  r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason,
+            "k3s's containerd config /var/lib/rancher/k3s/agent/etc/containerd/config.toml "
+            "configures no nvidia runtime (k3s adds it when it finds the NVIDIA container "
+            "toolkit); containerd is running (1 pod sandboxes, 1 containers)");
+  // containerd down is the reading, the config is not added to it.
+  s.service = Result<host::UnitState>(unit("inactive", "dead"));
+  r = evaluate_containerd(s);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason, "containerd service is inactive (dead)");
+}
+
 TEST(UnixSocketOwner, InodesOfAPathInProcNetUnix) {
   const std::string table =
       "Num       RefCount Protocol Flags    Type St Inode Path\n"
@@ -456,6 +577,82 @@ TEST(ContainerdComponent, AMissingSocketTurnsUnhealthyAtTheFifthCheckAndClearsIt
   EXPECT_EQ(r.states[0].reason,
             "containerd socket " + fixture("containerd/host-missing-config") +
                 "/run/containerd/containerd.sock not found in 5 consecutive checks");
+}
+
+// gpud in a container on a k3s, rke2 or CDI node whose containerd socket is not (yet) there: the
+// config is read from the host root and judged all the same; the socket's count goes on.
+struct NodeHarness {
+  explicit NodeHarness(const std::string& root, bool gpus = true) {
+    config.executable_search_path = "/nonexistent";
+    config.host_root = root;
+    ctx.config = &config;
+    ctx.nvidia_pci_present = gpus;
+  }
+  Config config;
+  ComponentContext ctx;
+};
+
+nlohmann::json data_of(const CheckResult& r) {
+  return nlohmann::json::parse(r.states[0].extra_info.at("data"));
+}
+
+TEST(ContainerdComponent, K3sAndRke2NodesAreFoundByTheirConfigAndReadThroughIt) {
+  const std::string root = fixture("containerd/host-k3s");
+  NodeHarness k3s(root);
+  ContainerdComponent c(k3s.ctx);
+  ASSERT_TRUE(c.supported()) << "k3s's config is a sign of its containerd";
+  CheckResult r = c.check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  EXPECT_EQ(r.states[0].reason, "containerd socket " + root +
+                                    "/run/k3s/containerd/containerd.sock not found (1 of 5 "
+                                    "checks)");
+  nlohmann::json d = data_of(r);
+  EXPECT_EQ(d["distribution"], "k3s");
+  EXPECT_EQ(d["config"], "/var/lib/rancher/k3s/agent/etc/containerd/config.toml");
+  EXPECT_EQ(d["nvidia_runtime"],
+            "/var/lib/rancher/k3s/agent/etc/containerd/config.toml: "
+            "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]");
+
+  NodeHarness rke2(fixture("containerd/host-rke2"));
+  r = ContainerdComponent(rke2.ctx).check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  EXPECT_EQ(data_of(r)["distribution"], "rke2");
+  EXPECT_EQ(data_of(r)["socket"],
+            fixture("containerd/host-rke2") + "/run/k3s/containerd/containerd.sock");
+
+  NodeHarness missing(fixture("containerd/host-k3s-no-nvidia"));
+  r = ContainerdComponent(missing.ctx).check();
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason.rfind("k3s's containerd config "
+                                     "/var/lib/rancher/k3s/agent/etc/containerd/config.toml "
+                                     "configures no nvidia runtime",
+                                     0),
+            0u)
+      << r.states[0].reason;
+  // Without NVIDIA GPUs the runtime is not wanted.
+  NodeHarness no_gpus(fixture("containerd/host-k3s-no-nvidia"), false);
+  EXPECT_EQ(ContainerdComponent(no_gpus.ctx).check().health(), Health::kHealthy);
+}
+
+TEST(ContainerdComponent, NativeCdiIsReadWithoutAToolkitPodAndCdiWithoutTheSpecIsFound) {
+  testing_support::FakeCommands bin;
+  bin.script("containerd", "exit 0");
+  NodeHarness cdi(fixture("containerd/host-native-cdi"));
+  cdi.config.executable_search_path = bin.dir();
+  CheckResult r = ContainerdComponent(cdi.ctx).check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  EXPECT_EQ(data_of(r)["nvidia_cdi_spec"], "/var/run/cdi/nvidia.yaml");
+
+  NodeHarness no_spec(fixture("containerd/host-cdi-no-nvidia-spec"));
+  no_spec.config.executable_search_path = bin.dir();
+  r = ContainerdComponent(no_spec.ctx).check();
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(r.states[0].reason.rfind("/etc/containerd/config.toml enables CDI, but no "
+                                     "nvidia.com/gpu CDI spec is in /etc/cdi or /var/run/cdi, and "
+                                     "no nvidia runtime is configured; containerd socket ",
+                                     0),
+            0u)
+      << r.states[0].reason;
 }
 
 }  // namespace
