@@ -92,10 +92,10 @@ TEST(KernelLogHistory, DiskAndPciVerdictsFromTheDigestAreTheWholeHistorys) {
   };
   const int64_t t0 = to_unix_seconds(Clock::now()) - 3 * 86400;
   for (int64_t reboot : {t0 + 1000, t0 + 5000, t0 + 9000}) add("os", "reboot", reboot);
-  for (int64_t i = 0; i < 40; ++i) {
-    add("disk", i % 3 == 0 ? "nvme_timeout" : "buffer_io_error", t0 + 100 + i * 250);
-    add("pci", i % 4 == 0 ? "pcie_aer_uncorrected_fatal" : "pcie_aer_corrected", t0 + 90 + i * 250);
-    if (i % 5 == 0) add("pci", "pcie_aer_uncorrected_nonfatal", t0 + 95 + i * 250);
+  for (int64_t i = 0; i < 400; ++i) {
+    add("disk", i % 3 == 0 ? "nvme_timeout" : "buffer_io_error", t0 + 100 + i * 25);
+    add("pci", i % 4 == 0 ? "pcie_aer_uncorrected_fatal" : "pcie_aer_corrected", t0 + 90 + i * 25);
+    if (i % 5 == 0) add("pci", "pcie_aer_uncorrected_nonfatal", t0 + 95 + i * 25);
   }
   Config config;
   ComponentContext ctx;
@@ -116,7 +116,9 @@ TEST(KernelLogHistory, DiskAndPciVerdictsFromTheDigestAreTheWholeHistorys) {
     EXPECT_EQ(a.health, b.health) << component;
     EXPECT_EQ(a.reason, b.reason) << component;
     ASSERT_EQ(a.actions.has_value(), b.actions.has_value()) << component;
-    if (a.actions) EXPECT_EQ(a.actions->repair_actions, b.actions->repair_actions) << component;
+    if (a.actions) {
+      EXPECT_EQ(a.actions->repair_actions, b.actions->repair_actions) << component;
+    }
   }
 }
 

@@ -15,8 +15,8 @@ namespace gpud {
 struct EventDigest {
   uint64_t total = 0;  // events in the range
   // Newest first, in EventLog::query()'s order: the oldest and the newest event of each group (one
-  // when the group has one event). A group is the events of one type that agree on every key path
-  // and have no split time between them.
+  // when the group has one event). A group is the events of one name and type that agree on every
+  // key path and have no split time between them.
   std::vector<Event> events;
   // Parallel to `events`: how many events of the range each one stands for (the oldest of a group
   // stands for itself, the newest for the rest of its group); they add up to `total`.
@@ -33,12 +33,12 @@ class EventDigestSource {
 };
 
 // The events of one component with since < time <= until that set-healthy has not acknowledged,
-// digested: grouped on their type and
-// their extra_info values at `key_paths` (JSON pointers: "/xid", "/repair_actions/0"; an absent
-// value is a value too), with groups split at each of `splits` (an event at a split's very time
-// falls before it). A replay in which a later event of a group supersedes the earlier ones (the
-// Xid/SXid state machine, replay_errors) judges the digest as it judges all the events. An event
-// log that is not an EventDigestSource answers with every unacknowledged event (a digest that
+// digested: grouped on their name, their
+// type and their extra_info values at `key_paths` (JSON pointers: "/xid", "/repair_actions/0"; an
+// absent value is a value too), with groups split at each of `splits` (an event at a split's very
+// time falls before it). A replay in which a later event of a group supersedes the earlier ones
+// (the Xid/SXid state machine, replay_errors) judges the digest as it judges all the events. An
+// event log that is not an EventDigestSource answers with every unacknowledged event (a digest that
 // drops nothing).
 [[nodiscard]] Result<EventDigest> digest_events(const EventLog& log, std::string_view component,
                                                 TimePoint since, TimePoint until,

@@ -118,7 +118,9 @@ constexpr char kAbsentValue = '\x01';
 
 std::string waiting_digest_key(const Event& e,
                                const std::vector<nlohmann::json::json_pointer>& ptrs) {
-  std::string key(to_string(e.type));
+  std::string key = e.name;
+  key += kKeySeparator;
+  key += to_string(e.type);
   key += kKeySeparator;
   for (const auto& p : ptrs) {
     if (e.extra_info.contains(p))
@@ -423,7 +425,9 @@ Result<EventDigest> EventStore::digest(std::string_view component, TimePoint sin
               waiting_keys.count(dedup_key(read_event(*st))) != 0)
             continue;
           add_waiting_before(t);
-          std::string key = st->text(3);
+          std::string key = st->text(2);
+          key += kKeySeparator;
+          key += st->text(3);
           key += kKeySeparator;
           for (size_t i = 0; i < sql_paths.size(); ++i) {
             const int col = kKeyColumn + static_cast<int>(i);

@@ -471,7 +471,7 @@ TEST(ContainerdRule, CdiEnabledWithoutASpecOrK3sWithoutTheRuntimeIsUnhealthyWith
       r.states[0].reason,
       "/etc/containerd/config.toml enables CDI, but no nvidia.com/gpu CDI spec is in /etc/cdi "
       "or /var/run/cdi, and no nvidia runtime is configured; containerd is running (1 pod "
-      "sandboxes, 1 containers)");
+      "sandboxes, 1 containers); nvidia-container-toolkit pod not found");
   // Docker's containerd (the CRI plugin disabled) serves no Kubernetes: not judged.
   rt.cri_disabled = true;
   s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(rt);
@@ -495,7 +495,8 @@ TEST(ContainerdRule, CdiEnabledWithoutASpecOrK3sWithoutTheRuntimeIsUnhealthyWith
   EXPECT_EQ(r.states[0].reason,
             "k3s's containerd config /var/lib/rancher/k3s/agent/etc/containerd/config.toml "
             "configures no nvidia runtime (k3s adds it when it finds the NVIDIA container "
-            "toolkit); containerd is running (1 pod sandboxes, 1 containers)");
+            "toolkit); containerd is running (1 pod sandboxes, 1 containers); "
+            "nvidia-container-toolkit pod not found");
   // containerd down is the reading, the config is not added to it.
   s.service = Result<host::UnitState>(unit("inactive", "dead"));
   r = evaluate_containerd(s);

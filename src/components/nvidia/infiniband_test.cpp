@@ -209,7 +209,9 @@ TEST(InfinibandRule, ThreeDownActiveCyclesAreAFlapStickyUntilTheHistoryGoes) {
     auto s = snapshot_of(fixture("h100-ndr-flap/0" + std::to_string(n) + "/infiniband"));
     p.play(s, now);
     r = judge(s, InfinibandPolicy{}, p.history, now);
-    if (n < 6) EXPECT_EQ(r.health(), Health::kHealthy) << n << ": " << r.summary();
+    if (n < 6) {
+      EXPECT_EQ(r.health(), Health::kHealthy) << n << ": " << r.summary();
+    }
   }
   EXPECT_EQ(p.history.size(), 6U);
   EXPECT_EQ(r.health(), Health::kUnhealthy);
