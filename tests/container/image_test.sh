@@ -16,70 +16,9 @@
 # usage: image_test.sh <build dir>
 set -euo pipefail
 
-build=${1:?usage: image_test.sh <build dir>}
-build=$(cd "$build" && pwd)
-src=$(cd "$(dirname "$0")/../.." && pwd)
-dockerd=${DOCKERD:-/usr/sbin/dockerd}
-docker_cli=${DOCKER:-/usr/bin/docker}
-
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-[[ -x $dockerd && -x $docker_cli ]] ||
-  skip "$dockerd or $docker_cli not installed (scripts/install-deps.sh installs Debian's docker.io)"
-[[ $(id -u) -eq 0 ]] || skip "dockerd needs root"
-command -v umoci >/dev/null || skip "umoci not installed (scripts/install-deps.sh installs it)"
-
-tmp=$(mktemp -d /tmp/gpud-image-test-XXXXXX)
-sock=$tmp/docker.sock
-docker() { "$docker_cli" -H "unix://$sock" "$@"; }
-cleanup() {
-  set +e
-  if [[ -S $sock ]]; then
-    docker rm -f gpud-image-test gpud-image-test-2 >/dev/null 2>&1
-  fi
-  if [[ -f $tmp/dockerd.pid ]]; then
-    local pid
-    pid=$(cat "$tmp/dockerd.pid")
-    kill "$pid" 2>/dev/null
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null
-  fi
-  # What dockerd leaves mounted under its private roots.
-  grep -o " $tmp/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# The image, built from what the build made (never rebuilding gpud).
-"$src/scripts/build-image.sh" "$build" "$tmp/image" | tail -1
-version=$(sed -n 's/^project(gpud VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
-image=gpud:$version
-
-# dockerd on private paths: no bridge or iptables rules (the container uses the host's network);
-# its own containerd (under the exec root) in its own namespace.
-name=$(basename "$tmp")
-"$dockerd" --data-root "$tmp/root" --exec-root "$tmp/exec" --pidfile "$tmp/dockerd.pid" \
-  -H "unix://$sock" --bridge=none --iptables=false --ip6tables=false --ip-masq=false \
-  --containerd-namespace "$name" --containerd-plugins-namespace "$name-plugins" \
-  --log-level=warn >"$tmp/dockerd.log" 2>&1 &
-for _ in $(seq 300); do
-  docker version >/dev/null 2>&1 && break
-  if ! kill -0 $! 2>/dev/null; then
-    skip "dockerd could not start: $(tail -3 "$tmp/dockerd.log" | tr '\n' ' ')"
-  fi
-  sleep 0.1
-done
-docker version >/dev/null 2>&1 || skip "dockerd did not answer within 30 s: $(tail -3 "$tmp/dockerd.log" | tr '\n' ' ')"
-
-# Docker 20.10 reads the tarball's manifest.json (the same blobs are an OCI layout too).
-loaded=$(docker load -i "$tmp/image/gpud-image.tar")
-[[ $loaded == *"Loaded image: $image"* ]] || fail "docker load: $loaded"
+# shellcheck source=tests/container/engine.sh
+. "$(dirname "$0")/engine.sh"
+engine_start "${1:?usage: image_test.sh <build dir>}"
 size=$(docker image inspect -f '{{.Size}}' "$image")
 compressed=$(stat -c %s "$tmp/image/gpud-image.tar")
 echo "image $image: $((size / 1024 / 1024)) MiB unpacked, $((compressed / 1024 / 1024)) MiB as a tarball"
@@ -97,61 +36,14 @@ fake_nvml=$build/libnvidia-ml.so.1
 [[ -f $fake_nvml ]] || fail "$fake_nvml not built"
 
 # The DaemonSet's settings (deploy/kubernetes/daemonset.yaml; tests/kubernetes checks the manifest
-# has exactly these). `privileged` needs every capability of the kernel: where this machine's
-# bounding set lacks one (sandboxes drop CAP_SYS_RESOURCE), runc cannot grant it, and the test
-# runs with privileged's parts instead: every capability the machine has, no seccomp or AppArmor
-# profile, unmasked /proc and /sys.
-run_gpud() {
-  local container=$1
-  shift
-  local settings=(--pid host --network host --uts host
-    -v /:/host:ro -v "$tmp/state:/var/lib/gpud" -v "$tmp/kmsg:/dev/kmsg"
-    -v "$fake_nvml:/opt/gpud-test/libnvidia-ml.so.1:ro" -v "$scenario:/opt/gpud-test/scenario.json:ro"
-    -e FAKE_NVML_SCENARIO=/opt/gpud-test/scenario.json)
-  local args=(run --host-root=/host --data-dir=/var/lib/gpud --listen-address=127.0.0.1:0
-    --metrics-listen-address=127.0.0.1:0 --nvml-lib=/opt/gpud-test/libnvidia-ml.so.1)
-  local out
-  if out=$(docker run -d --name "$container" --privileged "${settings[@]}" "$image" "${args[@]}" 2>&1); then
-    return 0
-  fi
-  [[ $out == *"unable to apply caps"* ]] || fail "docker run --privileged: $out"
-  docker rm -f "$container" >/dev/null 2>&1 || true
-  # Docker 20.10 knows the capabilities 0 (CHOWN) to 37 (AUDIT_READ), in this order.
-  local names=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP
-    LINUX_IMMUTABLE NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE
-    SYS_RAWIO SYS_CHROOT SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME
-    SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE MAC_ADMIN SYSLOG
-    WAKE_ALARM BLOCK_SUSPEND AUDIT_READ)
-  local bounding caps=() missing=() i
-  bounding=$((16#$(awk '/^CapBnd/ {print $2}' /proc/self/status)))
-  for i in "${!names[@]}"; do
-    if (((bounding >> i) & 1)); then caps+=(--cap-add "${names[i]}"); else missing+=("${names[i]}"); fi
-  done
-  echo "NOTE: runc cannot grant --privileged on this machine: its capability bounding set lacks" \
-    "${missing[*]:-a capability newer than Docker knows}; running with privileged's parts instead:" \
-    "the other $((${#caps[@]} / 2)) capabilities, no seccomp or AppArmor profile, unmasked /proc and /sys"
-  out=$(docker run -d --name "$container" "${caps[@]}" --security-opt seccomp=unconfined \
-    --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
-    "${settings[@]}" "$image" "${args[@]}" 2>&1) || fail "docker run: $out"
+# has exactly these) with this machine's / as the host.
+run_daemonset() {
+  run_gpud "$1" -v /:/host:ro -v "$tmp/state:/var/lib/gpud" -v "$tmp/kmsg:/dev/kmsg" \
+    -v "$fake_nvml:/opt/gpud-test/libnvidia-ml.so.1:ro" -v "$scenario:/opt/gpud-test/scenario.json:ro" \
+    -e FAKE_NVML_SCENARIO=/opt/gpud-test/scenario.json -- --nvml-lib=/opt/gpud-test/libnvidia-ml.so.1
 }
 
-# The address the daemon reports once it serves (it picked a free port).
-wait_for_url() {
-  local container=$1 line
-  for _ in $(seq 300); do
-    line=$(docker logs "$container" 2>&1 | grep -o 'serving https on 127.0.0.1:[0-9]*' | head -1) || true
-    if [[ -n $line ]]; then
-      echo "https://${line#serving https on }"
-      return 0
-    fi
-    [[ $(docker inspect -f '{{.State.Running}}' "$container") == true ]] ||
-      fail "the container exited: $(docker logs "$container" 2>&1 | tail -20)"
-    sleep 0.1
-  done
-  fail "gpud did not serve within 30 s: $(docker logs "$container" 2>&1 | tail -20)"
-}
-
-run_gpud gpud-image-test
+run_daemonset gpud-image-test
 url=$(wait_for_url gpud-image-test)
 healthz=$(curl -sk --max-time 5 "$url/healthz")
 [[ $(jq -r .status <<<"$healthz") == ok ]] || fail "/healthz: $healthz"
@@ -226,7 +118,7 @@ code=$(docker inspect -f '{{.State.ExitCode}}' gpud-image-test)
 # A new container (a pod replaced by a rolling update) on the same host directory keeps the Xid,
 # from the state database only: the kernel log it reads is empty now.
 : >"$tmp/kmsg"
-run_gpud gpud-image-test-2
+run_daemonset gpud-image-test-2
 url=$(wait_for_url gpud-image-test-2)
 for _ in $(seq 100); do
   state=$(xid_state "$url")
