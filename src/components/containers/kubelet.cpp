@@ -582,7 +582,7 @@ class PodsAnswerReader {
         auto line = take_line();
         if (!line) return line.error();
         size_t size = 0;
-        const std::string_view digits = line->substr(0, line->find(';'));
+        const std::string_view digits = std::string_view(*line).substr(0, line->find(';'));
         auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), size, 16);
         if (ec == std::errc::result_out_of_range) return too_large();
         if (ec != std::errc() || digits.empty()) return make_error(where_ + ": a malformed chunk");
