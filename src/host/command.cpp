@@ -59,6 +59,32 @@ std::optional<std::string> find_executable(std::string_view name, std::string_vi
   return std::nullopt;
 }
 
+std::optional<std::string> find_host_executable(std::string_view host_root, std::string_view name,
+                                                std::string_view search_path,
+                                                const std::vector<std::string>& host_roots_within) {
+  if (auto own = find_executable(name, search_path)) return own;
+  std::string root(host_root);
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (root.empty() || root == "/" || name.empty() || name.find('/') != std::string_view::npos)
+    return std::nullopt;
+  std::vector<std::string> roots = {root};
+  for (const std::string& within : host_roots_within) roots.push_back(root + within);
+  for (const std::string& r : roots) {
+    size_t start = 0;
+    while (start <= kDefaultSearchPath.size()) {
+      size_t colon = kDefaultSearchPath.find(':', start);
+      if (colon == std::string_view::npos) colon = kDefaultSearchPath.size();
+      const std::string p = r + std::string(kDefaultSearchPath.substr(start, colon - start)) + "/" +
+                            std::string(name);
+      start = colon + 1;
+      struct stat st {};
+      if (::lstat(p.c_str(), &st) != 0) continue;
+      if (S_ISLNK(st.st_mode) || is_executable_file(p)) return p;
+    }
+  }
+  return std::nullopt;
+}
+
 Result<CommandOutput> run_command(const std::vector<std::string>& argv,
                                   std::string_view search_path, std::chrono::milliseconds timeout,
                                   size_t max_output) {

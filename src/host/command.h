@@ -26,6 +26,16 @@ inline constexpr std::string_view kDefaultSearchPath =
 // skipped); a name with a '/' is taken as a path. nullopt when there is none.
 std::optional<std::string> find_executable(std::string_view name, std::string_view search_path);
 
+// `name` as the host has it installed: on gpud's own `search_path`, or, where gpud sees the host
+// under a root other than "/" (in a container, --host-root=/host), in the standard system
+// directories (kDefaultSearchPath) under `host_root` and under each of `host_roots_within` there
+// (the GPU Operator's driver root, /run/nvidia/driver). Under a root, a symbolic link counts as
+// installed whatever it points to (its target is the host's path, not the container's). For
+// knowing what is installed; what is found under a root is not run.
+std::optional<std::string> find_host_executable(
+    std::string_view host_root, std::string_view name, std::string_view search_path,
+    const std::vector<std::string>& host_roots_within = {});
+
 // Runs argv (argv[0] looked up with find_executable) with stdin from /dev/null, in a process group
 // of its own, with default signal handling and no signal blocked. At the deadline the whole group
 // is killed (SIGKILL) and the result is the error "`<argv>` timed out after <n> ms". A program that

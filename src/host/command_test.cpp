@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace gpud::host {
 namespace {
@@ -23,6 +25,37 @@ TEST(FindExecutable, SearchesEachDirectoryOfThePath) {
   EXPECT_EQ(find_executable("/bin/sh", ""), std::optional<std::string>("/bin/sh"));
   EXPECT_FALSE(find_executable(std::string(GPUD_SOURCE_DIR) + "/README.md", "").has_value())
       << "not executable";
+}
+
+// gpud in a container: the host's programs are under --host-root, in the system directories or the
+// GPU Operator's driver root, and a host's absolute symbolic link resolves only on the host.
+TEST(FindHostExecutable, OnOwnPathOrUnderTheHostRootOrADriverRootWithin) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/gpud-host-exec-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  auto program = [](const std::string& path, bool executable) {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path) << "#!/bin/sh\n";
+    fs::permissions(path, executable ? fs::perms::owner_all : fs::perms::owner_read);
+  };
+  const std::vector<std::string> driver = {"/run/nvidia/driver"};
+  EXPECT_FALSE(find_host_executable(root, "nv-fabricmanager", "", driver).has_value());
+  program(root + "/run/nvidia/driver/usr/bin/nv-fabricmanager", true);
+  EXPECT_FALSE(find_host_executable(root, "nv-fabricmanager", "").has_value())
+      << "the driver root is looked in only where asked";
+  EXPECT_EQ(find_host_executable(root + "/", "nv-fabricmanager", "", driver),
+            root + "/run/nvidia/driver/usr/bin/nv-fabricmanager");
+  program(root + "/usr/sbin/kubelet", false);
+  EXPECT_FALSE(find_host_executable(root, "kubelet", "").has_value()) << "not executable";
+  fs::create_directories(root + "/usr/local/bin");
+  fs::create_symlink("/opt/host-only/tailscaled", root + "/usr/local/bin/tailscaled");
+  EXPECT_EQ(find_host_executable(root, "tailscaled", ""), root + "/usr/local/bin/tailscaled");
+  // gpud's own search path first; the root "/" is not looked under again; no paths in names.
+  EXPECT_TRUE(find_host_executable(root, "sh", "/bin")->ends_with("/bin/sh"));
+  EXPECT_FALSE(find_host_executable("/", "gpud-no-such-program", "").has_value());
+  EXPECT_FALSE(find_host_executable(root, "../usr/sbin/kubelet", "").has_value());
+  fs::remove_all(root);
 }
 
 TEST(RunCommand, CapturesStdoutStderrAndExitStatus) {

@@ -129,7 +129,7 @@ run_gpud() {
     engine_caps_noted=1
     echo "NOTE: runc cannot grant --privileged on this machine: its capability bounding set lacks" \
       "${missing[*]:-a capability newer than Docker knows}; running with privileged's parts instead:" \
-      "the other $((${#caps[@]} / 2)) capabilities, no seccomp or AppArmor profile, unmasked /proc and /sys"
+      "the other $((${#caps[@]} / 2)) capabilities, no seccomp or AppArmor profile, unmasked /proc and /sys" >&2
   fi
   out=$(docker run -d --name "$container" "${caps[@]}" --security-opt seccomp=unconfined \
     --security-opt apparmor=unconfined --security-opt systempaths=unconfined \

@@ -56,23 +56,6 @@ std::optional<int> count_nvswitches(const host::HostFs& fs) {
   return n;
 }
 
-bool executable_on_path(std::string_view name, std::string_view path_env) {
-  size_t start = 0;
-  while (start <= path_env.size()) {
-    size_t end = path_env.find(':', start);
-    if (end == std::string_view::npos) end = path_env.size();
-    std::string dir(path_env.substr(start, end - start));
-    if (!dir.empty()) {
-      std::string p = dir + "/" + std::string(name);
-      struct stat st;
-      if (::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0)
-        return true;
-    }
-    start = end + 1;
-  }
-  return false;
-}
-
 bool tcp_port_answers(int port, std::chrono::milliseconds timeout) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
@@ -341,8 +324,12 @@ CheckResult FabricManagerComponent::evaluate(const nvml::NvmlSnapshot& snapshot)
   const catalog::ProductCaps caps = caps_of(snapshot);
   if (caps.fabric_manager || caps.fabric_state) probe.nvswitches = count_nvswitches(fs_);
   if (caps.fabric_manager) {
-    const char* path = std::getenv("PATH");
-    probe.binary_found = executable_on_path("nv-fabricmanager", path != nullptr ? path : "");
+    // In a container the host's fabric manager is under --host-root (the GPU Operator's driver
+    // container puts it in the driver root), not on gpud's own PATH.
+    probe.binary_found =
+        host::find_host_executable(config().host_root, "nv-fabricmanager",
+                                   config().executable_search_path, {"/run/nvidia/driver"})
+            .has_value();
     if (fabric_manager_service_expected(caps, probe) && probe.binary_found)
       probe.port_open = tcp_port_answers(kFabricManagerPort, std::chrono::seconds(1));
   }

@@ -22,8 +22,6 @@ inline constexpr int kFabricManagerPort = 6666;
 // Counts PCI devices with vendor 0x10de and class 0x0680xx (NVSwitch bridges) under
 // /sys/bus/pci/devices; nullopt when that directory cannot be read.
 std::optional<int> count_nvswitches(const host::HostFs& fs);
-// An executable named `name` in one of the PATH directories.
-bool executable_on_path(std::string_view name, std::string_view path_env);
 // TCP connect to 127.0.0.1:port within `timeout`.
 bool tcp_port_answers(int port, std::chrono::milliseconds timeout);
 
