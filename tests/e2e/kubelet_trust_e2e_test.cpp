@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "testing/raw_http_server.h"
 #include "tests/e2e/daemon_process.h"
@@ -114,6 +115,20 @@ TEST(KubeletTrustE2E, TricklingKubeletDoesNotHoldShutdown) {
   ASSERT_TRUE(d.ready()) << d.log();
   // The check is under way once the peer has sent a few bytes.
   ASSERT_TRUE(eventually([&] { return trickle.sent() >= 2; }, 10s)) << d.log();
+  // The liveness probe is answered while the check waits on the peer (a probe every 100 ms for 2 s,
+  // each with a 1 s limit, as the kubelet's probe has).
+  int answered = 0;
+  constexpr int kProbes = 20;
+  for (int i = 0; i < kProbes; ++i) {
+    const auto probe_start = std::chrono::steady_clock::now();
+    auto r = d.get("/healthz");
+    if (r && r->status == 200 && std::chrono::steady_clock::now() - probe_start < 1s) ++answered;
+    std::this_thread::sleep_for(100ms);
+  }
+  std::cout << "trickling kubelet: " << answered << "/" << kProbes
+            << " /healthz probes answered while the check waited; gpud peak RSS "
+            << (peak_rss(d.pid()) >> 10) << " KiB\n";
+  EXPECT_EQ(answered, kProbes);
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(d.stop(SIGTERM, 9000), 0) << d.log();
   const auto took = std::chrono::steady_clock::now() - start;
