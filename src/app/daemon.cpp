@@ -136,6 +136,9 @@ Result<void> Daemon::start() {
   metrics.describe(components::kGpuHealthMetric,
                    "Health of each NVIDIA GPU, the worst any component gives it: 1 for its current "
                    "health value (Healthy, Degraded, Unhealthy, Initializing), 0 for the others");
+  metrics.describe(components::kGpuHealthCauseMetric,
+                   "Why an NVIDIA GPU is not Healthy: 1 per cause, with the component, its health, "
+                   "suggested action and reason; none for a Healthy GPU");
   scheduler_ = std::make_unique<Scheduler>(runtime_->registry, 2, &metrics);
   if (auto r = run_init_plugins(); !r) return r;
   // The container runtimes are listed first, and the kernel log is followed once they are (or
@@ -155,6 +158,7 @@ Result<void> Daemon::start() {
   deps.metrics = &metrics;
   deps.machine_info = [this] { return machine_info(); };
   deps.gpus = [this] { return components::to_json(gpu_health()); };
+  deps.before_metrics = [this] { components::publish_gpu_health(runtime_->metrics, gpu_health()); };
   deps.web_enable = config_.web_enable;
   deps.plugins = [this] { return plugins::registered_specs(runtime_->registry); };
   deps.acknowledge_kernel_log = [this](std::string_view component,
@@ -178,7 +182,7 @@ Result<void> Daemon::start() {
     return r.error();
   }
   if (!config_.metrics_listen_address.empty()) {
-    metrics_listener_ = std::make_unique<server::MetricsListener>(metrics);
+    metrics_listener_ = std::make_unique<server::MetricsListener>(metrics, deps.before_metrics);
     if (auto r = metrics_listener_->start(config_.metrics_listen_address); !r) {
       server_->stop();
       scheduler_->stop();

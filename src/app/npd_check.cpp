@@ -106,11 +106,7 @@ std::string npd_line(std::string_view s, size_t max_bytes) {
   std::string out(s.substr(0, std::min(s.size(), max_bytes + 1)));
   std::replace(out.begin(), out.end(), '\n', ' ');
   std::replace(out.begin(), out.end(), '\r', ' ');
-  if (out.size() <= max_bytes) return out;
-  size_t cut = max_bytes;
-  // Back off continuation bytes (10xxxxxx) so that no character is split.
-  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
-  out.resize(cut);
+  out.resize(utf8_prefix(out, max_bytes).size());
   return out;
 }
 

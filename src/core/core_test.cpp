@@ -111,6 +111,17 @@ TEST(Strings, TrimAndJoin) {
   EXPECT_EQ(join({"a", "", "c"}, "; "), "a; ; c");
 }
 
+TEST(Strings, Utf8PrefixSplitsNoCharacter) {
+  EXPECT_EQ(utf8_prefix("short", 10), "short");
+  EXPECT_EQ(utf8_prefix("abcdef", 3), "abc");
+  const std::string s = "ab\xc3\xa9\xe2\x82\xac";  // "abé€"
+  EXPECT_EQ(utf8_prefix(s, 3), "ab");              // é would be split
+  EXPECT_EQ(utf8_prefix(s, 4), "ab\xc3\xa9");
+  EXPECT_EQ(utf8_prefix(s, 6), "ab\xc3\xa9");  // € would be split
+  EXPECT_EQ(utf8_prefix(s, 7), s);
+  EXPECT_EQ(utf8_prefix("\x80\x80", 1), "");
+}
+
 TEST(Strings, ToLowerChangesAsciiLettersOnly) {
   EXPECT_EQ(to_lower("Transfer-Encoding: CHUNKED"), "transfer-encoding: chunked");
   EXPECT_EQ(to_lower("\xc3\x84z9"), "\xc3\x84z9");

@@ -86,6 +86,7 @@ ErrorVerdict replay_errors(std::vector<ErrorRecord> records, const RebootThresho
   std::map<int, int> reboots_seen;  // code -> reboots since its first sighting
   int level = 0;
   const ErrorRecord* last = nullptr;
+  bool injected = false;  // every record at `level` since the last clearing was injected
   // A plain pair instead of std::optional: g++-12 -O2 warns maybe-uninitialized on the latter.
   bool has_action = false;
   RepairAction action = RepairAction::kIgnoreNoActionRequired;
@@ -102,6 +103,7 @@ ErrorVerdict replay_errors(std::vector<ErrorRecord> records, const RebootThresho
     }
     const int l = level_of(r.type);
     if (l < level) continue;  // a more severe error stays sticky
+    injected = r.injected && (last == nullptr || l > level || injected);
     level = l;
     last = &r;
     has_action = r.action.has_value();
@@ -117,6 +119,7 @@ ErrorVerdict replay_errors(std::vector<ErrorRecord> records, const RebootThresho
   v.last_code = last->code;
   v.health = level == 2 ? Health::kUnhealthy : level == 1 ? Health::kDegraded : Health::kHealthy;
   v.reason = last->reason;
+  v.injected = injected;
   if (has_action && v.health != Health::kHealthy)
     v.actions = SuggestedActions{describe_repair_action(action), {action}};
   return v;
@@ -156,7 +159,7 @@ ErrorVerdict replay_errors_per_device(std::vector<ErrorRecord> records,
     errors.insert(errors.end(), reboots.begin(), reboots.end());
     ErrorVerdict v = replay_errors(std::move(errors), thresholds);
     if (v.last_code == 0 && v.reason.empty()) continue;  // cleared by a reboot
-    DeviceError d{device, v.last_code, v.health, std::nullopt, v.reason};
+    DeviceError d{device, v.last_code, v.health, std::nullopt, v.reason, v.injected};
     if (v.actions && !v.actions->repair_actions.empty()) d.action = v.actions->repair_actions[0];
     out.devices.push_back(std::move(d));
   }

@@ -45,7 +45,8 @@ struct ErrorRecord {
   EventType type = EventType::kWarning;
   std::optional<RepairAction> action;  // the catalog's first repair action
   std::string reason;                  // what the state says when this record is the last error
-  std::string device;  // the GPU's or NVSwitch's PCI bus id ("": none named); reboots: unused
+  std::string device;     // the GPU's or NVSwitch's PCI bus id ("": none named); reboots: unused
+  bool injected = false;  // written by gpud inject-fault, not by the driver
 };
 
 // One device's current error in a per-device replay.
@@ -55,13 +56,17 @@ struct DeviceError {
   Health health = Health::kHealthy;
   std::optional<RepairAction> action;
   std::string reason;
+  bool injected = false;  // ErrorVerdict::injected of its replay
 };
 
 struct ErrorVerdict {
   Health health = Health::kHealthy;
   std::string reason;  // empty when no error is current
   std::optional<SuggestedActions> actions;
-  int last_code = 0;                 // 0: none
+  int last_code = 0;  // 0: none
+  // Every error the verdict stands on (those at its level since the last reboot that cleared
+  // them) was injected: a drill, which alerts leave out.
+  bool injected = false;
   std::vector<DeviceError> devices;  // replay_errors_per_device: each device with a current error
 };
 

@@ -118,6 +118,31 @@ TEST(XidReplay, HardwareInspectionSurvivesReboot) {
   EXPECT_EQ(v.health, Health::kUnhealthy);
   EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kHardwareInspection});
 }
+// A verdict that stands only on drills (gpud inject-fault) says so; one real error of its level
+// among them makes it real.
+TEST(XidReplay, AVerdictOnDrillsAloneIsInjected) {
+  auto drill = [](int h, EventType type) {
+    ErrorRecord r = err(h, 79, type);
+    r.injected = true;
+    return r;
+  };
+  EXPECT_TRUE(replay_errors({drill(1, EventType::kFatal)}, {}).injected);
+  EXPECT_FALSE(replay_errors({err(1, 79, EventType::kFatal)}, {}).injected);
+  EXPECT_FALSE(
+      replay_errors({err(1, 79, EventType::kFatal), drill(2, EventType::kFatal)}, {}).injected);
+  EXPECT_FALSE(
+      replay_errors({drill(1, EventType::kFatal), err(2, 79, EventType::kFatal)}, {}).injected);
+  // A real Warning under an injected Fatal: the Fatal verdict is the drill's.
+  EXPECT_TRUE(
+      replay_errors({err(1, 13, EventType::kWarning), drill(2, EventType::kFatal)}, {}).injected);
+  // A real error cleared by a reboot, then a drill.
+  EXPECT_TRUE(
+      replay_errors({err(1, 79, EventType::kFatal), reboot(2), drill(3, EventType::kFatal)}, {})
+          .injected);
+  auto per_device = replay_errors_per_device({drill(1, EventType::kFatal)}, {});
+  ASSERT_EQ(per_device.devices.size(), 1u);
+  EXPECT_TRUE(per_device.devices[0].injected);
+}
 TEST(XidReplay, ErrorWithoutActionSurvivesReboot) {
   auto v = replay_errors({err(1, 5, EventType::kFatal, std::nullopt), reboot(2)}, {});
   EXPECT_EQ(v.health, Health::kUnhealthy);

@@ -103,6 +103,11 @@ LineRule pattern_rule(std::vector<Literal> literals, std::string name, std::stri
 // and marks each event the line makes: extra_info["injected"] = true and " (injected)" after the
 // message (which every component's reason shows). No kernel or driver prints it.
 inline constexpr std::string_view kInjectedMarker = " [gpud inject-fault]";
+// Whether the matcher marked `extra_info` (a Match's, or the Event's made from it) injected.
+inline bool marked_injected(const nlohmann::json& extra_info) {
+  auto it = extra_info.find("injected");
+  return it != extra_info.end() && it->is_boolean() && it->get<bool>();
+}
 
 // The start of a message, for a rule about a line its driver prints: "^" and what may come
 // before the driver's own text, which is only the caller id ("[  T1234] ", "[    C3] ") that a

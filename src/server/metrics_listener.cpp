@@ -36,7 +36,9 @@ ConnectionLimits scrape_limits() {
 
 }  // namespace
 
-MetricsListener::MetricsListener(const MetricRegistry& metrics) : metrics_(metrics) {}
+MetricsListener::MetricsListener(const MetricRegistry& metrics,
+                                 std::function<void()> before_metrics)
+    : metrics_(metrics), before_metrics_(std::move(before_metrics)) {}
 
 MetricsListener::~MetricsListener() { stop(); }
 
@@ -57,7 +59,9 @@ Result<void> MetricsListener::start(const std::string& address) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   const MetricRegistry* metrics = &metrics_;
-  http.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
+  const std::function<void()>* before = &before_metrics_;
+  http.Get("/metrics", [metrics, before](const httplib::Request&, httplib::Response& res) {
+    if (*before) (*before)();
     res.set_content(metrics->prometheus_text(), "text/plain; version=0.0.4; charset=utf-8");
   });
   // Everything else, whatever the method: this listener has no API.

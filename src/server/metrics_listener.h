@@ -2,6 +2,7 @@
 // nothing else, for Prometheus fleets that scrape node_exporter and dcgm-exporter the same way.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -12,7 +13,9 @@ namespace gpud::server {
 
 class MetricsListener {
  public:
-  explicit MetricsListener(const MetricRegistry& metrics);
+  // `before_metrics`, when set, runs before each /metrics renders (server::Deps::before_metrics).
+  explicit MetricsListener(const MetricRegistry& metrics,
+                           std::function<void()> before_metrics = nullptr);
   ~MetricsListener();
   MetricsListener(const MetricsListener&) = delete;
   MetricsListener& operator=(const MetricsListener&) = delete;
@@ -26,6 +29,7 @@ class MetricsListener {
  private:
   struct Impl;
   const MetricRegistry& metrics_;
+  std::function<void()> before_metrics_;
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
 };

@@ -96,6 +96,7 @@ void register_admin_routes(httplib::Server& http, const ServerDeps& deps) {
   });
 
   http.Get("/metrics", [d](const httplib::Request&, httplib::Response& res) {
+    if (d->before_metrics) d->before_metrics();
     res.status = 200;
     res.set_content(d->metrics != nullptr ? d->metrics->prometheus_text() : std::string(),
                     "text/plain; version=0.0.4; charset=utf-8");

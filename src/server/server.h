@@ -38,6 +38,10 @@ struct ServerDeps {
   // GET /v1/gpus: each GPU's health over the components' latest states (components::gpu_health),
   // from caches only. Unset: the endpoint answers 501.
   std::function<nlohmann::json()> gpus = nullptr;
+  // Run before GET /metrics renders: brings the series computed from other state (the per-GPU
+  // health, from the components' latest states) up to date, so that a scrape never pairs a
+  // component's new health with a GPU's old one. Unset: nothing.
+  std::function<void()> before_metrics = nullptr;
   // GET /v1/plugins: the specs of the custom plugins registered now (app/ knows the plugins).
   // Unset: an empty list.
   std::function<nlohmann::json()> plugins = nullptr;

@@ -27,10 +27,7 @@ std::optional<RepairAction> first_action(const HealthState& s) {
 std::string bounded(std::string text) {
   if (text.size() <= kMaxMessageBytes) return text;
   const std::string more = fmt::format(" ... ({} more bytes)", text.size());
-  size_t cut = kMaxMessageBytes - more.size();
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  text.resize(cut);
-  return text + more;
+  return std::string(utf8_prefix(text, kMaxMessageBytes - more.size())) + more;
 }
 
 std::string node_path(const std::string& node) { return "/api/v1/nodes/" + node; }

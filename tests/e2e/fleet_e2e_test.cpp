@@ -60,8 +60,12 @@ class WebhookReceiver {
         std::lock_guard lock(mu_);
         notifications_.push_back({SteadyClock::now(), body});
       }
+      std::string names;
+      for (const Json& a : body["alerts"])
+        names += " " + a["labels"].value("alertname", "?") + "(" + a.value("status", "?") + ")";
       std::cout << "[ fleet ] notification: " << body.value("status", "?") << " "
-                << body["groupLabels"].dump() << " " << body["alerts"].size() << " alert(s)\n";
+                << body["groupLabels"].dump() << " " << body["alerts"].size()
+                << " alert(s):" << names << "\n";
       res.set_content("{}", "application/json");
     });
     port_ = server_.bind_to_any_port("127.0.0.1");
@@ -145,7 +149,7 @@ TEST(FleetE2E, OneBadGpuPagesOnceResolvesWithSetHealthyAndADeadDaemonPages) {
   const std::string alerts_yml = dir + "/gpud-alerts.yml";
   std::ofstream(alerts_yml) << replace_all(
       read_file(source_dir + "/deploy/prometheus/gpud-alerts.yml"), "for: ([0-9]+)m", "for: $1s",
-      5);
+      7);
   const std::string dcgm_yml = source_dir + "/deploy/prometheus/dcgm-compat-rules.yml";
 
   // The shipped Alertmanager example with its timers scaled and the webhook pointed here.

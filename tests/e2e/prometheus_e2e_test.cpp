@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "kmsg/writer.h"
 #include "tests/e2e/daemon_process.h"
 #include "tests/e2e/prometheus_stack.h"
 
@@ -156,7 +157,7 @@ TEST(PrometheusE2E, ScrapesGpudOverTlsAndEvaluatesTheAlertRules) {
     size_t ok = 0;
     for (const Json& g : groups)
       for (const Json& r : g["rules"]) ok += r.value("health", "") == "ok";
-    return ok == 9;
+    return ok == 11;
   });
   EXPECT_TRUE(evaluated) << groups.dump(1);
   std::set<std::string> alerts;
@@ -166,10 +167,11 @@ TEST(PrometheusE2E, ScrapesGpudOverTlsAndEvaluatesTheAlertRules) {
       EXPECT_EQ(r.value("health", ""), "ok") << r.dump();
       EXPECT_EQ(r.value("lastError", ""), "") << r.dump();
     }
-  EXPECT_EQ(alerts, (std::set<std::string>{"GpudComponentUnhealthy", "GpuFatalXid",
-                                           "NvSwitchFatalSxid", "GpuRowRemappingPending",
-                                           "GpuRowRemappingFailed", "GpuHwSlowdown",
-                                           "GpuCountBelowExpected", "GpudDown", "GpudAbsent"}));
+  EXPECT_EQ(alerts,
+            (std::set<std::string>{"GpudComponentUnhealthy", "GpuFatalXid", "NvSwitchFatalSxid",
+                                   "GpuRowRemappingPending", "GpuRowRemappingFailed",
+                                   "GpuHwSlowdown", "GpuCountBelowExpected", "GpuUnhealthy",
+                                   "NvmlNotAnswering", "GpudDown", "GpudAbsent"}));
 
   // 8 < 9 GPUs: GpuCountBelowExpected is pending (it fires after 2 minutes).
   Json count_alert;
@@ -181,8 +183,8 @@ TEST(PrometheusE2E, ScrapesGpudOverTlsAndEvaluatesTheAlertRules) {
   EXPECT_EQ(count_alert[0]["metric"].value("instance", ""), instance);
   EXPECT_EQ(count_alert[0]["metric"].value("severity", ""), "critical");
 
-  // A fatal Xid 79 on GPU 0 and a fatal SXid on an NVSwitch fire their alerts at once, labelled
-  // with the device.
+  // A drill first: an Xid 79 on GPU 0 and a fatal SXid injected (POST /inject-fault) are counted
+  // under injected="true", and the alerts leave them out.
   Json gpu0 = api.query("accelerator_nvidia_temperature_current_celsius{job=\"gpud\",gpu=\"0\"}");
   ASSERT_EQ(gpu0.size(), 1u);
   const std::string bus0 = gpu0[0]["metric"].value("pci_bus_id", "");
@@ -195,6 +197,31 @@ TEST(PrometheusE2E, ScrapesGpudOverTlsAndEvaluatesTheAlertRules) {
     auto r = cli.Post("/inject-fault", body, "application/json");
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
+  }
+  Json drills;
+  ASSERT_TRUE(wait_until(
+      deadline,
+      [&] {
+        drills = api.query(
+            "{__name__=~\"accelerator_nvidia_s?xid_errors_total\",job=\"gpud\",injected=\"true\"}");
+        return drills.size() == 2;
+      }))
+      << drills.dump() << "\n"
+      << gpud.log();
+  // Two rule evaluations after the drills were scraped: neither fatal alert is pending or firing.
+  std::this_thread::sleep_for(2500ms);
+  Json drill_alerts = api.query("ALERTS{alertname=~\"GpuFatalXid|NvSwitchFatalSxid\"}");
+  EXPECT_TRUE(drill_alerts.empty()) << drill_alerts.dump();
+
+  // The same faults from the driver (the kernel log the daemon follows) fire their alerts at once,
+  // labelled with the device.
+  {
+    std::ofstream log(kmsg, std::ios::app);
+    log << xid_kmsg_record(100, bus0, 79);
+    double uptime_s = 0;
+    std::ifstream("/proc/uptime") >> uptime_s;
+    log << "4,101," << static_cast<long>(uptime_s * 1e6) << ",-;"
+        << kmsg::sxid_line(20034, "0000:05:00.0") << "\n";
   }
   Json xid_alert, sxid_alert;
   wait_until(deadline, [&] {
@@ -216,7 +243,9 @@ TEST(PrometheusE2E, ScrapesGpudOverTlsAndEvaluatesTheAlertRules) {
   // none of the node's devices is counted under "unknown" (bounded series), and the alert still
   // fires.
   EXPECT_EQ(sxid_alert[0]["metric"].value("pci_bus_id", ""), "unknown");
-  // Nothing else fires: apart from its GPU count the node is healthy, and gpud is up.
+  EXPECT_EQ(m.value("injected", ""), "");
+  // Nothing else fires: apart from its GPU count the node is healthy, and gpud is up (GpuUnhealthy
+  // for GPU 0 waits out its `for`).
   Json firing =
       api.query("ALERTS{alertstate=\"firing\",alertname!~\"GpuFatalXid|NvSwitchFatalSxid\"}");
   EXPECT_TRUE(firing.empty()) << firing.dump();

@@ -17,7 +17,7 @@ namespace gpud::components {
 
 namespace {
 
-bool injected(const Event& e) { return e.extra_info.value("injected", false); }
+bool injected(const Event& e) { return kmsg::marked_injected(e.extra_info); }
 std::string injected_note(bool any) { return any ? " (injected)" : ""; }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "components/nvidia/nvidia_component.h"
 #include "core/pci_address.h"
+#include "core/strings.h"
 
 namespace gpud::components {
 
@@ -35,12 +36,12 @@ std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
     out.push_back(std::move(h));
   }
   auto add = [](GpuHealth& gpu, const HealthState& s, Health health, std::string reason,
-                const std::string& action = {}) {
+                const std::string& action = {}, bool injected = false) {
     if (health == Health::kHealthy) return;
     std::optional<RepairAction> a = parse_repair_action(action);
     if (!a && s.suggested_actions && !s.suggested_actions->repair_actions.empty())
       a = s.suggested_actions->repair_actions.front();
-    gpu.causes.push_back({s.component, health, std::move(reason), a});
+    gpu.causes.push_back({s.component, health, std::move(reason), a, injected});
   };
   for (const HealthState& s : states) {
     for (const auto& f : array_of(s, "gpu_findings")) {
@@ -57,7 +58,8 @@ std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
       auto health = parse_health(text_of(d, "health"));
       for (auto& gpu : out)
         if (!bus.empty() && normalize_pci_bus_id(gpu.pci_bus_id) == bus && health)
-          add(gpu, s, *health, text_of(d, "reason"), text_of(d, "suggested_action"));
+          add(gpu, s, *health, text_of(d, "reason"), text_of(d, "suggested_action"),
+              d.value("injected", nlohmann::json(false)) == true);
     }
     // A fault of NVML itself (missing, failed, hung) is every GPU's.
     if (s.component == kNvmlFaultOwner && s.health != Health::kHealthy &&
@@ -102,6 +104,21 @@ void publish_gpu_health(MetricRegistry& metrics, const std::vector<GpuHealth>& g
                                  {"health", std::string(to_string(h))}},
                           h == g.health ? 1.0 : 0.0);
   metrics.replace_series("", kGpuHealthMetric, series);
+  std::vector<std::pair<Labels, double>> causes;
+  for (const auto& g : gpus)
+    for (const auto& c : g.causes) {
+      causes.emplace_back(
+          Labels{{"gpu", std::to_string(g.index)},
+                 {"uuid", g.uuid},
+                 {"pci_bus_id", g.pci_bus_id},
+                 {"component", c.component},
+                 {"health", std::string(to_string(c.health))},
+                 {"suggested_action", c.action ? std::string(to_string(*c.action)) : ""},
+                 {"reason", std::string(utf8_prefix(c.reason, kGpuHealthCauseReasonBytes))}},
+          1.0);
+      if (c.injected) causes.back().first["injected"] = "true";
+    }
+  metrics.replace_series("", kGpuHealthCauseMetric, causes);
 }
 
 }  // namespace gpud::components

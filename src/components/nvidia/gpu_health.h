@@ -19,6 +19,12 @@ namespace gpud::components {
 
 // The per-GPU metric, one-hot over the health values like gpud_component_health.
 inline constexpr const char* kGpuHealthMetric = "accelerator_nvidia_gpu_health";
+// Why a GPU is not Healthy: one series (value 1) per cause of each GPU, labelled with the GPU, the
+// component, the cause's health, its suggested action ("" when none) and its reason (cut at
+// kGpuHealthCauseReasonBytes), and injected="true" for a drill; none for a Healthy GPU. What a
+// per-GPU alert says.
+inline constexpr const char* kGpuHealthCauseMetric = "accelerator_nvidia_gpu_health_cause";
+inline constexpr size_t kGpuHealthCauseReasonBytes = 200;
 
 struct GpuHealthCause {
   std::string component;
@@ -27,6 +33,7 @@ struct GpuHealthCause {
   // The finding's own suggested action, else the component state's first; none when neither has
   // one.
   std::optional<RepairAction> action;
+  bool injected = false;  // the finding stands on faults gpud injected (a drill)
 };
 
 struct GpuHealth {
@@ -46,7 +53,7 @@ std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
 nlohmann::json to_json(const std::vector<GpuHealth>& gpus);
 
 // Replaces the kGpuHealthMetric series with one per GPU and health value (1 for its health, 0 for
-// the others); none when `gpus` is empty.
+// the others), and the kGpuHealthCauseMetric series with one per cause; none when `gpus` is empty.
 void publish_gpu_health(MetricRegistry& metrics, const std::vector<GpuHealth>& gpus);
 
 }  // namespace gpud::components

@@ -113,6 +113,47 @@ TEST(GpuHealth, EachCauseCarriesItsSuggestedAction) {
   EXPECT_EQ(gpus[2].causes.at(0).action, std::nullopt);
 }
 
+// What a per-GPU alert reads: one cause series per cause, with its component, health, action and
+// reason (cut on a character boundary), none for a Healthy GPU; a GPU that recovers loses its.
+TEST(GpuHealth, CausesArePublishedPerGpuAndGoneOnRecovery) {
+  HealthState xid = health_state("accelerator-nvidia-error-xid", Health::kUnhealthy, "Xid 79");
+  xid.extra_info["devices"] =
+      R"([{"pci_bus_id":"0000:2a:00.0","code":79,"health":"Unhealthy","suggested_action":"REBOOT_SYSTEM","reason":"XID 79 GPU has fallen off the bus"}])";
+  HealthState hot = health_state("accelerator-nvidia-temperature", Health::kDegraded);
+  const std::string long_reason = std::string(kGpuHealthCauseReasonBytes - 1, 'x') + "\xc3\xa9";
+  hot.extra_info["gpu_findings"] =
+      nlohmann::json::array({{{"gpu", 1}, {"health", "Degraded"}, {"reason", long_reason}}}).dump();
+  MetricRegistry m;
+  publish_gpu_health(m, gpu_health(four_gpus(), {xid, hot}));
+  std::string text = m.prometheus_text();
+  EXPECT_NE(text.find("accelerator_nvidia_gpu_health_cause{component=\"accelerator-nvidia-error-"
+                      "xid\",gpu=\"1\",health=\"Unhealthy\",pci_bus_id=\"0000:2a:00.0\",reason="
+                      "\"XID 79 GPU has fallen off the bus\",suggested_action=\"REBOOT_SYSTEM\","
+                      "uuid=\"GPU-1\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("health=\"Degraded\",pci_bus_id=\"0000:2a:00.0\",reason=\"" +
+                std::string(kGpuHealthCauseReasonBytes - 1, 'x') + "\",suggested_action=\"\""),
+      std::string::npos)
+      << "cut before the character that does not fit: " << text;
+  EXPECT_EQ(text.find("gpu_health_cause{component=\"accelerator-nvidia-error-xid\",gpu=\"0\""),
+            std::string::npos);
+
+  // A drill's cause says so.
+  xid.extra_info["devices"] =
+      R"js([{"pci_bus_id":"0000:2a:00.0","code":79,"health":"Unhealthy","suggested_action":"REBOOT_SYSTEM","reason":"XID 79 (injected)","injected":true}])js";
+  publish_gpu_health(m, gpu_health(four_gpus(), {xid}));
+  EXPECT_NE(m.prometheus_text().find("accelerator_nvidia_gpu_health_cause{component=\"accelerator-"
+                                     "nvidia-error-xid\",gpu=\"1\",health=\"Unhealthy\","
+                                     "injected=\"true\""),
+            std::string::npos)
+      << m.prometheus_text();
+
+  publish_gpu_health(m, gpu_health(four_gpus(), {}));
+  EXPECT_EQ(m.prometheus_text().find("accelerator_nvidia_gpu_health_cause{"), std::string::npos);
+}
+
 TEST(GpuHealth, GarbledFindingsAreIgnoredNotFatal) {
   HealthState s = health_state("accelerator-nvidia-ecc", Health::kUnhealthy);
   s.extra_info["gpu_findings"] =

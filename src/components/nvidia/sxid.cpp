@@ -63,11 +63,13 @@ kmsg::ComponentRules sxid_kernel_log_rules() {
   };
   r.count = [](MetricRegistry& metrics, const kmsg::StoredMatch& s) {
     if (!s.match.extra_info.contains("sxid")) return;
-    metrics.add(kSxidComponent, kSxidErrorsTotal, 1,
-                {{"uuid", std::string(s.uuid)},
-                 {"pci_bus_id", std::string(s.bus_label)},
-                 {"sxid", std::to_string(s.match.extra_info.value("sxid", 0))},
-                 {"type", std::string(to_string(s.match.type))}});
+    Labels labels{{"uuid", std::string(s.uuid)},
+                  {"pci_bus_id", std::string(s.bus_label)},
+                  {"sxid", std::to_string(s.match.extra_info.value("sxid", 0))},
+                  {"type", std::string(to_string(s.match.type))}};
+    // A fault gpud injected (POST /inject-fault) is counted apart: alerts leave it out.
+    if (kmsg::marked_injected(s.match.extra_info)) labels["injected"] = "true";
+    metrics.add(kSxidComponent, kSxidErrorsTotal, 1, labels);
   };
   return r;
 }

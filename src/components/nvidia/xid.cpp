@@ -38,6 +38,7 @@ ErrorRecord to_error_record(const Event& e, std::string_view code_key) {
   const std::string uuid = x.value("gpu_uuid", std::string());
   if (!uuid.empty()) r.reason += " UUID:" + uuid;
   r.device = !bus.empty() ? bus : uuid;
+  r.injected = kmsg::marked_injected(x);
   return r;
 }
 
@@ -73,12 +74,14 @@ CheckResult error_check_result(std::string_view component, const ErrorVerdict& v
   if (!v.devices.empty()) {
     // Each device with a current error, worst first: what an operator isolates or inspects.
     nlohmann::json devices = nlohmann::json::array();
-    for (const DeviceError& d : v.devices)
+    for (const DeviceError& d : v.devices) {
       devices.push_back({{"pci_bus_id", d.device},
                          {"code", d.code},
                          {"health", std::string(to_string(d.health))},
                          {"suggested_action", d.action ? std::string(to_string(*d.action)) : ""},
                          {"reason", d.reason}});
+      if (d.injected) devices.back()["injected"] = true;
+    }
     r.states.front().extra_info["devices"] = devices.dump();
   }
   r.detail = fmt::format("{} events in the lookback: {}\n", what, total);
@@ -391,11 +394,13 @@ kmsg::ComponentRules xid_kernel_log_rules() {
     if (!s.match.extra_info.contains("xid")) return;
     const int code = s.match.extra_info.value("xid", 0);
     const std::string uuid(s.uuid), bus(s.bus_label);
-    metrics.add(kXidComponent, kXidErrorsTotal, 1,
-                {{"uuid", uuid},
-                 {"pci_bus_id", bus},
-                 {"xid", std::to_string(code)},
-                 {"type", std::string(to_string(s.match.type))}});
+    Labels labels{{"uuid", uuid},
+                  {"pci_bus_id", bus},
+                  {"xid", std::to_string(code)},
+                  {"type", std::string(to_string(s.match.type))}};
+    // A fault gpud injected (POST /inject-fault) is counted apart: alerts leave it out.
+    if (kmsg::marked_injected(s.match.extra_info)) labels["injected"] = "true";
+    metrics.add(kXidComponent, kXidErrorsTotal, 1, labels);
     metrics.set(kXidComponent, kXidLastCode, code, {{"uuid", uuid}, {"pci_bus_id", bus}});
   };
   return r;

@@ -251,6 +251,21 @@ TEST(XidRule, AnXidOnAnotherGpuDoesNotHideTheFirst) {
   EXPECT_EQ(devices[1]["suggested_action"], "REBOOT_SYSTEM");
 }
 
+// A device whose error is a drill (gpud inject-fault) is marked so for the per-GPU view; the real
+// fault of another GPU is not.
+TEST(XidRule, ADrillsDeviceIsMarkedInjected) {
+  Event drill = xid_event(1, 79, "0000:3b:00.0", "GPU-3");
+  drill.extra_info["injected"] = true;
+  auto v = evaluate_xid({drill, xid_event(2, 48, "0000:1a:00.0", "GPU-0")}, {}, {}, false);
+  CheckResult r = error_check_result(kXidComponent, v, "XIDComponent", 0, {}, at(3));
+  auto devices = nlohmann::json::parse(r.states.front().extra_info.at("devices"));
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices[0]["pci_bus_id"], "0000:1a:00.0");
+  EXPECT_FALSE(devices[0].contains("injected"));
+  EXPECT_EQ(devices[1]["pci_bus_id"], "0000:3b:00.0");
+  EXPECT_EQ(devices[1]["injected"], true);
+}
+
 TEST(XidRule, RebootClearsAndRepeatsEscalate) {
   EXPECT_EQ(evaluate_xid({xid_event(1, 79)}, {at(2)}, {}, false).health, Health::kHealthy);
   auto v = evaluate_xid({xid_event(1, 79), xid_event(3, 79), xid_event(5, 79)}, {at(2), at(4)}, {},
@@ -636,6 +651,35 @@ TEST(XidCounters, XidAndSxidCountersCarryTheEventType) {
       << text;
   EXPECT_NE(text.find("accelerator_nvidia_sxid_errors_total{gpud_component=\"accelerator-nvidia-"
                       "error-sxid\",pci_bus_id=\"0000:05:00.0\",sxid=\"20034\",type=\"Fatal\""),
+            std::string::npos)
+      << text;
+}
+
+// A drill (gpud inject-fault) is counted, under injected="true", apart from the real fault of the
+// same GPU and code, so that alerts can leave it out.
+TEST(XidCounters, InjectedXidAndSxidAreCountedApart) {
+  Env env;
+  kmsg::KernelLogDispatcher d(xid_and_sxid_rules(), env.events, env.metrics, {}, {},
+                              [](std::string_view) {
+                                return kmsg::BusIdentity{true, ""};
+                              });
+  const std::string marker(kmsg::kInjectedMarker);
+  EXPECT_EQ(d.feed_message(kmsg::xid_line(79, "0000:3b:00.0") + marker, kT), 1);
+  EXPECT_EQ(d.feed_message(kmsg::xid_line(79, "0000:3b:00.0"), kT + std::chrono::seconds(1)), 1);
+  EXPECT_EQ(d.feed_message(kmsg::sxid_line(20034, "0000:05:00.0") + marker, kT), 1);
+  const std::string text = env.metrics.prometheus_text();
+  EXPECT_NE(text.find("accelerator_nvidia_xid_errors_total{gpud_component=\"accelerator-nvidia-"
+                      "error-xid\",injected=\"true\",pci_bus_id=\"0000:3b:00.0\",type=\"Fatal\","
+                      "uuid=\"\",xid=\"79\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("accelerator_nvidia_xid_errors_total{gpud_component=\"accelerator-nvidia-"
+                      "error-xid\",pci_bus_id=\"0000:3b:00.0\",type=\"Fatal\",uuid=\"\","
+                      "xid=\"79\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("accelerator_nvidia_sxid_errors_total{gpud_component=\"accelerator-nvidia-"
+                      "error-sxid\",injected=\"true\",pci_bus_id=\"0000:05:00.0\""),
             std::string::npos)
       << text;
 }
