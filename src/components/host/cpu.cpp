@@ -100,8 +100,11 @@ kmsg::ComponentRules cpu_kernel_log_rules() {
   kmsg::ComponentRules r;
   r.component = "cpu";
   r.lines = {
+      // kernel/hung_task.c (2.6.3x-6.x): "INFO: task %s:%d blocked for more than %ld seconds.";
+      // the comm may hold spaces and colons, the pid is the last ":N" before " blocked".
       kmsg::pattern_rule({{"blocked for more than"}}, "cpu_blocked_too_long",
-                         R"((?:INFO: )?task (\S+:\d+) .*blocked for more than \d+ seconds)",
+                         std::string(kmsg::kMessageStart) +
+                             R"(INFO: task (.+:\d+) blocked for more than \d+ seconds)",
                          "CPU task blocked for more than 120 seconds ({})", "task"),
       kmsg::pattern_rule({{"soft lockup", "lockup"}}, "cpu_soft_lockup",
                          R"(soft lockup - CPU#\d+ stuck for \d+s! \[(.+:\d+)\])",
