@@ -166,6 +166,27 @@ class OomReport : public kmsg::LineSequence {
   bool sacrificed_ = false;  // its line offered to "sacrifice child": a child may die instead
 };
 
+// drivers/edac/edac_mc.c edac_ce_error / edac_ue_error (3.x-6.x) through edac_mc_printk's "EDAC
+// MC%d: ": "%d CE %s%son %s (...)" and "%d UE %s%son %s (...)".
+std::optional<kmsg::Match> match_edac(std::string_view s) {
+  static const RE2 kRe(std::string(kmsg::kMessageStart) +
+                       R"(EDAC MC(\d+): (\d+) (CE|UE) (.*?)(?: \(|$))");
+  int mc = 0;
+  long long count = 0;
+  std::string kind, what;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &mc, &count, &kind, &what))
+    return std::nullopt;
+  const bool ue = kind == "UE";
+  kmsg::Match m;
+  m.name = ue ? "edac_uncorrectable_errors" : "edac_correctable_errors";
+  m.type = ue ? EventType::kCritical : EventType::kWarning;
+  m.message = kmsg::sanitize_utf8(fmt::format("{} {} memory error(s) on memory controller {}: {}",
+                                              count, ue ? "uncorrectable" : "correctable", mc,
+                                              what.substr(0, 200)));
+  m.extra_info = {{"mc", mc}, {"count", count}, {"log_line", kmsg::log_line_excerpt(s)}};
+  return m;
+}
+
 }  // namespace
 
 kmsg::ComponentRules memory_kernel_log_rules() {
@@ -186,6 +207,8 @@ kmsg::ComponentRules memory_kernel_log_rules() {
           start +
               R"(Kernel panic - not syncing: (Out of memory(?:: \S+ panic_on_oom is enabled| and no killable processes\.\.\.)|System is deadlocked on memory))",
           "kernel panic on out of memory ({})", "reason"),
+      // Every CE/UE line (3.5+) holds "page:0x%lx offset:0x%lx grain:%ld".
+      {{{"offset:0x"}}, match_edac},
   };
   r.sequences.push_back(
       {{{"oom-killer"}, {"oom-kill:constraint"}, {"Kill process"}, {"Killed process"}},
