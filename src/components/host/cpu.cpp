@@ -148,11 +148,11 @@ kmsg::ComponentRules cpu_kernel_log_rules() {
       // stalls on CPUs/tasks:", "INFO: %s self-detected stall on CPU"; tree_exp.h "INFO: %s
       // detected expedited stalls on CPUs/tasks: {".
       kmsg::pattern_rule(
-          {{"detected stall"}, {"detected expedited stall"}}, "cpu_rcu_stall",
+          {{"stalls on CPUs"}, {"self-detected stall"}}, "cpu_rcu_stall",
           std::string(kmsg::kMessageStart) +
               R"((?:rcu: )?INFO: (\S+) (?:self-detected stall on CPU|detected (?:expedited )?stalls on CPUs/tasks))",
           "RCU stall detected ({})", "flavor"),
-      {{{"Machine Check"}}, match_machine_check},
+      {{{"Machine Check", "hine Check"}}, match_machine_check},
   };
   return r;
 }

@@ -271,7 +271,8 @@ kmsg::ComponentRules disk_kernel_log_rules() {
       // CSTS=..."; core.c (4.15-6.x): "resetting controller due to AER" (dev_warn on the
       // controller: "nvme nvme0: ").
       kmsg::pattern_rule(
-          {{"will reset: CSTS"}, {"resetting controller due to"}}, "nvme_controller_reset",
+          {{"will reset: CSTS", "set: CSTS"}, {"resetting controller due to", "ler due to"}},
+          "nvme_controller_reset",
           start +
               R"(nvme (nvme[0-9]+): (?:controller is down; will reset: CSTS=|resetting controller due to ))",
           "NVMe controller reset ({})", "device"),
@@ -279,7 +280,7 @@ kmsg::ComponentRules disk_kernel_log_rules() {
       // "... Detected. Shutting down filesystem" / "Corruption of in-memory data detected.
       // Shutting down filesystem", 5.17+ "%s (0x%x) detected at %pS (%s:%d).  Shutting down
       // filesystem.".
-      kmsg::pattern_rule({{"Shutting down filesystem"}}, "xfs_filesystem_shutdown",
+      kmsg::pattern_rule({{"Shutting down filesystem", "ng down"}}, "xfs_filesystem_shutdown",
                          start + R"(XFS \(([^)\s]+)\): .*[Dd]etected.*Shutting down filesystem)",
                          "XFS filesystem shut down ({})", "device"),
       // fs/btrfs (super.c __btrfs_handle_fs_error, messages.c since 6.2): "forced readonly"
@@ -291,7 +292,7 @@ kmsg::ComponentRules disk_kernel_log_rules() {
       // "print_req_error: " or the caller, 5.16+ nothing before "%s error, dev %s, sector %llu";
       // the error is one of blk_errors[]'s names.
       kmsg::pattern_rule(
-          {{"error, dev "}}, "block_io_error",
+          {{", sector "}}, "block_io_error",
           start +
               R"((?:(?:end_request|blk_update_request|print_req_error): )?(?:I/O|critical medium|critical target|timeout|recoverable transport|critical nexus|critical space allocation|protection|operation not supported) error, dev ([^,\s]+), sector [0-9]+)",
           "block device I/O error ({})", "device"),

@@ -203,7 +203,7 @@ kmsg::ComponentRules memory_kernel_log_rules() {
                          start + R"(Out of memory and no killable processes)",
                          "out of memory and no killable processes"),
       kmsg::pattern_rule(
-          {{"not syncing: Out of memory"}, {"deadlocked on memory"}}, "oom_panic",
+          {{"not syncing: Out of memory", "ncing: Out"}, {"deadlocked on memory"}}, "oom_panic",
           start +
               R"(Kernel panic - not syncing: (Out of memory(?:: \S+ panic_on_oom is enabled| and no killable processes\.\.\.)|System is deadlocked on memory))",
           "kernel panic on out of memory ({})", "reason"),

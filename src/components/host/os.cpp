@@ -371,10 +371,10 @@ kmsg::ComponentRules os_kernel_log_rules() {
       // that follows a page fault's line is not a second oops, and its 6-byte keyword would
       // halve the prefilter's stride.
       kmsg::pattern_rule(
-          {{"BUG: unable to handle"},
+          {{"BUG: unable to handle", "to handle"},
            {"NULL pointer dereference"},
            {"general protection fault"},
-           {"kernel BUG at"}},
+           {"kernel BUG at", "el BUG at"}},
           "kernel_oops",
           std::string(kmsg::kMessageStart) +
               R"((BUG: unable to handle (?:kernel NULL pointer dereference|kernel paging request|page fault for address)|BUG: kernel NULL pointer dereference, address|general protection fault(?:, probably for non-canonical address 0x[0-9a-f]+)?: [0-9a-f]{4} \[#\d+\]|kernel BUG at \S+:\d+!))",

@@ -229,8 +229,8 @@ kmsg::ComponentRules pci_kernel_log_rules() {
   r.component = "pci";
   r.lines.push_back({{{"AER: Corr"}, {"AER: Unco"}, {"AER: Mult"}}, match_aer});
   r.lines.push_back({{{"PCIe Bus Error"}}, match_bus_error});
-  r.lines.push_back({{{"evice recovery failed"}}, match_recovery_failed});
-  r.lines.push_back({{{"Port link has been reset"}}, match_link_reset});
+  r.lines.push_back({{{"evice recovery failed", "very failed"}}, match_recovery_failed});
+  r.lines.push_back({{{"Port link has been reset", "s been reset"}}, match_link_reset});
   return r;
 }
 
