@@ -1,7 +1,8 @@
 // Any bytes as a stream of kernel-log lines: each parsed in every format gpud reads, through every
 // component's kernel-log rule (multi-line ones see the sequence), into the dispatcher with its
 // deduper and per-GPU occurrences. Every event must serialise (valid UTF-8 JSON), as the store
-// requires.
+// requires. Its seeds (scripts/fuzz.sh) are every file of testing/fixtures/kmsg/, formats.txt among
+// them: each rule's own lines, so a new rule is fuzzed from its lines by construction.
 
 #include <cstddef>
 #include <cstdint>

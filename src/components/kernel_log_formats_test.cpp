@@ -96,10 +96,11 @@ void expect_family(const std::string& name, size_t min_positives) {
   EXPECT_LT(positives, cases.size()) << "family " << name << " has no negative";
 }
 
-TEST(KernelLogFormats, MemoryOomKillerLines) { expect_family("memory", 10); }
-TEST(KernelLogFormats, CpuSoftLockups) { expect_family("cpu", 5); }
-TEST(KernelLogFormats, DiskNvmeTimeoutsAndIoErrors) { expect_family("disk", 8); }
-TEST(KernelLogFormats, PciAerBusErrorLines) { expect_family("pci", 10); }
+TEST(KernelLogFormats, MemoryOomKillerLines) { expect_family("memory", 23); }
+TEST(KernelLogFormats, CpuSoftLockupsHungTasksRcuStallsMachineChecks) { expect_family("cpu", 15); }
+TEST(KernelLogFormats, DiskNvmeFilesystemAndBlockErrors) { expect_family("disk", 21); }
+TEST(KernelLogFormats, PciAerBusErrorLines) { expect_family("pci", 16); }
+TEST(KernelLogFormats, OsOopsesAndKernelBugs) { expect_family("os", 8); }
 TEST(KernelLogFormats, XidLostGpuWithoutAnXidLine) { expect_family("xid", 5); }
 
 // Every component's rules behind the daemon's dispatcher (dedup and all), over an in-memory store.

@@ -14,6 +14,11 @@ bool nvidia_kernel_log_supported(const ComponentContext& ctx, std::string_view c
                                  std::atomic<bool>& has_events) {
   if (ctx.kernel_log_scan || ctx.nvidia_pci_present) return true;
   if (ctx.nvidia != nullptr && ctx.nvidia->status() != nvml::NvmlStatus::kNotFound) return true;
+  return has_recorded_events(ctx, component, has_events);
+}
+
+bool has_recorded_events(const ComponentContext& ctx, std::string_view component,
+                         std::atomic<bool>& has_events) {
   if (has_events.load()) return true;
   if (ctx.events == nullptr) return false;
   auto ev = ctx.events->query_page(component, TimePoint{}, TimePoint::max(), 0, 1);

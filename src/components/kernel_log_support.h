@@ -95,6 +95,10 @@ struct KernelLogDigest {
 // What a component says when the store cannot give its history: Unhealthy, with the error.
 KernelLogVerdict unreadable_history(const Error& e);
 
+// Whether `component` has a kernel-log event in the store; latches `has_events` once true.
+bool has_recorded_events(const ComponentContext& ctx, std::string_view component,
+                         std::atomic<bool>& has_events);
+
 // NVIDIA kernel-log components take part when a saved log is scanned, an NVIDIA GPU is on the
 // bus, NVML loaded, or they already have events (an Xid line proves an NVIDIA driver). The event
 // test latches once true.

@@ -6,6 +6,8 @@
 #include "components/host/pci.h"
 #include "components/registry.h"
 #include "core/time_util.h"
+#include "kmsg/dispatcher.h"
+#include "nvml/source.h"
 #include "store/database.h"
 #include "store/event_store.h"
 #include "testing/memory_event_log.h"
@@ -52,6 +54,44 @@ TEST(KernelLogHistory, AnUnreadableStoreIsUnhealthyInEveryComponentThatReadsIt) 
   events.query_error.clear();
   for (const char* name : {"accelerator-nvidia-error-xid", "nfs", "pci"})
     EXPECT_EQ(registry.find(name)->check().health(), Health::kHealthy) << name;
+}
+
+// `gpud scan --kernel-log` on a machine without NVML (docs/CLI.md): every component with
+// kernel-log rules takes part, GPU or not, so no line a rule matches is left out of the report.
+TEST(KernelLogHistory, EveryKernelLogComponentTakesPartInAScanWithoutNvml) {
+  Config config;
+  config.host_root = std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/nonexistent-root";
+  MetricRegistry metrics;
+  testing_support::MemoryEventLog events;
+  nvml::NvidiaSource nvml(std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/no-libnvidia-ml.so.1",
+                          std::chrono::seconds(2));
+  nvml.open();
+  ASSERT_EQ(nvml.status(), nvml::NvmlStatus::kNotFound);
+  ComponentContext ctx;
+  ctx.config = &config;
+  ctx.metrics = &metrics;
+  ctx.events = &events;
+  ctx.scan_mode = true;
+  ctx.nvidia = &nvml;
+  ctx.kernel_log_scan = true;
+  Registry registry;
+  ASSERT_TRUE(register_all(registry, ctx));
+  for (const kmsg::ComponentRules& rules : all_kernel_log_rules()) {
+    gpud::Component* c = registry.find(rules.component);
+    ASSERT_NE(c, nullptr) << rules.component;
+    EXPECT_TRUE(c->supported()) << rules.component;
+  }
+  // The NVLink driver's failure is judged from the log alone: Unhealthy, reboot.
+  kmsg::KernelLogDispatcher d(kernel_log_rules(registry), events, metrics, {});
+  ASSERT_EQ(d.feed_message("NVRM: knvlinkUpdatePostRxDetectLinkMask_IMPL: Failed to update Rx "
+                           "Detect Link mask!",
+                           std::nullopt),
+            1);
+  CheckResult r = registry.find("accelerator-nvidia-nvlink")->check();
+  EXPECT_EQ(r.health(), Health::kUnhealthy) << r.summary();
+  ASSERT_TRUE(r.states.front().suggested_actions);
+  EXPECT_EQ(r.states.front().suggested_actions->repair_actions,
+            std::vector{RepairAction::kRebootSystem});
 }
 
 TEST(KernelLogHistory, ScanModeReadsNoRebootHistory) {

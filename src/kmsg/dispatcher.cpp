@@ -95,7 +95,6 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, const RecordTime& when)
     }
     return id;
   };
-  if (keep_occurrences_) count_occurrence_locked(m, when, identify().uuid);
   // Repeats of a line are dropped only within the window of its own time: the wall clock, else
   // the offset since boot (a saved log of an unknown boot), else the reader's clock.
   const TimePoint own_time =
@@ -103,6 +102,7 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, const RecordTime& when)
       : when.boot_offset_us ? TimePoint{} + std::chrono::duration_cast<Clock::duration>(
                                                 std::chrono::microseconds(*when.boot_offset_us))
                             : when.now;
+  if (keep_occurrences_) count_occurrence_locked(m, when, own_time, identify().uuid);
   if (deduper_.is_duplicate(m.component, m.name, m.message, own_time)) return 0;
   const BusIdentity id = identify();
   const std::string& uuid = id.uuid;
@@ -144,7 +144,10 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, const RecordTime& when)
 }
 
 void KernelLogDispatcher::count_occurrence_locked(const Match& m, const RecordTime& when,
-                                                  std::string_view uuid) {
+                                                  TimePoint own_time, std::string_view uuid) {
+  // A companion line and the line of the fault it accompanies, in either order and this close,
+  // are one occurrence (the driver prints both within the same second).
+  constexpr auto kCompanionWindow = std::chrono::seconds(10);
   // Bounded: a log naming endless bus ids cannot grow the summary past this many rows.
   constexpr size_t kMaxOccurrenceKeys = 10000;
   const char* kind = m.extra_info.contains("xid")    ? "Xid"
@@ -170,7 +173,20 @@ void KernelLogDispatcher::count_occurrence_locked(const Match& m, const RecordTi
     it = occurrences_.emplace(std::move(key), std::move(o)).first;
   }
   Occurrences& o = it->second;
-  ++o.count;
+  LastCounted& last = last_counted_[it->first];
+  // Times come from the log itself: any two are compared without overflow.
+  int64_t apart = 0;
+  const bool near = !__builtin_sub_overflow(own_time.time_since_epoch().count(),
+                                            last.time.time_since_epoch().count(), &apart) &&
+                    Clock::duration(apart) <= kCompanionWindow &&
+                    Clock::duration(apart) >= -Clock::duration(kCompanionWindow);
+  const bool pairs = o.count > 0 && !last.paired && last.companion != m.companion && near;
+  if (pairs) {
+    last.paired = true;
+  } else {
+    ++o.count;
+    last = {m.companion, false, own_time};
+  }
   o.last_time = when.wall;
   o.last_boot_offset_us = when.boot_offset_us;
 }

@@ -90,7 +90,8 @@ class KernelLogDispatcher {
 
  private:
   int dispatch_locked(const Match& m, const RecordTime& when);
-  void count_occurrence_locked(const Match& m, const RecordTime& when, std::string_view uuid);
+  void count_occurrence_locked(const Match& m, const RecordTime& when, TimePoint own_time,
+                               std::string_view uuid);
   void record_parse_error_locked(std::string_view message, std::string_view what);
 
   EventLog& events_;
@@ -113,6 +114,13 @@ class KernelLogDispatcher {
   std::optional<int64_t> latest_boot_offset_us_;  // of any record fed, matched or not
   std::map<std::string, KernelLogWatermark, std::less<>> watermarks_;
   std::map<std::string, Occurrences> occurrences_;
+  // Per occurrence key: the latest line counted, for pairing a companion line with its fault.
+  struct LastCounted {
+    bool companion = false;
+    bool paired = false;
+    TimePoint time;
+  };
+  std::map<std::string, LastCounted, std::less<>> last_counted_;
 };
 
 }  // namespace gpud::kmsg

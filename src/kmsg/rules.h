@@ -24,6 +24,9 @@ struct Match {
   EventType type = EventType::kWarning;
   std::string message;  // human-readable, valid UTF-8
   nlohmann::json extra_info = nlohmann::json::object();
+  // The line is the companion of another that reports the same fault (a lost GPU's "fallen off
+  // the bus" next to its Xid 79 line): a post-mortem counts the two as one occurrence.
+  bool companion = false;
 };
 
 // A text that every line a rule matches contains (at least 4 bytes). `anchor`, optional, is the

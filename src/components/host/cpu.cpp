@@ -1,10 +1,13 @@
 #include "components/host/cpu.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include <thread>
 
 #include "components/kernel_log_support.h"
+#include "core/parse_number.h"
+#include "kmsg/parser.h"
 
 namespace gpud::components {
 
@@ -96,17 +99,60 @@ CheckResult CpuComponent::check() {
   return r;
 }
 
+namespace {
+
+// arch/x86/kernel/cpu/mce/core.c print_mce (mcheck/mce.c before 4.19; "mce: " since 4.x):
+// "[Hardware Error]: CPU %d: Machine Check%s: %Lx Bank %d: %016Lx", " Exception" while MCIP is
+// set. The bank status says whether the error was corrected: bit 61 (UC) set is uncorrected.
+std::optional<kmsg::Match> match_machine_check(std::string_view s) {
+  static const RE2 kRe(
+      std::string(kmsg::kMessageStart) +
+      R"((?:mce: )?\[Hardware Error\]: CPU (\d+): Machine Check(?: Exception)?: [0-9a-fA-F]+ Bank (\d+): ([0-9a-fA-F]{1,16})\b)");
+  int cpu = 0, bank = 0;
+  std::string status;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &cpu, &bank, &status))
+    return std::nullopt;
+  const auto bits = parse_integer<uint64_t>(status, 16);
+  if (!bits) return std::nullopt;
+  const bool uncorrected = (*bits >> 61) & 1;
+  kmsg::Match m;
+  m.name = "cpu_machine_check";
+  m.type = uncorrected ? EventType::kCritical : EventType::kWarning;
+  m.message = fmt::format("{} machine check on CPU {}, bank {} (status 0x{:016x})",
+                          uncorrected ? "uncorrected" : "corrected", cpu, bank, *bits);
+  m.extra_info = {{"cpu", cpu},
+                  {"bank", bank},
+                  {"status", fmt::format("0x{:016x}", *bits)},
+                  {"uncorrected", uncorrected},
+                  {"log_line", kmsg::log_line_excerpt(s)}};
+  return m;
+}
+
+}  // namespace
+
 kmsg::ComponentRules cpu_kernel_log_rules() {
   kmsg::ComponentRules r;
   r.component = "cpu";
   r.lines = {
+      // kernel/hung_task.c (2.6.3x-6.x): "INFO: task %s:%d blocked for more than %ld seconds.";
+      // the comm may hold spaces and colons, the pid is the last ":N" before " blocked".
       kmsg::pattern_rule({{"blocked for more than"}}, "cpu_blocked_too_long",
-                         R"((?:INFO: )?task (\S+:\d+) .*blocked for more than \d+ seconds)",
+                         std::string(kmsg::kMessageStart) +
+                             R"(INFO: task (.+:\d+) blocked for more than \d+ seconds)",
                          "CPU task blocked for more than 120 seconds ({})", "task"),
       kmsg::pattern_rule({{"soft lockup", "lockup"}}, "cpu_soft_lockup",
                          R"(soft lockup - CPU#\d+ stuck for \d+s! \[(.+:\d+)\])",
                          "CPU soft lockup detected, not reporting for potentially too long ({})",
                          "task"),
+      // kernel/rcu/tree_stall.h (tree.c before 5.1; "rcu: " since 4.20): "INFO: %s detected
+      // stalls on CPUs/tasks:", "INFO: %s self-detected stall on CPU"; tree_exp.h "INFO: %s
+      // detected expedited stalls on CPUs/tasks: {".
+      kmsg::pattern_rule(
+          {{"stalls on CPUs"}, {"self-detected stall"}}, "cpu_rcu_stall",
+          std::string(kmsg::kMessageStart) +
+              R"((?:rcu: )?INFO: (\S+) (?:self-detected stall on CPU|detected (?:expedited )?stalls on CPUs/tasks))",
+          "RCU stall detected ({})", "flavor"),
+      {{{"Machine Check", "hine Check"}}, match_machine_check},
   };
   return r;
 }

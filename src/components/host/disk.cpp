@@ -233,6 +233,7 @@ CheckResult DiskComponent::check() {
 kmsg::ComponentRules disk_kernel_log_rules() {
   kmsg::ComponentRules r;
   r.component = "disk";
+  const std::string start(kmsg::kMessageStart);
   r.lines = {
       kmsg::pattern_rule({{"Disk failure on"}}, "raid_array_failure",
                          R"(md/raid.*: Disk failure on (\S+) detected, failing array)",
@@ -266,6 +267,35 @@ kmsg::ComponentRules disk_kernel_log_rules() {
                          "buffer I/O error on device ({})", "device"),
       kmsg::pattern_rule({{"writing superblock", "superb"}}, "superblock_write_error",
                          R"(I/O error while writing superblock)", "superblock write error"),
+      // drivers/nvme/host/pci.c nvme_warn_reset (4.13+): "controller is down; will reset:
+      // CSTS=..."; core.c (4.15-6.x): "resetting controller due to AER" (dev_warn on the
+      // controller: "nvme nvme0: ").
+      kmsg::pattern_rule(
+          {{"will reset: CSTS", "set: CSTS"}, {"resetting controller due to", "ler due to"}},
+          "nvme_controller_reset",
+          start +
+              R"(nvme (nvme[0-9]+): (?:controller is down; will reset: CSTS=|resetting controller due to ))",
+          "NVMe controller reset ({})", "device"),
+      // fs/xfs/xfs_fsops.c xfs_do_force_shutdown through xfs_message.c's "XFS (%s): ": 3.x-5.16
+      // "... Detected. Shutting down filesystem" / "Corruption of in-memory data detected.
+      // Shutting down filesystem", 5.17+ "%s (0x%x) detected at %pS (%s:%d).  Shutting down
+      // filesystem.".
+      kmsg::pattern_rule({{"Shutting down filesystem", "ng down"}}, "xfs_filesystem_shutdown",
+                         start + R"(XFS \(([^)\s]+)\): .*[Dd]etected.*Shutting down filesystem)",
+                         "XFS filesystem shut down ({})", "device"),
+      // fs/btrfs (super.c __btrfs_handle_fs_error, messages.c since 6.2): "forced readonly"
+      // after an error, as "BTRFS info (device %s[ state %s]): ".
+      kmsg::pattern_rule({{"forced readonly"}}, "btrfs_forced_readonly",
+                         start + R"(BTRFS info \(device ([^)\s]+)[^)]*\): forced readonly)",
+                         "BTRFS filesystem forced read-only ({})", "device"),
+      // block/blk-core.c: 3.x "end_request: ", 4.x "blk_update_request: ", 4.17-5.x
+      // "print_req_error: " or the caller, 5.16+ nothing before "%s error, dev %s, sector %llu";
+      // the error is one of blk_errors[]'s names.
+      kmsg::pattern_rule(
+          {{", sector "}}, "block_io_error",
+          start +
+              R"((?:(?:end_request|blk_update_request|print_req_error): )?(?:I/O|critical medium|critical target|timeout|recoverable transport|critical nexus|critical space allocation|protection|operation not supported) error, dev ([^,\s]+), sector [0-9]+)",
+          "block device I/O error ({})", "device"),
   };
   return r;
 }

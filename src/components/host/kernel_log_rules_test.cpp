@@ -156,6 +156,27 @@ TEST(PciRule, RebootClearsUncorrectedErrors) {
             Health::kHealthy);
 }
 
+// A failed recovery leaves the device below the port unusable until a reboot; a link reset is a
+// step of a recovery (that worked, unless a failure follows): counted, not a fault.
+TEST(PciRule, FailedRecoveryIsUnhealthyUntilARebootAndALinkResetIsCounted) {
+  auto v = evaluate_pci(
+      {ev("pci", "pcie_link_reset", 1),
+       ev("pci", "pcie_aer_recovery_failed", 1, "PCIe error recovery failed below 0000:00:1c.2")},
+      {});
+  EXPECT_EQ(v.health, Health::kUnhealthy);
+  EXPECT_NE(v.reason.find("1 failed PCIe error recoveries, latest: PCIe error recovery failed "
+                          "below 0000:00:1c.2"),
+            std::string::npos)
+      << v.reason;
+  ASSERT_TRUE(v.actions);
+  EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kRebootSystem});
+  EXPECT_EQ(evaluate_pci({ev("pci", "pcie_aer_recovery_failed", 1)}, {at(2)}).health,
+            Health::kHealthy);
+  v = evaluate_pci({ev("pci", "pcie_link_reset", 1)}, {});
+  EXPECT_EQ(v.health, Health::kHealthy);
+  EXPECT_NE(v.reason.find("1 PCIe link resets"), std::string::npos) << v.reason;
+}
+
 TEST(KernelLogEvents, SummaryCountsByName) {
   EXPECT_EQ(summarize_events({}), "");
   auto s = summarize_events({ev("memory", "OOM", 1, "first"), ev("memory", "OOM", 2, "second")});

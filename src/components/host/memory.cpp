@@ -110,7 +110,14 @@ class OomReport : public kmsg::LineSequence {
     static const RE2 kOomKill(R"(oom-kill:.*?(?:task_memcg=([^,]*),)?task=([^,]+),pid=(\d+))");
     static const RE2 kOomMemcg(R"(oom_memcg=([^,]*))");
     static const RE2 kTaskIn(R"(Task in (.*) killed as a result of limit of (.*))");
-    static const RE2 kKilled(R"(Kill(?:ed)? process (\d+),? (?:UID \d+, )?\((.*?)\)(?:[ ,]|$))");
+    static const RE2 kKilled(R"(Kill(?:ed)? process (\d+),? (?:UID \d+, )?\((.*?)\)(?:[ ,.]|$))");
+    // The kernel's own "%s: Kill(ed) process" at the start of the message (mm/oom_kill.c): a
+    // victim line with this header is an OOM even alone and without total-vm (2.6.x "Out of
+    // memory: Killed process N (comm).", "Out of Memory: Kill process N (comm) score S and
+    // children.").
+    static const RE2 kKernelVictim(
+        std::string(kmsg::kMessageStart) +
+        R"((?:Out of [Mm]emory(?: \(oom_kill_allocating_task\))?|Memory cgroup out of memory): Kill(?:ed)? process )");
     const re2::StringPiece in(s.data(), s.size());
     std::string oom_memcg, task_memcg, name, memcg, limit;
     long long pid = 0;
@@ -125,7 +132,7 @@ class OomReport : public kmsg::LineSequence {
       return std::nullopt;
     } else if (kmsg::contains(s, "ill") && RE2::PartialMatch(in, kKilled, &pid, &name) &&
                (pending_ || kmsg::contains(s, "or sacrifice child") ||
-                kmsg::contains(s, "total-vm:"))) {
+                kmsg::contains(s, "total-vm:") || RE2::PartialMatch(in, kKernelVictim))) {
       // Outside a report only the kernel's own shapes count, not any "Killed process" text.
       cgroup = kmsg::contains(s, "Memory cgroup out of memory") ||
                (!task_memcg_.empty() && task_memcg_ != "/");
@@ -159,11 +166,50 @@ class OomReport : public kmsg::LineSequence {
   bool sacrificed_ = false;  // its line offered to "sacrifice child": a child may die instead
 };
 
+// drivers/edac/edac_mc.c edac_ce_error / edac_ue_error (3.x-6.x) through edac_mc_printk's "EDAC
+// MC%d: ": "%d CE %s%son %s (...)" and "%d UE %s%son %s (...)".
+std::optional<kmsg::Match> match_edac(std::string_view s) {
+  static const RE2 kRe(std::string(kmsg::kMessageStart) +
+                       R"(EDAC MC(\d+): (\d+) (CE|UE) (.*?)(?: \(|$))");
+  int mc = 0;
+  long long count = 0;
+  std::string kind, what;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &mc, &count, &kind, &what))
+    return std::nullopt;
+  const bool ue = kind == "UE";
+  kmsg::Match m;
+  m.name = ue ? "edac_uncorrectable_errors" : "edac_correctable_errors";
+  m.type = ue ? EventType::kCritical : EventType::kWarning;
+  m.message = kmsg::sanitize_utf8(fmt::format("{} {} memory error(s) on memory controller {}: {}",
+                                              count, ue ? "uncorrectable" : "correctable", mc,
+                                              what.substr(0, 200)));
+  m.extra_info = {{"mc", mc}, {"count", count}, {"log_line", kmsg::log_line_excerpt(s)}};
+  return m;
+}
+
 }  // namespace
 
 kmsg::ComponentRules memory_kernel_log_rules() {
   kmsg::ComponentRules r;
   r.component = "memory";
+  // mm/oom_kill.c out_of_memory with no victim left: older kernels panic with "Out of memory and
+  // no killable processes...", newer ones print it (a cgroup's or sysrq's OOM stops there) and
+  // panic with "System is deadlocked on memory"; check_panic_on_oom panics with "Out of memory:
+  // <compulsory|system-wide> panic_on_oom is enabled". kernel/panic.c adds "Kernel panic - not
+  // syncing: ".
+  const std::string start(kmsg::kMessageStart);
+  r.lines = {
+      kmsg::pattern_rule({{"no killable processes"}}, "oom_no_killable_process",
+                         start + R"(Out of memory and no killable processes)",
+                         "out of memory and no killable processes"),
+      kmsg::pattern_rule(
+          {{"not syncing: Out of memory", "ncing: Out"}, {"deadlocked on memory"}}, "oom_panic",
+          start +
+              R"(Kernel panic - not syncing: (Out of memory(?:: \S+ panic_on_oom is enabled| and no killable processes\.\.\.)|System is deadlocked on memory))",
+          "kernel panic on out of memory ({})", "reason"),
+      // Every CE/UE line (3.5+) holds "page:0x%lx offset:0x%lx grain:%ld".
+      {{{"offset:0x"}}, match_edac},
+  };
   r.sequences.push_back(
       {{{"oom-killer"}, {"oom-kill:constraint"}, {"Kill process"}, {"Killed process"}},
        [] { return std::make_unique<OomReport>(); }});

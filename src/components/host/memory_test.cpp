@@ -145,6 +145,23 @@ TEST(MemoryKernelLogRule, EachKillIsOneEventWithOrWithoutTheHeader) {
   EXPECT_EQ(v[1].extra_info["pid"], 5151);
 }
 
+// GPUd's "Multiple OOM events in sequence" (leptonai/gpud components/memory/kmsg_matcher_test.go):
+// two reports, the second with 2.6.x's short victim line "%s: Killed process %d (%s).\n"
+// (mm/oom_kill.c __oom_kill_task), are two OOMs.
+TEST(MemoryKernelLogRule, ShortVictimLineAfterAnotherReportIsASecondOom) {
+  auto v =
+      match_lines(memory_kernel_log_rules(),
+                  {"mysql invoked oom-killer: gfp_mask=0x280da, order=0, oom_score_adj=0",
+                   "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed="
+                   "0,oom_memcg=/system.slice,task_memcg=/system.slice,task=mysql,pid=11111,"
+                   "uid=27",
+                   "nginx invoked oom-killer: gfp_mask=0x201d2, order=0, oomkilladj=0",
+                   "Out of memory: Killed process 22222 (nginx)."});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].message, "OOM encountered, victim process: mysql, pid: 11111");
+  EXPECT_EQ(v[1].message, "System OOM encountered, victim process: nginx, pid: 22222");
+}
+
 // A tenant's job can have the kernel kill it for memory every few seconds, for the whole events
 // retention: the check once read every stored kill into memory and listed them all. Now it reads a
 // digest (a count per kind) and the newest few: its peak memory stays flat, and the summary still

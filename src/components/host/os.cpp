@@ -358,9 +358,28 @@ class KernelPanic : public kmsg::LineSequence {
 kmsg::ComponentRules os_kernel_log_rules() {
   kmsg::ComponentRules r;
   r.component = std::string(kName);
-  r.lines = {kmsg::pattern_rule({{"file-max limit"}}, "vfs_file_max_limit_reached",
-                                R"(VFS: file-max limit (\d+) reached)",
-                                "VFS file-max limit reached", "file_max")};
+  r.lines = {
+      kmsg::pattern_rule({{"file-max limit"}}, "vfs_file_max_limit_reached",
+                         R"(VFS: file-max limit (\d+) reached)", "VFS file-max limit reached",
+                         "file_max"),
+      // The first line of a kernel oops: arch/x86/mm/fault.c (show_fault_oops) before 5.x "BUG:
+      // unable to handle kernel NULL pointer dereference|paging request at %p", 5.x+ "BUG: kernel
+      // NULL pointer dereference, address: %px" / "BUG: unable to handle page fault for address:
+      // %px"; arch/x86/kernel/traps.c die("general protection fault") through dumpstack.c
+      // __die_header ("%s: %04lx [#%d]", 5.x+ ", probably for non-canonical address 0x%lx");
+      // lib/bug.c report_bug (3.x-6.x) "kernel BUG at %s:%u!". The "Oops: %04lx [#%d]" header
+      // that follows a page fault's line is not a second oops, and its 6-byte keyword would
+      // halve the prefilter's stride.
+      kmsg::pattern_rule(
+          {{"BUG: unable to handle", "to handle"},
+           {"NULL pointer dereference"},
+           {"general protection fault"},
+           {"kernel BUG at", "el BUG at"}},
+          "kernel_oops",
+          std::string(kmsg::kMessageStart) +
+              R"((BUG: unable to handle (?:kernel NULL pointer dereference|kernel paging request|page fault for address)|BUG: kernel NULL pointer dereference, address|general protection fault(?:, probably for non-canonical address 0x[0-9a-f]+)?: [0-9a-f]{4} \[#\d+\]|kernel BUG at \S+:\d+!))",
+          "kernel oops ({})", "oops"),
+  };
   r.sequences.push_back({{{"Kernel panic", "l pani"}, {"Kernel Panic", "l Pani"}},
                          [] { return std::make_unique<KernelPanic>(); }});
   return r;

@@ -16,8 +16,9 @@ KernelLogVerdict evaluate_pci(const std::vector<Event>& events,
                               const std::vector<uint64_t>& counts) {
   TimePoint last_reboot{};
   for (TimePoint r : reboots) last_reboot = std::max(last_reboot, r);
-  uint64_t fatal = 0, nonfatal = 0, corrected = 0;
+  uint64_t fatal = 0, nonfatal = 0, corrected = 0, link_resets = 0, failed_recoveries = 0;
   const Event* worst = nullptr;
+  const Event* latest_failed_recovery = nullptr;
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     const uint64_t n = counts.empty() ? 1 : counts[i];
@@ -25,7 +26,17 @@ KernelLogVerdict evaluate_pci(const std::vector<Event>& events,
       corrected += n;
       continue;
     }
+    if (e.name == "pcie_link_reset") {
+      link_resets += n;
+      continue;
+    }
     if (e.time <= last_reboot) continue;
+    if (e.name == "pcie_aer_recovery_failed") {
+      failed_recoveries += n;
+      if (latest_failed_recovery == nullptr || e.time > latest_failed_recovery->time)
+        latest_failed_recovery = &e;
+      continue;
+    }
     if (e.name == "pcie_aer_uncorrected_fatal") {
       fatal += n;
       if (worst == nullptr || worst->name != e.name || e.time > worst->time) worst = &e;
@@ -35,7 +46,18 @@ KernelLogVerdict evaluate_pci(const std::vector<Event>& events,
     }
   }
   KernelLogVerdict v;
-  if (fatal > 0) {
+  if (failed_recoveries > 0) {
+    v.health = Health::kUnhealthy;
+    v.reason = fmt::format("{} failed PCIe error recoveries, latest: {}", failed_recoveries,
+                           latest_failed_recovery->message);
+    if (fatal > 0)
+      v.reason +=
+          fmt::format("; {} uncorrected fatal PCIe AER errors, latest: {}", fatal, worst->message);
+    v.actions = SuggestedActions{
+        "a failed PCIe error recovery leaves the devices below the port unusable until the "
+        "system reboots",
+        {RepairAction::kRebootSystem}};
+  } else if (fatal > 0) {
     v.health = Health::kUnhealthy;
     v.reason =
         fmt::format("{} uncorrected fatal PCIe AER errors, latest: {}", fatal, worst->message);
@@ -47,6 +69,10 @@ KernelLogVerdict evaluate_pci(const std::vector<Event>& events,
                            worst->message);
   } else if (corrected > 0) {
     v.reason = fmt::format("ok; {} corrected PCIe AER errors", corrected);
+  }
+  if (link_resets > 0) {
+    if (v.reason.empty()) v.reason = "ok";
+    v.reason += fmt::format("; {} PCIe link resets by error recovery", link_resets);
   }
   return v;
 }
@@ -164,6 +190,38 @@ std::optional<kmsg::Match> match_bus_error(std::string_view s) {
   return m;
 }
 
+// drivers/pci/pcie: 4.x aer/aerdrv_core.c and 4.19 err.c "AER: Device recovery failed", 5.x-6.x
+// err.c (dev_fmt "AER: ") "device recovery failed"; the port that ran the recovery names itself.
+std::optional<kmsg::Match> match_recovery_failed(std::string_view s) {
+  static const RE2 kRe(std::string(kmsg::kMessageStart) + R"(\S+ ()" + kBdf +
+                       R"(): (?:AER: )?[Dd]evice recovery failed)");
+  std::string dev;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &dev)) return std::nullopt;
+  kmsg::Match m;
+  m.type = EventType::kFatal;
+  m.name = "pcie_aer_recovery_failed";
+  dev = normalize_pci_bus_id(dev);
+  m.message = "PCIe error recovery failed below " + dev;
+  m.extra_info = {{"pci_bus_id", dev}, {"log_line", kmsg::log_line_excerpt(s)}};
+  return m;
+}
+
+// aer_root_reset: 4.x "Root Port link has been reset", 5.x with "AER: ", 6.x "%s Port link has
+// been reset (%d)" (Root or Downstream).
+std::optional<kmsg::Match> match_link_reset(std::string_view s) {
+  static const RE2 kRe(std::string(kmsg::kMessageStart) + R"(\S+ ()" + kBdf +
+                       R"(): (?:AER: )?(?:Root|Downstream) Port link has been reset)");
+  std::string dev;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &dev)) return std::nullopt;
+  kmsg::Match m;
+  m.type = EventType::kWarning;
+  m.name = "pcie_link_reset";
+  dev = normalize_pci_bus_id(dev);
+  m.message = "PCIe link reset by error recovery at " + dev;
+  m.extra_info = {{"pci_bus_id", dev}, {"log_line", kmsg::log_line_excerpt(s)}};
+  return m;
+}
+
 }  // namespace
 
 kmsg::ComponentRules pci_kernel_log_rules() {
@@ -171,6 +229,8 @@ kmsg::ComponentRules pci_kernel_log_rules() {
   r.component = "pci";
   r.lines.push_back({{{"AER: Corr"}, {"AER: Unco"}, {"AER: Mult"}}, match_aer});
   r.lines.push_back({{{"PCIe Bus Error"}}, match_bus_error});
+  r.lines.push_back({{{"evice recovery failed", "very failed"}}, match_recovery_failed});
+  r.lines.push_back({{{"Port link has been reset", "s been reset"}}, match_link_reset});
   return r;
 }
 

@@ -26,6 +26,15 @@ std::optional<int> number_after(std::string_view line, std::string_view marker) 
   return v;
 }
 
+// Whether a decimal number follows `marker` in `line`. The GPU handle is a 64-bit id (19-20
+// digits): it is only checked for, never read into a number.
+bool digits_after(std::string_view line, std::string_view marker) {
+  size_t at = line.find(marker);
+  if (at == std::string_view::npos) return false;
+  at += marker.size();
+  return at < line.size() && line[at] >= '0' && line[at] <= '9';
+}
+
 // The line without the fabric manager's "[date] [LEVEL] [tid N] " prefix: every leading "[...]"
 // group goes.
 std::string_view strip_prefix(std::string_view line) {
@@ -70,7 +79,7 @@ std::optional<FabricManagerLogMatch> match_fabric_manager_line(std::string_view 
     m.name = kFmNonFatalError;
     m.nvswitch_error = k;
   } else if (size_t at = line.find("failed to find the GPU handle ");
-             at != std::string_view::npos && number_after(line, "failed to find the GPU handle ") &&
+             at != std::string_view::npos && digits_after(line, "failed to find the GPU handle ") &&
              line.find(" in the multicast team ", at) != std::string_view::npos) {
     m.name = kFmNvlinkFailure;
   } else if (line.find("detected number of NVSwitches don't match with any supported system "

@@ -65,6 +65,25 @@ TEST(FabricManagerLog, EachMatcherNamesItsLineAndOthersNameNothing) {
   EXPECT_FALSE(match_fabric_manager_line(lines[11])->logged) << "a garbled date is no time";
 }
 
+// The handle is a 64-bit id (19 or 20 digits in real logs, e.g. GPUd's sample "failed to find
+// the GPU handle 5410063385269835209 in the multicast team request setup 6130806283959999566."):
+// a number too wide for an int is still the fault.
+TEST(FabricManagerLog, GpuHandleOfSixtyFourBitsMatches) {
+  for (std::string handle : {"5410063385269835209", "18446744073709551615", "0"}) {
+    auto m = match_fabric_manager_line(
+        "[Nov 30 2026 09:13:02] [ERROR] [tid 2191] failed to find "
+        "the GPU handle " +
+        handle +
+        " in the multicast team request setup "
+        "6130806283959999566.");
+    ASSERT_TRUE(m) << handle;
+    EXPECT_EQ(m->name, kFmNvlinkFailure) << handle;
+  }
+  EXPECT_FALSE(match_fabric_manager_line(
+      "failed to find the GPU handle x in the multicast team request setup 1."))
+      << "a handle is a number";
+}
+
 TEST(FabricManagerLog, LineTimeNeedsTheExactPrefix) {
   EXPECT_EQ(parse_fabric_manager_time("[Jan 02 2006 15:04:05] [INFO] x"),
             local(2006, 1, 2, 15, 4, 5));

@@ -44,13 +44,19 @@ std::string expected_because(const Config& config) {
 }  // namespace
 
 CheckResult NvidiaComponent::check() {
-  if (source().opening())
+  // No source (a context without NVIDIA's components, as in unit tests) reads as NVML not found.
+  const bool has_source = ctx().nvidia != nullptr;
+  if (has_source && source().opening())
     return single_state(name(), Health::kInitializing, "NVML initialization in progress");
   NvidiaPreambleInput in;
   in.owner = owns_nvml_faults();
-  in.status = source().status();
-  in.status_message = source().message();
-  in.init_return = source().init_return();
+  if (has_source) {
+    in.status = source().status();
+    in.status_message = source().message();
+    in.init_return = source().init_return();
+  } else {
+    in.status_message = "NVML not loaded";
+  }
   if (in.owner && in.status != nvml::NvmlStatus::kReady) {
     in.expected = gpus_expected();
     if (in.expected) in.expected_because = expected_because(config());
@@ -69,7 +75,10 @@ CheckResult NvidiaComponent::check() {
   if (early && ctx().metrics != nullptr) ctx().metrics->clear_component(name());
   if (in.owner && ctx().metrics != nullptr)
     ctx().metrics->set(name(), kNvmlUpMetric, snap.ok() ? 1 : 0);
-  if (early) return *early;
+  if (early) {
+    judge_without_snapshot(*early);
+    return *early;
+  }
   const nvml::NvmlSnapshot& full = **snap;
   auto unreachable = unreachable_gpus(full);
   if (unreachable.empty() || sees_every_gpu()) return evaluate(full);

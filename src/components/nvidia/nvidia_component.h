@@ -67,6 +67,10 @@ class NvidiaComponent : public Component {
   virtual bool owns_nvml_faults() const { return false; }
   // True when evaluate() wants the GPUs that did not answer too (the owner, the GPU count).
   virtual bool sees_every_gpu() const { return owns_nvml_faults(); }
+  // A component that also learns from the kernel log judges its events here when NVML gave no
+  // snapshot (`gpud scan --kernel-log` on a machine without NVIDIA's driver), into the result
+  // check() returns. Default: nothing.
+  virtual void judge_without_snapshot(CheckResult& /*r*/) {}
   // NVIDIA GPUs are expected here: on the PCI bus, or --gpu-count > 0.
   bool gpus_expected() const;
   nvml::NvidiaSource& source() const { return *ctx().nvidia; }

@@ -210,20 +210,45 @@ NvidiaVerdict evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_g
 
 NvlinkComponent::NvlinkComponent(const ComponentContext& ctx) : NvidiaComponent(ctx, kMetrics) {}
 
-CheckResult NvlinkComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
-  // Post-RX-detect failures count since the current boot: only a reboot clears them.
-  std::vector<Event> failures;
-  host::HostFs fs(config().host_root);
-  TimePoint since = host::read_boot_time(fs).value_or(TimePoint{});
+bool NvlinkComponent::supported() const {
+  // Not merely for a GPU on the bus: without NVML the fault owner alone says so.
+  return NvidiaComponent::supported() || ctx().kernel_log_scan ||
+         has_recorded_events(ctx(), name(), has_events_);
+}
+
+Result<std::vector<Event>> NvlinkComponent::post_rx_detect_failures() const {
+  // They count since the current boot: only a reboot clears them. A scan of a saved log judges
+  // the whole log.
+  TimePoint since{};
+  if (!ctx().scan_mode)
+    since = host::read_boot_time(host::HostFs(config().host_root)).value_or(TimePoint{});
   auto evs = ctx().events->query(kNvlinkName, since, Clock::now() + std::chrono::minutes(1));
-  if (evs) {
-    for (auto& e : *evs)
-      if (e.name == kNvlinkPostRxDetectEvent) failures.push_back(std::move(e));
-  }
-  CheckResult r = render_verdict(
-      name(), evaluate_nvlink(snapshot, config().nvlink_expected_gpus_all_links, failures));
-  if (!evs) merge_verdict(r, unreadable_history(evs.error()));
+  if (!evs) return evs.error();
+  std::vector<Event> failures;
+  for (auto& e : *evs)
+    if (e.name == kNvlinkPostRxDetectEvent) failures.push_back(std::move(e));
+  return failures;
+}
+
+CheckResult NvlinkComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
+  auto failures = post_rx_detect_failures();
+  CheckResult r =
+      render_verdict(name(), evaluate_nvlink(snapshot, config().nvlink_expected_gpus_all_links,
+                                             failures ? *failures : std::vector<Event>{}));
+  if (!failures) merge_verdict(r, unreadable_history(failures.error()));
   return r;
+}
+
+void NvlinkComponent::judge_without_snapshot(CheckResult& r) {
+  auto failures = post_rx_detect_failures();
+  if (!failures) {
+    merge_verdict(r, unreadable_history(failures.error()));
+  } else if (!failures->empty()) {
+    merge_verdict(r, {Health::kUnhealthy,
+                      "NVIDIA driver failed to update an NVLink post-RX-detection link mask (" +
+                          failures->front().message + ")",
+                      SuggestedActions{"reboot the system", {RepairAction::kRebootSystem}}});
+  }
 }
 
 kmsg::ComponentRules nvlink_kernel_log_rules() {

@@ -28,9 +28,19 @@ class NvlinkComponent : public NvidiaComponent {
  public:
   explicit NvlinkComponent(const ComponentContext& ctx);
   std::string_view name() const override { return kNvlinkName; }
+  // With NVML, in a kernel-log scan, or once a failure is recorded (NVML unusable since).
+  bool supported() const override;
 
  protected:
   CheckResult evaluate(const nvml::NvmlSnapshot& snapshot) override;
+  // Without a snapshot, a post-RX-detect failure is still Unhealthy + REBOOT_SYSTEM.
+  void judge_without_snapshot(CheckResult& r) override;
+
+ private:
+  // The post-RX-detect failures since boot (the whole log in a scan).
+  Result<std::vector<Event>> post_rx_detect_failures() const;
+
+  mutable std::atomic<bool> has_events_{false};
 };
 
 }  // namespace gpud::components

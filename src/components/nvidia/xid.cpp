@@ -287,8 +287,11 @@ std::optional<kmsg::Match> match_xid_line(std::string_view s) {
         R"(NVRM:\s+GPU at (?:PCI:)?((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?:?\s+(?:GPU )?has fallen off the bus)");
     std::string bdf;
     if (RE2::PartialMatch(in, kSingle, &bdf) || RE2::PartialMatch(in, kAt, &bdf) ||
-        RE2::PartialMatch(in, kMulti, &bdf))
-      return xid_match(79, bdf, s);
+        RE2::PartialMatch(in, kMulti, &bdf)) {
+      kmsg::Match m = xid_match(79, bdf, s);
+      m.companion = true;
+      return m;
+    }
   }
   return std::nullopt;
 }
@@ -307,7 +310,10 @@ class FallenOffTheBus : public kmsg::LineSequence {
       if (contains(s, "fallen off the bus and is not responding") &&
           RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kEnd)) {
         // A message holding both lines is the single-line rule's.
-        if (!contains(s, "The NVIDIA GPU")) out = xid_match(79, bdf_, s);
+        if (!contains(s, "The NVIDIA GPU")) {
+          out = xid_match(79, bdf_, s);
+          out->companion = true;
+        }
         lines_left_ = 0;
       }
     }

@@ -378,6 +378,52 @@ TEST(XidComponent, RebootEventOfOsClearsIt) {
   EXPECT_EQ(xid.check().health(), Health::kHealthy);
 }
 
+// A lost GPU's driver prints "NVRM: Xid (PCI:...): 79, ..." and, from osHandleGpuLost, "NVRM: GPU
+// <bus>: GPU has fallen off the bus." (either order, within a second): a post-mortem counts one
+// fault. The companion line alone (drivers that print no Xid line) is still one, and a second
+// loss of the same GPU later is a second.
+TEST(XidComponent, PostMortemCountsAFallenOffTheBusLineWithItsXidOnce) {
+  Env env;
+  kmsg::KernelLogDispatcher d({xid_kernel_log_rules()}, env.events, env.metrics, {});
+  d.keep_occurrences();
+  const std::string xid =
+      "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the "
+      "bus.";
+  const std::string companion = "NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.";
+  auto us = [](double s) { return static_cast<int64_t>(s * 1e6); };
+  d.feed_message(xid, std::nullopt, Clock::now(), us(100.0));
+  d.feed_message(companion, std::nullopt, Clock::now(), us(100.2));
+  // The other order, on another GPU.
+  d.feed_message("NVRM: GPU 0000:5e:00.0: GPU has fallen off the bus.", std::nullopt, Clock::now(),
+                 us(200.0));
+  d.feed_message(
+      "NVRM: Xid (PCI:0000:5e:00): 79, pid=1234, name=python3, GPU has fallen off the "
+      "bus.",
+      std::nullopt, Clock::now(), us(200.1));
+  // The companion alone, on a third.
+  d.feed_message("NVRM: GPU at PCI:0000:b3:00: GPU has fallen off the bus.", std::nullopt,
+                 Clock::now(), us(300.0));
+  // The first GPU lost again after a reset, an hour on.
+  d.feed_message(xid, std::nullopt, Clock::now(), us(3700.0));
+  d.feed_message(companion, std::nullopt, Clock::now(), us(3700.3));
+  auto occ = d.occurrences();
+  ASSERT_EQ(occ.size(), 3u);
+  EXPECT_EQ(occ[0].pci_bus_id, "0000:3b:00.0");
+  EXPECT_EQ(occ[0].count, 2u) << "two losses, each with its companion line";
+  EXPECT_EQ(occ[0].last_boot_offset_us, us(3700.3));
+  EXPECT_EQ(occ[1].pci_bus_id, "0000:5e:00.0");
+  EXPECT_EQ(occ[1].count, 1u);
+  EXPECT_EQ(occ[2].pci_bus_id, "0000:b3:00.0");
+  EXPECT_EQ(occ[2].count, 1u);
+  // Two Xid 79 lines without a companion are two occurrences, as every repeat is.
+  kmsg::KernelLogDispatcher e({xid_kernel_log_rules()}, env.events, env.metrics, {});
+  e.keep_occurrences();
+  e.feed_message(xid, std::nullopt, Clock::now(), us(100.0));
+  e.feed_message(xid, std::nullopt, Clock::now(), us(100.5));
+  ASSERT_EQ(e.occurrences().size(), 1u);
+  EXPECT_EQ(e.occurrences()[0].count, 2u);
+}
+
 TEST(XidComponent, KernelLogScanMakesItSupported) {
   Env env;
   ComponentContext c = env.ctx();
