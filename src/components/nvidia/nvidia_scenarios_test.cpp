@@ -387,8 +387,11 @@ TEST(GpuStateScenarios, AHangMidRunLeavesNoFrozenSeries) {
 // NVML's exact error, what made GPUs expected and a suggested action; the others stay hidden.
 struct NoNvmlRig {
   NoNvmlRig(const std::string& library, const std::string& scenario_body, bool pci, int gpu_count) {
+    // A path of its own: the fake library re-reads a changed file on one path only every 100 ms,
+    // so rigs made in quick succession on one path would see the previous rig's scenario.
+    static int rigs = 0;
     scenario = std::filesystem::temp_directory_path() /
-               ("gpud-nonvml-" + std::to_string(getpid()) + ".json");
+               ("gpud-nonvml-" + std::to_string(getpid()) + "-" + std::to_string(rigs++) + ".json");
     std::ofstream(scenario) << scenario_body;
     setenv("FAKE_NVML_SCENARIO", scenario.c_str(), 1);
     config.gpu_count = gpu_count;
