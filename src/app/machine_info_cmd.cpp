@@ -38,10 +38,25 @@ void add_machine_info(CLI::App& app, int* exit_code) {
   cmd->add_option("--host-root", *root, "Prefix for /proc, /sys and /etc reads")
       ->capture_default_str();
   cmd->add_flag("--json", *json, "Print JSON (the /machine-info document)");
-  cmd->callback([root, json, exit_code] {
+  // GPUd's flags.
+  auto format = std::make_shared<std::string>("plain");
+  cmd->add_option("--output-format", *format, "plain or json (json is --json)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"plain", "json"}));
+  cmd->add_option_function<std::string>(
+      "--data-dir", [](const std::string&) {}, "GPUd's flag; machine-info reads no state");
+  auto log_level = std::make_shared<std::string>("info");
+  cmd->add_option("--log-level,-l", *log_level, "debug, info, warn or error")
+      ->capture_default_str();
+  cmd->callback([root, json, format, log_level, exit_code] {
+    if (auto r = setup_logging(*log_level, ""); !r) {
+      std::cerr << "✘ " << r.error().message << "\n";
+      *exit_code = kExitUsage;
+      return;
+    }
     host::HostFs fs(*root);
     nlohmann::json info = host::collect_machine_info(fs);
-    if (*json)
+    if (*json || *format == "json")
       std::cout << info.dump(2) << "\n";
     else
       print_fields(info, "");

@@ -1,6 +1,7 @@
 #include "app/options.h"
 
 #include <fcntl.h>
+#include <re2/re2.h>
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -264,6 +265,23 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
                  "'{\"overrides\":{\"94\":{\"rebootThreshold\":1000}}}' (94 -> 1000 by default)");
   cmd.add_option("--sxid-thresholds", f.config.sxid_thresholds,
                  "Per-SXid reboot thresholds, same JSON shape as --xid-thresholds");
+  cmd.add_option("--os-blocked-process-persistence-threshold",
+                 f.config.os_blocked_process_persistence,
+                 "Consecutive checks a process must stay in D state before the os component flags "
+                 "it (default 5; 1 in scan)")
+      ->check(CLI::PositiveNumber);
+  cmd.add_option_function<std::string>(
+      "--os-blocked-process-name-regexes",
+      [&f](const std::string& s) {
+        std::vector<std::string> patterns = split_list(s);
+        for (const auto& p : patterns)
+          if (RE2 re(p, RE2::Quiet); !re.ok())
+            throw CLI::ValidationError("--os-blocked-process-name-regexes",
+                                       "invalid pattern \"" + p + "\": " + re.error());
+        f.config.os_blocked_process_name_regexes = std::move(patterns);
+      },
+      "Comma-separated RE2 patterns: a process in D state that long whose name matches one "
+      "makes os Unhealthy with REBOOT_SYSTEM (default ^nvidia; \"\": none escalates)");
   cmd.add_option("--xid-lookback-period", f.xid_lookback,
                  "How far back Xid events count (Go duration; default: the events retention)");
   cmd.add_option("--sxid-lookback-period", f.sxid_lookback,
@@ -301,7 +319,7 @@ Result<void> finalize(RunFlags& f) {
   auto known = components::known_names();
   for (const auto& raw : c.components) {
     std::string n = raw.front() == '-' ? raw.substr(1) : raw;
-    if (n == "*" || n == "all") continue;
+    if (n == "*" || n == "all" || n == "none") continue;  // GPUd's "none": no components
     if (std::find(known.begin(), known.end(), n) == known.end()) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -364,7 +382,9 @@ Result<void> setup_logging(const std::string& level, const std::string& file) {
 }
 
 Result<void> setup_logging(const LogOptions& opts) {
-  auto lvl = spdlog::level::from_str(opts.level);
+  // GPUd's (zap's) levels above error are spdlog's critical.
+  const bool zap_fatal = opts.level == "fatal" || opts.level == "panic" || opts.level == "dpanic";
+  auto lvl = spdlog::level::from_str(zap_fatal ? "critical" : opts.level);
   if (lvl == spdlog::level::off && opts.level != "off")
     return make_error("invalid --log-level \"" + opts.level +
                       "\": want debug, info, warn or error");

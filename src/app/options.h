@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "app/gpud_flags.h"
 #include "app/kubeconfig.h"
 #include "core/config.h"
 #include "core/result.h"
@@ -30,8 +31,9 @@ struct RunFlags {
   std::string sxid_lookback;
   // API
   std::string admin_token_file;
-  bool api_socket_given = false;  // --api-socket was given (even as ""): no default
-  KubernetesSettings kubernetes;  // `gpud run` only
+  bool api_socket_given = false;    // --api-socket was given (even as ""): no default
+  KubernetesSettings kubernetes;    // `gpud run` only
+  GpudFlagsGiven gpud_flags_given;  // GPUd's flags given that gpud accepts without using
 };
 
 // The daemon's Unix socket under a data dir, where `run` listens and the CLI looks by default.

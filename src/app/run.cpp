@@ -80,9 +80,14 @@ void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample
   cmd->add_option("--events-retention-period", flags->events_retention,
                   "How long events are kept (Go duration)")
       ->capture_default_str();
-  cmd->add_option("--metrics-retention-period", flags->metrics_retention,
-                  "How long metric history is kept (Go duration)")
+  cmd->add_option("--metrics-retention-period,--retention-period", flags->metrics_retention,
+                  "How long metric history is kept (Go duration; --retention-period is GPUd's "
+                  "older name)")
       ->capture_default_str();
+  cmd->add_option("--nfs-host-root", c.nfs_host_root,
+                  "The root the NFS probe's volume paths are under (default: --host-root), e.g. "
+                  "/proc/1/root in a privileged hostPID container");
+  add_gpud_flags(*cmd, kGpudRun, flags->gpud_flags_given);
   cmd->add_option("--log-level,-l", c.log_level, "debug, info, warn or error")
       ->capture_default_str();
   cmd->add_option("--log-file", c.log_file, "Log to this file (size-rotated) instead of stderr");
@@ -226,6 +231,8 @@ void add_run(CLI::App& app, int* exit_code, std::function<void()>* serve) {
       *exit_code = kExitUsage;
       return;
     }
+    for (const auto& line : gpud_flag_warnings(flags->gpud_flags_given))
+      logger("gpud")->warn("{}", line);
     auto token = resolve_admin_token(flags->admin_token_file, std::getenv(kAdminTokenEnv));
     // Commands the daemon runs (nvidia-smi, systemctl) need not see the token. No other thread
     // runs yet, so changing the environment is safe here.

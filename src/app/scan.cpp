@@ -90,7 +90,12 @@ void add_scan(CLI::App& app, int* exit_code) {
   auto* cmd =
       app.add_subcommand("scan", "Check every component once without the daemon and report");
   cmd->alias("check");
+  cmd->alias("s");
   add_component_flags(*cmd, *flags);
+  cmd->add_option("--events-retention-period", flags->events_retention,
+                  "GPUd's flag, checked as for run; scan keeps no events, so it changes nothing")
+      ->capture_default_str();
+  add_gpud_flags(*cmd, kGpudScan, flags->gpud_flags_given);
   cmd->add_flag("--json", *json, "Print a JSON document instead of the report");
   // kernel log
   cmd->add_option("--kernel-log", flags->config.kernel_logs,
@@ -119,6 +124,8 @@ void add_scan(CLI::App& app, int* exit_code) {
       *exit_code = kExitUsage;
       return;
     }
+    for (const auto& line : gpud_flag_warnings(flags->gpud_flags_given))
+      logger("scan")->warn("{}", line);
     std::optional<TimePoint> saved_log_boot_time;
     if (!boot_time->empty() || !log_zone->empty()) {
       std::string problem;

@@ -16,12 +16,14 @@
 #include <sstream>
 
 #include "app/config_file.h"
+#include "app/daemon.h"
 #include "app/deploy_files.h"
 #include "app/options.h"
 #include "app/verbs.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "host/command.h"
+#include "store/database.h"
 
 namespace fs = std::filesystem;
 
@@ -288,10 +290,14 @@ void add_up(CLI::App& app, int* exit_code) {
       "`gpud run` flags, kept in /etc/gpud/gpud.yaml (without flags, an existing one is kept)");
   cmd->add_option("--root", *root,
                   "Stage the files under this directory instead of / and run no systemctl");
+  // GPUd's login flags (--token, --endpoint, ...) are up's own, so they never reach the service.
+  auto gpud_given = std::make_shared<GpudFlagsGiven>();
+  add_gpud_flags(*cmd, kGpudUp, *gpud_given);
   cmd->allow_extras();
   cmd->footer(
       "Example: sudo gpud up --gpu-count 8 --log-level info (run flags follow directly, no `--`)");
-  cmd->callback([cmd, root, exit_code] {
+  cmd->callback([cmd, root, gpud_given, exit_code] {
+    for (const auto& line : gpud_flag_warnings(*gpud_given)) std::cerr << "! " << line << "\n";
     auto fail = [exit_code](const std::string& msg) {
       std::cerr << "✘ " << msg << "\n";
       *exit_code = kExitUsage;
@@ -343,20 +349,53 @@ void add_up(CLI::App& app, int* exit_code) {
   });
 }
 
+Result<std::vector<std::string>> reset_state(const std::string& data_dir) {
+  std::error_code dir_ec;
+  if (!fs::is_directory(data_dir, dir_ec)) return std::vector<std::string>{};
+  auto lock = lock_data_dir(data_dir);
+  if (!lock)
+    return make_error("refusing to reset the state while a daemon uses " + data_dir + ": " +
+                      lock.error().message);
+  std::vector<std::string> removed;
+  const std::string state = data_dir + "/" + store::kStateFileName;
+  for (const std::string& path : {state, state + "-wal", state + "-shm"}) {
+    std::error_code ec;
+    if (fs::remove(path, ec)) removed.push_back(path);
+    if (ec) {
+      ::close(*lock);
+      return make_error("cannot remove " + path + ": " + ec.message());
+    }
+  }
+  ::close(*lock);
+  return removed;
+}
+
 void add_down(CLI::App& app, int* exit_code) {
   auto root = std::make_shared<std::string>();
   auto purge = std::make_shared<bool>(false);
+  auto reset = std::make_shared<bool>(false);
+  auto data_dir = std::make_shared<std::string>();
+  auto log_level = std::make_shared<std::string>("info");
   auto* cmd = app.add_subcommand("down", "Stop and disable the gpud systemd service (root)");
   cmd->add_option("--root", *root,
                   "Act on files staged under this directory (with --purge) and run no systemctl");
   cmd->add_flag("--purge", *purge,
                 "Also remove /etc/systemd/system/gpud.service and /etc/default/gpud (the binary "
                 "and the data dir stay)");
-  cmd->callback([root, purge, exit_code] {
+  cmd->add_flag("--reset-state", *reset,
+                "After stopping, remove the state database (gpud.state and its -wal/-shm) from "
+                "the data dir: events, reboot history, metric history and metadata");
+  cmd->add_option("--data-dir", *data_dir,
+                  "State directory that --reset-state empties (default /var/lib/gpud as root, "
+                  "~/.gpud otherwise; under --root DIR: DIR/var/lib/gpud)");
+  cmd->add_option("--log-level,-l", *log_level, "debug, info, warn or error (GPUd's flag)")
+      ->capture_default_str();
+  cmd->callback([root, purge, reset, data_dir, log_level, exit_code] {
     auto fail = [exit_code](const std::string& msg) {
       std::cerr << "✘ " << msg << "\n";
       *exit_code = kExitUsage;
     };
+    if (auto r = setup_logging(*log_level, ""); !r) return fail(r.error().message);
     bool staged = !root->empty() && *root != "/";
     if (staged) {
       std::error_code ec;
@@ -382,7 +421,16 @@ void add_down(CLI::App& app, int* exit_code) {
     } else if (staged) {
       std::cout << "  nothing to stop in a staged root; --purge removes the staged files\n";
     }
-    std::cout << "✔ gpud service " << (*purge ? "removed" : "stopped") << "\n";
+    if (*reset) {
+      std::string dir = *data_dir;
+      if (dir.empty()) dir = staged ? under(*root, "/var/lib/gpud") : default_data_dir();
+      auto removed = reset_state(dir);
+      if (!removed) return fail(removed.error().message);
+      for (const auto& path : *removed) std::cout << "  removed " << path << "\n";
+      if (removed->empty()) std::cout << "  no state database in " << dir << "; nothing to reset\n";
+    }
+    std::cout << "✔ gpud service " << (*purge ? "removed" : "stopped")
+              << (*reset ? " and its state reset" : "") << "\n";
     *exit_code = kExitOk;
   });
 }

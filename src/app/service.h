@@ -27,6 +27,11 @@ std::string admin_token_in_env_file(const std::string& text);
 // Validates `flags` as `gpud run` would parse them (same options, same checks).
 Result<void> validate_daemon_flags(const std::vector<std::string>& flags);
 
+// `gpud down --reset-state`: removes the state database (gpud.state, -wal, -shm) from
+// `data_dir`, refusing while a daemon holds the data dir's lock; the paths removed (none when
+// there was no database or no such directory).
+Result<std::vector<std::string>> reset_state(const std::string& data_dir);
+
 // True when systemd is PID 1 (what sd_booted(3) checks: /run/systemd/system exists).
 bool systemd_running(const std::string& root = "/");
 

@@ -29,11 +29,17 @@ void add_inject_fault(CLI::App& app, int* exit_code);
 // service.cpp: install / remove the systemd service.
 void add_up(CLI::App& app, int* exit_code);
 void add_down(CLI::App& app, int* exit_code);
+// control_plane_verbs.cpp: GPUd's login, notify, update and release, answered kExitNoControlPlane.
+void add_control_plane_verbs(CLI::App& app, int* exit_code);
+// metadata_cmd.cpp: the state database's key/values and reboot history; --set-key/--set-value.
+void add_metadata(CLI::App& app, int* exit_code);
 
 // Exit codes shared by the verbs.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUnhealthy =
     1;  // scan/status found something not Healthy, or the daemon failed
 inline constexpr int kExitUsage = 2;  // usage or runtime error
+// GPUd's control-plane verbs (login, notify, update, release): gpud has no managed control plane.
+inline constexpr int kExitNoControlPlane = 3;
 
 }  // namespace gpud::app

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,13 @@ struct Config {
     std::string file_contents;  // what each member writes and expects in the others' files
   };
   std::vector<NfsChecker> nfs_checkers;
+  // --nfs-host-root: the root the NFS probe's volume paths are under ("": host_root), e.g.
+  // /proc/1/root in a privileged hostPID container (GPUd's flag).
+  std::string nfs_host_root;
+  // os: consecutive checks a process must stay in D state to be flagged (0: 5, and 1 in scan).
+  int os_blocked_process_persistence = 0;
+  // os: RE2 patterns of D-state process names that mean a hung driver (unset: ^nvidia).
+  std::optional<std::vector<std::string>> os_blocked_process_name_regexes;
   std::vector<std::string> kernel_modules;  // kernel-module: modules that must be loaded
   std::vector<std::string> files;           // file: files that must exist
   // systemd: units to watch; empty: gpud's own and, where installed, the default set.

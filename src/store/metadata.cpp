@@ -30,6 +30,22 @@ Result<void> Metadata::set(const std::string& key, const std::string& value) {
   });
 }
 
+Result<std::map<std::string, std::string>> Metadata::all() const {
+  std::lock_guard lock(db_.mutex());
+  return db_.run_locked(
+      "metadata", false, [&](sqlite3* db) -> Result<std::map<std::string, std::string>> {
+        auto st = Statement::prepare(db, "SELECT key, value FROM gpud_metadata ORDER BY key");
+        if (!st) return st.error();
+        std::map<std::string, std::string> out;
+        for (;;) {
+          int rc = st->step();
+          if (rc == SQLITE_DONE) return out;
+          if (rc != SQLITE_ROW) return sqlite_error(db, "read metadata");
+          out.emplace(st->text(0), st->text(1));
+        }
+      });
+}
+
 Result<std::map<std::string, KernelLogWatermark>> Metadata::kernel_log_watermarks() const {
   std::lock_guard lock(db_.mutex());
   return db_.run_locked(

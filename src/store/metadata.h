@@ -20,6 +20,8 @@ class Metadata {
   explicit Metadata(Database& db) : db_(db) {}
   Result<std::optional<std::string>> get(const std::string& key) const;
   Result<void> set(const std::string& key, const std::string& value);
+  // Every key and its value, in key order (`gpud metadata`).
+  Result<std::map<std::string, std::string>> all() const;
 
   // Every component's watermark, by component; a value that does not parse is an error naming
   // the component (never skipped: a lost acknowledgement would page again).

@@ -377,6 +377,18 @@ TEST(Metadata, GetMissingThenSetAndOverwrite) {
   EXPECT_EQ(got->value_or(""), "def");
 }
 
+TEST(Metadata, AllListsEveryKeyInKeyOrderWithTheSchemaVersion) {
+  auto db = memory_db();
+  Metadata meta(*db);
+  ASSERT_TRUE(meta.set("zone", "a").ok());
+  ASSERT_TRUE(meta.set(kKeyMachineId, "m1").ok());
+  auto all = meta.all();
+  ASSERT_TRUE(all.ok());
+  std::map<std::string, std::string> expected{
+      {kKeyMachineId, "m1"}, {kKeySchemaVersion, std::to_string(kSchemaVersion)}, {"zone", "a"}};
+  EXPECT_EQ(*all, expected);
+}
+
 TEST(EventStore, AcknowledgeMarksTheComponentsEventsUpToATimeAndKeepsThem) {
   auto db = memory_db();
   EventStore events(*db);

@@ -107,8 +107,8 @@ CommandResult run_gpud(const std::vector<std::string>& args, int timeout_s) {
   std::vector<std::string> full{GPUD_BINARY};
   full.insert(full.end(), args.begin(), args.end());
   // `run` and `scan` read the machine's /etc/gpud/gpud.yaml unless told otherwise: a test says.
-  const bool reads_config =
-      !args.empty() && (args[0] == "run" || args[0] == "scan" || args[0] == "check");
+  const bool reads_config = !args.empty() && (args[0] == "run" || args[0] == "scan" ||
+                                              args[0] == "check" || args[0] == "s");
   if (reads_config && std::find(args.begin(), args.end(), "--config") == args.end())
     full.insert(full.begin() + 2, {"--config", ""});
   pid_t pid = ::fork();

@@ -73,5 +73,33 @@ TEST(NfsProbeE2E, GoodStaleAndHungVolumes) {
   EXPECT_EQ(d.stop(), 0) << d.log();
 }
 
+// GPUd's --nfs-host-root: the probe's volume paths are under it (e.g. /proc/1/root in a hostPID
+// container), while the mount table still comes from --host-root.
+TEST(NfsProbeE2E, NfsHostRootIsWhereTheVolumesAre) {
+  TempDirGuard dir{make_temp_dir()};
+  const std::string root = dir.path + "/root", nfs_root = dir.path + "/nfs-root";
+  for (const std::string& r : {root, nfs_root}) {
+    fs::create_directories(r + "/proc/self");
+    fs::create_directories(r + "/etc");
+    fs::create_directories(r + "/mnt/nfs");
+    std::ofstream(r + "/etc/machine-id") << "aaaa1111\n";
+  }
+  std::ofstream(root + "/proc/self/mountinfo")
+      << "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
+      << "40 22 0:50 / /mnt/nfs rw,relatime - nfs4 filer:/export rw,vers=4.2\n";
+  DaemonProcess d(dir.path + "/data",
+                  {"--host-root", root, "--nfs-host-root", nfs_root, "--components", "nfs",
+                   "--nfs-checker-configs",
+                   R"([{"volume_path":"/mnt/nfs","dir_name":".gpud-nfs","file_contents":"ok"}])"},
+                  false);
+  ASSERT_TRUE(d.ready()) << d.log();
+  auto s = check_until(d, "NFS check ok on /mnt/nfs", 20s);
+  EXPECT_EQ(s.value("health", ""), "Healthy") << s.dump() << d.log();
+  // The probe's file is written, read back and removed under --nfs-host-root only.
+  EXPECT_TRUE(fs::exists(nfs_root + "/mnt/nfs/.gpud-nfs")) << s.dump();
+  EXPECT_FALSE(fs::exists(root + "/mnt/nfs/.gpud-nfs")) << s.dump();
+  EXPECT_EQ(d.stop(), 0) << d.log();
+}
+
 }  // namespace
 }  // namespace gpud::e2e

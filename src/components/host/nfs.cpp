@@ -107,7 +107,9 @@ CheckResult NfsComponent::check() {
   auto h = kernel_log_history(ctx(), name(), since);
   KernelLogVerdict v = h ? evaluate_nfs(h->events, h->reboots, now) : unreadable_history(h.error());
   if (!config().nfs_checkers.empty()) {
-    NfsProbeVerdict p = probe_nfs_volumes(host::HostFs(config().host_root), config().nfs_checkers);
+    const std::string& root =
+        config().nfs_host_root.empty() ? config().host_root : config().nfs_host_root;
+    NfsProbeVerdict p = probe_nfs_volumes(host::HostFs(root), config().nfs_checkers);
     if (!p.problems.empty()) {
       v.health = worst(v.health, Health::kDegraded);
       v.reason += "; " + fmt::format("{}", fmt::join(p.problems, "; "));

@@ -47,7 +47,13 @@ void usage_rule(std::vector<Finding>& out, std::string_view what, int64_t used, 
       {h, fmt::format("too many {}: {} of {} ({:.1f}%)", what, used, limit, pct), leak_action()});
 }
 
-bool is_nvidia_process(const BlockedProcess& p) { return p.comm.starts_with("nvidia"); }
+bool escalates(const BlockedProcess& p, const std::vector<std::string>& patterns) {
+  for (const auto& pattern : patterns) {
+    RE2 re(pattern, RE2::Quiet);
+    if (re.ok() && RE2::PartialMatch(p.comm, re)) return true;
+  }
+  return false;
+}
 
 std::string format_uptime(double seconds) {
   return format_duration(std::chrono::seconds(static_cast<int64_t>(seconds)));
@@ -126,15 +132,15 @@ OsEvaluation evaluate_os(const OsSnapshot& s, const OsThresholds& t) {
   }
   if (!s.persistent_blocked.empty()) {
     std::vector<std::string> names;
-    bool nvidia = false;
+    bool hung = false;
     for (const auto& b : s.persistent_blocked) {
       names.push_back(fmt::format("{}({})", b.comm, b.pid));
-      nvidia = nvidia || is_nvidia_process(b);
+      hung = hung || escalates(b, t.escalate_names);
     }
     std::string reason =
         fmt::format("{} processes blocked in D state for {} checks: {}",
                     s.persistent_blocked.size(), s.persistence, fmt::join(names, ", "));
-    if (nvidia) {
+    if (hung) {
       findings.push_back({Health::kUnhealthy, std::move(reason),
                           SuggestedActions{"NVIDIA processes are stuck in uninterruptible sleep "
                                            "(likely a hung driver); reboot the system",
@@ -189,7 +195,12 @@ Event make_reboot_event(TimePoint boot_time) {
 }
 
 OsComponent::OsComponent(const ComponentContext& ctx) : Component(ctx), fs_(ctx.config->host_root) {
-  thresholds_.persistence = ctx.scan_mode ? 1 : 5;
+  thresholds_.persistence = ctx.config->os_blocked_process_persistence > 0
+                                ? ctx.config->os_blocked_process_persistence
+                            : ctx.scan_mode ? 1
+                                            : 5;
+  if (ctx.config->os_blocked_process_name_regexes)
+    thresholds_.escalate_names = *ctx.config->os_blocked_process_name_regexes;
   if (MetricRegistry* m = ctx.metrics) {
     m->describe("os_zombie_processes", "Number of zombie processes");
     m->describe("os_running_pids", "Number of processes (PIDs in /proc)");

@@ -32,6 +32,9 @@ struct OsThresholds {
   // file-max is often 2^63-1; GPUd measures usage against at most 10 million handles.
   int64_t file_handles_cap = 10'000'000;
   int persistence = 5;  // consecutive checks a process must stay in D state
+  // RE2 patterns (--os-blocked-process-name-regexes): a persistent D-state process whose name
+  // matches one is Unhealthy with REBOOT_SYSTEM (a hung driver), any other Degraded.
+  std::vector<std::string> escalate_names{"^nvidia"};
 };
 
 struct BlockedProcess {

@@ -113,6 +113,20 @@ TEST(OsRule, NvidiaMustBeThePrefix) {
   EXPECT_EQ(evaluate_os(s).health, Health::kDegraded);
 }
 
+// --os-blocked-process-name-regexes replaces ^nvidia; an empty list escalates nothing.
+TEST(OsRule, EscalatingNamesAreTheConfiguredPatterns) {
+  OsSnapshot s = base_snapshot();
+  s.persistent_blocked = {{300, "nvidia-smi", 5}, {301, "kworker/3:1", 5}};
+  OsThresholds kworker;
+  kworker.escalate_names = {"^kworker", "^lustre"};
+  EXPECT_EQ(evaluate_os(s, kworker).health, Health::kUnhealthy);
+  OsThresholds none;
+  none.escalate_names = {};
+  EXPECT_EQ(evaluate_os(s, none).health, Health::kDegraded);
+  s.persistent_blocked = {{300, "nvidia-smi", 5}};
+  EXPECT_EQ(evaluate_os(s, kworker).health, Health::kDegraded);
+}
+
 TEST(OsRule, RunningPidsNearPidMaxDegradeThenFail) {
   OsSnapshot s = base_snapshot();
   s.processes = 80'000;  // exactly 80 %: not above
