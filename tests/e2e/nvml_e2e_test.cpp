@@ -166,8 +166,9 @@ TEST(NvmlE2E, GpuLostMidRunThenRecoveredAfterRestart) {
       std::istringstream lines(text);
       int n = 0;
       for (std::string line; std::getline(lines, line);)
+        // The per-GPU health and its causes name the lost GPU; no value of it is left.
         n += line.find("gpu=\"3\"") != std::string::npos &&
-             line.rfind("accelerator_nvidia_gpu_health{", 0) != 0;
+             line.rfind("accelerator_nvidia_gpu_health", 0) != 0;
       return n;
     };
     std::string metrics = d.get("/metrics")->body;
@@ -182,6 +183,10 @@ TEST(NvmlE2E, GpuLostMidRunThenRecoveredAfterRestart) {
     EXPECT_NE(
         metrics.find("accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 1\n"),
         std::string::npos);
+    EXPECT_NE(metrics.find("accelerator_nvidia_gpu_health_cause{component=\"accelerator-nvidia-"
+                           "info\",gpu=\"3\",health=\"Unhealthy\""),
+              std::string::npos)
+        << metrics;
     // Per GPU: GPU 3 alone is Unhealthy, for the info component's finding; the others Healthy.
     auto gpus = parse_json(d.get("/v1/gpus")->body);
     std::ifstream spec_in(std::string(GPUD_SOURCE_DIR) + "/docs/gpud-api-swagger.json");
