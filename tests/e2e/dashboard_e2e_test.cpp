@@ -126,7 +126,7 @@ TEST(DashboardE2E, EveryPanelQueryParsesAndReturnsSeries) {
     EXPECT_EQ(values[0]["metric"].value(m[2].str(), ""), "node-1") << definition;
   }
 
-  // The fleet panels count this node: one node up, its 8 GPUs, all Unhealthy with the Xid.
+  // The fleet panels count this node: one node up, its 8 GPUs, GPU 0 Unhealthy with the Xid.
   auto single = [&](const std::string& key) {
     const Json& r = results[key];
     return r.size() == 1 ? value_of(r[0]) : -1.0;
@@ -136,9 +136,12 @@ TEST(DashboardE2E, EveryPanelQueryParsesAndReturnsSeries) {
   EXPECT_EQ(single("Unhealthy nodes/"), 1);
   EXPECT_EQ(single("Unhealthy components/"), 1);
   EXPECT_EQ(single("GPUs/"), 8);
-  EXPECT_EQ(single("GPUs by health/Healthy"), 0);
+  // One bad GPU of eight: 7 Healthy and 1 Unhealthy (the GPU's own health, not its node's), and
+  // the first fatal Xid of that GPU and code counts.
+  EXPECT_EQ(single("GPUs by health/Healthy"), 7);
   EXPECT_EQ(single("GPUs by health/Degraded"), 0);
-  EXPECT_EQ(single("GPUs by health/Unhealthy"), 8);
+  EXPECT_EQ(single("GPUs by health/Unhealthy"), 1);
+  EXPECT_EQ(single("Fatal Xids (1h)/"), 1);
   EXPECT_EQ(results["GPU temperature/{{node}} GPU {{gpu}}"].size(), 8u);
   EXPECT_EQ(results["Xid rate by code/Xid {{xid}}"][0]["metric"].value("xid", ""), "79");
 
