@@ -142,6 +142,12 @@ TEST(DashboardE2E, EveryPanelQueryParsesAndReturnsSeries) {
   EXPECT_EQ(single("GPUs by health/Degraded"), 0);
   EXPECT_EQ(single("GPUs by health/Unhealthy"), 1);
   EXPECT_EQ(single("Fatal Xids (1h)/"), 1);
+  // The per-GPU table names the bad GPU and the component that found it.
+  const Json& bad = results["Unhealthy GPUs/"];
+  ASSERT_EQ(bad.size(), 1u) << bad.dump();
+  EXPECT_EQ(bad[0]["metric"].value("gpu", ""), "0");
+  EXPECT_EQ(bad[0]["metric"].value("component", ""), "accelerator-nvidia-error-xid");
+  EXPECT_EQ(bad[0]["metric"].value("suggested_action", ""), "REBOOT_SYSTEM");
   EXPECT_EQ(results["GPU temperature/{{node}} GPU {{gpu}}"].size(), 8u);
   EXPECT_EQ(results["Xid rate by code/Xid {{xid}}"][0]["metric"].value("xid", ""), "79");
 
