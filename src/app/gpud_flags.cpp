@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "core/strings.h"
+
 namespace gpud::app {
 
 namespace {
@@ -96,12 +98,6 @@ std::string refusal(const GpudFlag& f) {
          use + " gpud run --nvml-lib build/libnvidia-ml.so.1 (testing/fake_nvml/README.md)";
 }
 
-std::string listed(const std::vector<std::string>& flags) {
-  std::string out;
-  for (const auto& f : flags) out += (out.empty() ? "" : ", ") + f;
-  return out;
-}
-
 }  // namespace
 
 std::span<const GpudFlag> gpud_flags() { return kFlags; }
@@ -154,13 +150,13 @@ std::vector<std::string> gpud_flag_warnings(const GpudFlagsGiven& given) {
         "gpud has no managed control plane (no login, session, machine id, remote reboot, "
         "auto-update or pprof): it serves its health API on this node only, and is updated with "
         "its package or `gpud up`; ignored: " +
-        listed(given.control_plane));
+        join(given.control_plane, ", "));
   if (!given.host_command.empty())
     lines.push_back(
         "gpud runs no findmnt, lsblk, df or systemctl for its checks: it reads /proc, /sys and "
         "statfs under --host-root, and containerd's socket, directly (in a container, mount the "
         "host and give --host-root); ignored: " +
-        listed(given.host_command));
+        join(given.host_command, ", "));
   if (!given.not_yet_used.empty()) {
     std::string what;
     for (const auto& name : given.not_yet_used)

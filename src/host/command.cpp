@@ -35,6 +35,19 @@ struct Fd {
   }
 };
 
+// The non-empty directories of a colon-separated search path, in order.
+std::vector<std::string_view> search_dirs(std::string_view search_path) {
+  std::vector<std::string_view> dirs;
+  size_t start = 0;
+  while (start <= search_path.size()) {
+    size_t colon = search_path.find(':', start);
+    if (colon == std::string_view::npos) colon = search_path.size();
+    if (colon > start) dirs.push_back(search_path.substr(start, colon - start));
+    start = colon + 1;
+  }
+  return dirs;
+}
+
 }  // namespace
 
 std::optional<std::string> find_executable(std::string_view name, std::string_view search_path) {
@@ -44,13 +57,7 @@ std::optional<std::string> find_executable(std::string_view name, std::string_vi
     if (is_executable_file(p)) return p;
     return std::nullopt;
   }
-  size_t start = 0;
-  while (start <= search_path.size()) {
-    size_t colon = search_path.find(':', start);
-    if (colon == std::string_view::npos) colon = search_path.size();
-    std::string_view dir = search_path.substr(start, colon - start);
-    start = colon + 1;
-    if (dir.empty()) continue;
+  for (std::string_view dir : search_dirs(search_path)) {
     std::string p(dir);
     if (p.back() != '/') p += '/';
     p += name;
@@ -69,19 +76,13 @@ std::optional<std::string> find_host_executable(std::string_view host_root, std:
     return std::nullopt;
   std::vector<std::string> roots = {root};
   for (const std::string& within : host_roots_within) roots.push_back(root + within);
-  for (const std::string& r : roots) {
-    size_t start = 0;
-    while (start <= kDefaultSearchPath.size()) {
-      size_t colon = kDefaultSearchPath.find(':', start);
-      if (colon == std::string_view::npos) colon = kDefaultSearchPath.size();
-      const std::string p = r + std::string(kDefaultSearchPath.substr(start, colon - start)) + "/" +
-                            std::string(name);
-      start = colon + 1;
+  for (const std::string& r : roots)
+    for (std::string_view dir : search_dirs(kDefaultSearchPath)) {
+      const std::string p = r + std::string(dir) + "/" + std::string(name);
       struct stat st {};
       if (::lstat(p.c_str(), &st) != 0) continue;
       if (S_ISLNK(st.st_mode) || is_executable_file(p)) return p;
     }
-  }
   return std::nullopt;
 }
 

@@ -134,20 +134,24 @@ expect_all_healthy() {
   [[ -z $bad ]] || fail "$layout: not all Healthy: $bad"
 }
 
-# Checks that `component` reads `health` with a reason containing `text`.
-expect_component() {
-  local layout=$1 table=$2 component=$3 health=$4 text=$5 row
-  row=$(awk -F'\t' -v c="$component" '$1 == c' <<<"$table")
-  echo "== $layout (faulty twin): $row"
+# The table's row of `component` ("" when it has none).
+row_of() { awk -F'\t' -v c="$2" '$1 == c' <<<"$1"; }
+
+# Checks that `component`'s reason contains `text`.
+expect_reason() {
+  local layout=$1 table=$2 component=$3 text=$4 row
+  row=$(row_of "$table" "$component")
   [[ -n $row ]] || fail "$layout: no $component component: $table"
-  [[ $(cut -f2 <<<"$row") == "$health" ]] || fail "$layout: $component is not $health: $row"
   [[ $(cut -f3 <<<"$row") == *"$text"* ]] || fail "$layout: $component's reason lacks '$text': $row"
 }
 
-expect_reason() {
-  local layout=$1 table=$2 component=$3 text=$4 row
-  row=$(awk -F'\t' -v c="$component" '$1 == c' <<<"$table")
-  [[ $(cut -f3 <<<"$row") == *"$text"* ]] || fail "$layout: $component's reason lacks '$text': $row"
+# Checks that `component` reads `health` with a reason containing `text`.
+expect_component() {
+  local layout=$1 table=$2 component=$3 health=$4 text=$5 row
+  row=$(row_of "$table" "$component")
+  echo "== $layout (faulty twin): $row"
+  expect_reason "$layout" "$table" "$component" "$text"
+  [[ $(cut -f2 <<<"$row") == "$health" ]] || fail "$layout: $component is not $health: $row"
 }
 
 # (a) systemd host.

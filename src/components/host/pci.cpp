@@ -190,20 +190,28 @@ std::optional<kmsg::Match> match_bus_error(std::string_view s) {
   return m;
 }
 
+// A line in which the PCIe port `pattern`'s group 1 names reports on its error recovery: an event
+// `name` of `type`, "<what> <port>".
+std::optional<kmsg::Match> port_event(std::string_view s, const RE2& pattern, EventType type,
+                                      const char* name, const char* what) {
+  std::string dev;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), pattern, &dev)) return std::nullopt;
+  kmsg::Match m;
+  m.type = type;
+  m.name = name;
+  dev = normalize_pci_bus_id(dev);
+  m.message = std::string(what) + " " + dev;
+  m.extra_info = {{"pci_bus_id", dev}, {"log_line", kmsg::log_line_excerpt(s)}};
+  return m;
+}
+
 // drivers/pci/pcie: 4.x aer/aerdrv_core.c and 4.19 err.c "AER: Device recovery failed", 5.x-6.x
 // err.c (dev_fmt "AER: ") "device recovery failed"; the port that ran the recovery names itself.
 std::optional<kmsg::Match> match_recovery_failed(std::string_view s) {
   static const RE2 kRe(std::string(kmsg::kMessageStart) + R"(\S+ ()" + kBdf +
                        R"(): (?:AER: )?[Dd]evice recovery failed)");
-  std::string dev;
-  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &dev)) return std::nullopt;
-  kmsg::Match m;
-  m.type = EventType::kFatal;
-  m.name = "pcie_aer_recovery_failed";
-  dev = normalize_pci_bus_id(dev);
-  m.message = "PCIe error recovery failed below " + dev;
-  m.extra_info = {{"pci_bus_id", dev}, {"log_line", kmsg::log_line_excerpt(s)}};
-  return m;
+  return port_event(s, kRe, EventType::kFatal, "pcie_aer_recovery_failed",
+                    "PCIe error recovery failed below");
 }
 
 // aer_root_reset: 4.x "Root Port link has been reset", 5.x with "AER: ", 6.x "%s Port link has
@@ -211,15 +219,8 @@ std::optional<kmsg::Match> match_recovery_failed(std::string_view s) {
 std::optional<kmsg::Match> match_link_reset(std::string_view s) {
   static const RE2 kRe(std::string(kmsg::kMessageStart) + R"(\S+ ()" + kBdf +
                        R"(): (?:AER: )?(?:Root|Downstream) Port link has been reset)");
-  std::string dev;
-  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &dev)) return std::nullopt;
-  kmsg::Match m;
-  m.type = EventType::kWarning;
-  m.name = "pcie_link_reset";
-  dev = normalize_pci_bus_id(dev);
-  m.message = "PCIe link reset by error recovery at " + dev;
-  m.extra_info = {{"pci_bus_id", dev}, {"log_line", kmsg::log_line_excerpt(s)}};
-  return m;
+  return port_event(s, kRe, EventType::kWarning, "pcie_link_reset",
+                    "PCIe link reset by error recovery at");
 }
 
 }  // namespace
