@@ -236,6 +236,25 @@ TEST(ConfigYaml, AliasesAreRefusedWithTheLine) {
             "f:2: YAML aliases (*name) are not allowed here; write the value out");
 }
 
+// One document per file: YAML::Load reads the first, so a second one with values is an error
+// naming its line rather than settings dropped unread. Garbage that yaml-cpp 0.7 reads as an
+// endless run of empty documents at one position (",-", found by plugin_specs_fuzz) is an error
+// naming its line instead of a hang at the daemon's start.
+TEST(ConfigYaml, ASecondDocumentIsRefusedAndGarbageDoesNotHang) {
+  auto two = parse_config_yaml("log-level: info\n---\ngpu-count: 8\n", "f");
+  ASSERT_FALSE(two) << "the second document was dropped silently";
+  EXPECT_EQ(two.error().message,
+            "f:3: a second YAML document (after ---); gpud reads one document per file");
+  // Document markers around one document, and an empty trailing one, are fine.
+  EXPECT_TRUE(parse_config_yaml("---\nlog-level: info\n...\n", "f"));
+  EXPECT_TRUE(parse_config_yaml("log-level: info\n---\n", "f"));
+  const auto start = std::chrono::steady_clock::now();
+  auto garbage = parse_config_yaml("log-level: info\n---\n,-", "f");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  ASSERT_FALSE(garbage) << "garbage read as an empty document";
+  EXPECT_EQ(garbage.error().message, "f:3: not valid YAML: the parser reads nothing from here on");
+}
+
 // An unknown key is refused before its value is read, and before later keys are.
 TEST(ConfigYaml, TheKeyIsCheckedBeforeItsValue) {
   auto known = [](const std::string& flag) { return flag == "gpu-count"; };

@@ -12,24 +12,43 @@ std::string where(const std::string& source, const YAML::Mark& mark) {
   return mark.is_null() ? source : source + ":" + std::to_string(mark.line + 1);
 }
 
-// Finds the first alias in a YAML text, reading its events only: no node is built.
-class AliasFinder : public YAML::EventHandler {
+// Reads a YAML text's events only (no node is built): where its documents start, the first alias,
+// and the first value of a document after the first.
+class EventScan : public YAML::EventHandler {
  public:
-  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    ++documents;
+    document_start = mark;
+  }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
     if (!alias) alias = mark;
   }
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    value(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    value(mark);
+  }
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    value(mark);
+  }
   void OnMapEnd() override {}
+
+  int documents = 0;
+  YAML::Mark document_start = YAML::Mark::null_mark();
   std::optional<YAML::Mark> alias;
+  std::optional<YAML::Mark> later_document_value;
+
+ private:
+  void value(const YAML::Mark& mark) {
+    if (documents > 1 && !later_document_value) later_document_value = mark;
+  }
 };
 
 }  // namespace
@@ -62,16 +81,28 @@ Result<YAML::Node> parse_yaml_text(std::string_view text, const std::string& sou
   if (int line = first_non_text_line(text); line > 0)
     return make_error(source + ":" + std::to_string(line) + ": not valid UTF-8 text");
   try {
-    // Aliases first, from the parser's events: a loaded alias bomb is a small graph, but every
-    // walk over it (and the JSON a value becomes) visits each of its billions of paths.
+    // The parser's events first. Aliases: a loaded alias bomb is a small graph, but every walk
+    // over it (and the JSON a value becomes) visits each of its billions of paths. Documents:
+    // YAML::Load reads the first, so a second one with values would be dropped unread. yaml-cpp
+    // 0.7 reports an endless run of empty documents at one position for some garbage (",-") and
+    // YAML::Load reads it as an empty file: a document that starts where the last one did is
+    // text the parser cannot read.
     std::istringstream in{std::string(text)};
     YAML::Parser parser(in);
-    AliasFinder finder;
-    while (!finder.alias && parser.HandleNextDocument(finder)) {
+    EventScan scan;
+    int last_start = -1;
+    while (!scan.alias && !scan.later_document_value && parser.HandleNextDocument(scan)) {
+      if (scan.document_start.pos <= last_start)
+        return make_error(where(source, scan.document_start) +
+                          ": not valid YAML: the parser reads nothing from here on");
+      last_start = scan.document_start.pos;
     }
-    if (finder.alias)
-      return make_error(where(source, *finder.alias) +
+    if (scan.alias)
+      return make_error(where(source, *scan.alias) +
                         ": YAML aliases (*name) are not allowed here; write the value out");
+    if (scan.later_document_value)
+      return make_error(where(source, *scan.later_document_value) +
+                        ": a second YAML document (after ---); gpud reads one document per file");
     return YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     return make_error(where(source, e.mark) + ": not valid YAML: " + e.msg);
