@@ -2,7 +2,8 @@
 # Installs the Debian packages one use of gpud needs, by set:
 #   build  (make build, make run, make deb, make image): the compiler, the libraries, the tools that package gpud
 #   test   (make test, make bench): build, plus the real programs the tests and benchmarks start themselves
-#          (Prometheus, Alertmanager, node_exporter, containerd, dockerd, nginx, chromium, kubectl, FUSE)
+#          (Prometheus, Alertmanager, node_exporter, containerd, dockerd, nginx, chromium, kubectl, FUSE, Slurm
+#          with munge)
 #   asan   (make test-asan, make fuzz): test, plus clang-14 with its sanitizer and libFuzzer runtimes and lld
 # Idempotent: it installs only what is missing and runs `apt-get update` at most once, only when something has
 # to be installed. No service is started on the host: the install runs under a policy-rc.d that refuses every
@@ -53,6 +54,9 @@ test_only_packages=(
   fuse3
   # The UI's browser test.
   chromium
+  # The Slurm test starts a private munged, slurmctld and slurmd and drains its node through
+  # `gpud slurm-health-check` (scontrol and sinfo are slurm-client's).
+  munge slurmctld slurmd slurm-client
 )
 # The manifests test renders deploy/kubernetes with `kubectl kustomize`: any kubectl does (one from elsewhere,
 # e.g. Google Cloud's `kubectl` package, conflicts with Debian's kubernetes-client).

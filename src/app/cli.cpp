@@ -21,6 +21,7 @@ int parse_cli(int argc, char** argv, int& exit_code, std::function<void()>& serv
   add_machine_info(app, &exit_code);
   add_set_healthy(app, &exit_code);
   add_npd_check(app, &exit_code);
+  add_slurm_health_check(app, &exit_code);
   add_trigger_check(app, &exit_code);
   add_compact(app, &exit_code);
   add_plugin_verbs(app, &exit_code);

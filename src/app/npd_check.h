@@ -6,10 +6,12 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "app/client.h"
 #include "core/result.h"
 
 namespace gpud::app {
@@ -47,6 +49,11 @@ struct NpdAnswer {
 // and has nothing Unhealthy is Unknown (2).
 NpdAnswer npd_answer(const nlohmann::json& states, const nlohmann::json& gpus,
                      const NpdSelection& selection);
+
+// npd_answer over the daemon's /v1/states (and /v1/gpus, to name a GPU), all within `budget`; a
+// daemon that does not answer, or answers with an error, is Unknown with the reason.
+NpdAnswer daemon_npd_answer(const ClientOptions& options, const NpdSelection& selection,
+                            std::chrono::milliseconds budget);
 
 // Cuts `s` to at most `max_bytes` on a UTF-8 character boundary, newlines made spaces.
 std::string npd_line(std::string_view s, size_t max_bytes = kNpdMaxOutputBytes);

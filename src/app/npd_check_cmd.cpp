@@ -14,12 +14,15 @@ namespace {
 // NPD's default plugin timeout is 5 s; the answer comes well within a second or is Unknown.
 constexpr std::chrono::milliseconds kNpdCheckBudget{800};
 
-NpdAnswer check_daemon(const ClientOptions& options, const NpdSelection& selection) {
+}  // namespace
+
+NpdAnswer daemon_npd_answer(const ClientOptions& options, const NpdSelection& selection,
+                            std::chrono::milliseconds budget) {
   auto unknown = [](const std::string& why) { return NpdAnswer{kNpdUnknown, npd_line(why)}; };
   auto endpoint = resolve_endpoint(options);
   if (!endpoint) return unknown("gpud unknown: " + endpoint.error().message);
   ApiClient client(*endpoint, "");
-  client.set_deadline(std::chrono::steady_clock::now() + kNpdCheckBudget);
+  client.set_deadline(std::chrono::steady_clock::now() + budget);
   auto states = client.get("/v1/states");
   if (!states && states.error().code == kNoDaemon)
     return unknown("gpud not reachable: " + states.error().message);
@@ -36,8 +39,6 @@ NpdAnswer check_daemon(const ClientOptions& options, const NpdSelection& selecti
   return npd_answer(*doc, gpus, selection);
 }
 
-}  // namespace
-
 void add_npd_check(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<ClientOptions>();
   auto components = std::make_shared<std::string>("all");
@@ -52,7 +53,7 @@ void add_npd_check(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->callback([options, components, exit_code] {
     auto selection = parse_npd_selection(*components);
-    NpdAnswer a = selection ? check_daemon(*options, *selection)
+    NpdAnswer a = selection ? daemon_npd_answer(*options, *selection, kNpdCheckBudget)
                             : NpdAnswer{kNpdUnknown, npd_line(selection.error().message)};
     std::cout << a.line << "\n";
     *exit_code = a.exit_code;

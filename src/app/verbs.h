@@ -18,6 +18,8 @@ void add_machine_info(CLI::App& app, int* exit_code);
 void add_set_healthy(CLI::App& app, int* exit_code);
 // npd_check_cmd.cpp: node-problem-detector's custom-plugin protocol (exit 0/1/2, one line).
 void add_npd_check(CLI::App& app, int* exit_code);
+// slurm_health_check_cmd.cpp: Slurm's HealthCheckProgram (drain and resume this node).
+void add_slurm_health_check(CLI::App& app, int* exit_code);
 void add_trigger_check(CLI::App& app, int* exit_code);
 void add_compact(CLI::App& app, int* exit_code);
 // plugins_cmd.cpp: custom-plugins, list-plugins, run-plugin-group, deregister-component.

@@ -49,18 +49,21 @@ fi
 
 contents=$(dpkg-deb -c "$deb")
 echo "$contents"
-for path in ./usr/bin/gpud ./lib/systemd/system/gpud.service ./etc/default/gpud ./etc/gpud/gpud.yaml; do
+for path in ./usr/bin/gpud ./lib/systemd/system/gpud.service ./etc/default/gpud ./etc/gpud/gpud.yaml \
+  ./usr/lib/gpud/gpud-slurm-health-check; do
   grep -qE " ${path//./\\.}\$" <<<"$contents" || fail "package lacks $path"
 done
 if [[ -f $(dirname "$0")/../../deploy/prometheus/gpud-alerts.yml ]]; then
   grep -qE ' \./usr/share/gpud/gpud-alerts\.yml$' <<<"$contents" ||
     fail "package lacks /usr/share/gpud/gpud-alerts.yml"
 fi
-for example in dcgm-compat-rules.yml alertmanager.yml gpud-fleet.json; do
+for example in dcgm-compat-rules.yml alertmanager.yml gpud-fleet.json slurm.conf.gpud; do
   grep -qE " \./usr/share/gpud/${example//./\\.}\$" <<<"$contents" ||
     fail "package lacks /usr/share/gpud/$example"
 done
 grep -q 'rwxr-xr-x root/root .* \./usr/bin/gpud$' <<<"$contents" || fail "gpud is not 0755 root"
+grep -q 'rwxr-xr-x root/root .* \./usr/lib/gpud/gpud-slurm-health-check$' <<<"$contents" ||
+  fail "the Slurm health check wrapper is not 0755 root"
 # It may hold the admin token (GPUD_ADMIN_TOKEN).
 grep -q 'rw-r----- root/root .* \./etc/default/gpud$' <<<"$contents" ||
   fail "/etc/default/gpud is not 0640 root"

@@ -36,7 +36,7 @@ fail() {
   echo "FAIL: $*" >&2
   exit 1
 }
-test_tools=(docker.io containerd nginx-light prometheus prometheus-node-exporter prometheus-alertmanager chromium
+test_tools=(docker.io containerd nginx-light prometheus prometheus-node-exporter prometheus-alertmanager chromium munge slurmd
   wrk fuse3 clang-14)
 
 FAKE_LOG="$work/build.log" "$src/scripts/install-deps.sh" build >/dev/null
@@ -51,7 +51,7 @@ grep -qx 'policy-rc.d=101' "$work/build.log" || fail "build: apt-get ran without
 
 FAKE_LOG="$work/test.log" "$src/scripts/install-deps.sh" test >/dev/null
 install_line=$(grep '^install ' "$work/test.log") || fail "test: no apt-get install"
-for p in docker.io containerd nginx-light prometheus prometheus-alertmanager chromium; do
+for p in docker.io containerd nginx-light prometheus prometheus-alertmanager chromium munge slurmctld slurmd; do
   [[ " $install_line " == *" $p "* ]] || fail "test set lacks $p: $install_line"
 done
 [[ " $install_line " != *" clang-14 "* ]] || fail "test set asks for clang-14 (only asan needs it)"
