@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: gpud's idle footprint beside prometheus-node-exporter, micro-benchmarks, and the API's
-# throughput beside nginx (bench/http-bench.sh).
+# throughput beside nginx (bench/http-bench.sh), then a fleet of FLEET_NODES daemons under one Prometheus
+# (bench/fleet-bench.sh, docs/FLEET.md).
 #   - time from start to the first successful /healthz (median of 5 starts)
 #   - peak RSS (VmHWM) and CPU seconds of gpud idling IDLE_S seconds with all host components
 #   - the same for Debian's prometheus-node-exporter idling beside it, scraped every 15 s
@@ -164,3 +165,6 @@ echo
 echo
 echo "== the API beside nginx (keep-alive TLS, wrk) =="
 "$(dirname "$0")/http-bench.sh" "$build"
+
+echo
+"$(dirname "$0")/fleet-bench.sh" "$build"

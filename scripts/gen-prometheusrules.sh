@@ -26,3 +26,4 @@ generate() {
 
 generate gpud-alerts gpud-alerts.yml
 generate dcgm-compat dcgm-compat-rules.yml
+generate gpud-fleet gpud-fleet-rules.yml

@@ -57,7 +57,7 @@ if [[ -f $(dirname "$0")/../../deploy/prometheus/gpud-alerts.yml ]]; then
   grep -qE ' \./usr/share/gpud/gpud-alerts\.yml$' <<<"$contents" ||
     fail "package lacks /usr/share/gpud/gpud-alerts.yml"
 fi
-for example in dcgm-compat-rules.yml alertmanager.yml gpud-fleet.json slurm.conf.gpud; do
+for example in dcgm-compat-rules.yml gpud-fleet-rules.yml alertmanager.yml gpud-fleet.json slurm.conf.gpud; do
   grep -qE " \./usr/share/gpud/${example//./\\.}\$" <<<"$contents" ||
     fail "package lacks /usr/share/gpud/$example"
 done

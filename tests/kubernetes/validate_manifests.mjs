@@ -99,7 +99,7 @@ assert.deepEqual(
 );
 assert.deepEqual(
   operator.map((o) => `${o.kind}/${o.metadata.name}`).sort(),
-  ["PodMonitor/gpud", "PrometheusRule/dcgm-compat", "PrometheusRule/gpud-alerts"],
+  ["PodMonitor/gpud", "PrometheusRule/dcgm-compat", "PrometheusRule/gpud-alerts", "PrometheusRule/gpud-fleet"],
 );
 const clusterScoped = new Set(["Namespace", "ClusterRole", "ClusterRoleBinding"]);
 for (const o of [...base, ...operator].filter((o) => !clusterScoped.has(o.kind)))
@@ -240,6 +240,7 @@ assert.ok(
 for (const [name, file] of [
   ["gpud-alerts", "gpud-alerts.yml"],
   ["dcgm-compat", "dcgm-compat-rules.yml"],
+  ["gpud-fleet", "gpud-fleet-rules.yml"],
 ]) {
   const rules = YAML.parse(readFileSync(path.join(source, "deploy/prometheus", file), "utf8"));
   assert.deepEqual(
