@@ -1,13 +1,16 @@
 // End-to-end: every query of the Grafana dashboard (deploy/grafana/gpud-fleet.json) runs against a
 // live Prometheus that scrapes gpud (fake NVML, eight GPUs, an Xid 79 in its kernel log) with the
 // shipped rules: each panel query and each template-variable query must parse and return series,
-// and the fleet panels must count what this node has.
+// and the fleet panels must count what this node has. A second test reads each node's panels for a
+// healthy node, a lost GPU and a hung driver.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <thread>
 #include <regex>
 
 #include "tests/e2e/daemon_process.h"
@@ -37,11 +40,19 @@ void collect_queries(const Json& panels, std::vector<PanelQuery>& out) {
   }
 }
 
-// Grafana's variables as a query for the whole fleet: every node, a rate window of a minute.
-std::string substitute_variables(std::string expr) {
+// Grafana's variables: the nodes `node` selects (".*": the whole fleet), a rate window of a minute.
+std::string substitute_variables(std::string expr, const std::string& node = ".*") {
   expr = std::regex_replace(expr, std::regex("\\$__rate_interval"), "1m");
-  expr = std::regex_replace(expr, std::regex("\\$node\\b"), ".*");
+  expr = std::regex_replace(expr, std::regex("\\$node\\b"), node);
   return expr;
+}
+
+std::vector<PanelQuery> dashboard_queries() {
+  std::ifstream in(std::string(GPUD_SOURCE_DIR) + "/deploy/grafana/gpud-fleet.json");
+  const Json dashboard = Json::parse(in, nullptr, false);
+  std::vector<PanelQuery> queries;
+  if (dashboard.is_object()) collect_queries(dashboard["panels"], queries);
+  return queries;
 }
 
 TEST(DashboardE2E, EveryPanelQueryParsesAndReturnsSeries) {
@@ -153,6 +164,142 @@ TEST(DashboardE2E, EveryPanelQueryParsesAndReturnsSeries) {
 
   prometheus.stop();
   EXPECT_EQ(gpud.stop(), 0) << gpud.log();
+}
+
+// The dashboard with the node variable set to one node, as a person looking at that node sees it: a
+// healthy node, a node whose GPU 3 was lost and a node whose driver hung, the faults arriving while
+// the daemons run (their fake NVML scenario files replaced), under one Prometheus.
+TEST(DashboardE2E, ALostGpuAndAHungDriverReadRightPerNode) {
+  if (!std::filesystem::exists(kPrometheus))
+    GTEST_SKIP() << kPrometheus
+                 << " not installed (scripts/install-deps.sh installs Debian's prometheus)";
+  const std::string source_dir = GPUD_SOURCE_DIR;
+  const std::vector<PanelQuery> queries = dashboard_queries();
+  ASSERT_GE(queries.size(), 10u);
+  const std::string dir = make_temp_dir();
+  ASSERT_FALSE(dir.empty());
+  TempDirGuard remove_dir{dir};
+  const std::string fixtures = source_dir + "/testing/fixtures/nvml/";
+  auto set_scenario = [&](int node, const std::string& fixture) {
+    // A new file under the name the library reads: it re-reads on a changed inode.
+    const std::string path = dir + "/scenario-" + std::to_string(node) + ".json";
+    std::filesystem::copy_file(fixtures + fixture, path + ".new",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::rename(path + ".new", path);
+    return path;
+  };
+  std::vector<std::unique_ptr<DaemonProcess>> nodes;
+  for (int i = 1; i <= 3; ++i) {
+    const std::string scenario = set_scenario(i, "h100x8-healthy.json");
+    std::vector<std::string> flags{"--nvml-lib", GPUD_FAKE_NVML, "--nvidia-check-interval", "1s"};
+    if (i > 1)
+      flags.insert(flags.end(), {"--tls-cert", dir + "/node-1/gpud.crt", "--tls-key",
+                                 dir + "/node-1/gpud.key"});
+    nodes.push_back(std::make_unique<DaemonProcess>(
+        dir + "/node-" + std::to_string(i), flags, true,
+        std::vector<std::string>{"FAKE_NVML_SCENARIO=" + scenario,
+                                 "GPUD_KMSG_PATH=" + dir + "/kmsg-" + std::to_string(i)}));
+    ASSERT_TRUE(nodes.back()->ready()) << nodes.back()->log();
+  }
+  const int prom_port = free_port();
+  {
+    std::ofstream config(dir + "/prometheus.yml");
+    config << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+           << "rule_files:\n  - " << source_dir << "/deploy/prometheus/gpud-alerts.yml\n  - "
+           << source_dir << "/deploy/prometheus/dcgm-compat-rules.yml\n"
+           << "scrape_configs:\n  - job_name: gpud\n    scheme: https\n    tls_config:\n"
+           << "      ca_file: " << dir << "/node-1/gpud.crt\n      server_name: localhost\n"
+           << "    static_configs:\n";
+    for (int i = 1; i <= 3; ++i)
+      config << "      - targets: ['127.0.0.1:" << nodes[i - 1]->port() << "']\n"
+             << "        labels: {node: node-" << i << "}\n";
+  }
+  ChildProcess prometheus({kPrometheus, "--config.file=" + dir + "/prometheus.yml",
+                           "--storage.tsdb.path=" + dir + "/tsdb",
+                           "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+                          dir + "/prometheus.log");
+  PrometheusApi api(prom_port);
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  ASSERT_TRUE(wait_until(deadline, [&] {
+    return !prometheus.running() ||
+           api.query("count(accelerator_nvidia_gpu_health{health=\"Healthy\"} == 1) == 24").size() ==
+               1;
+  })) << read_file(dir + "/prometheus.log");
+  ASSERT_TRUE(prometheus.running()) << read_file(dir + "/prometheus.log");
+  Json gpu3 = api.query("accelerator_nvidia_gpu_health{node=\"node-2\",gpu=\"3\",health=\"Healthy\"}");
+  ASSERT_EQ(gpu3.size(), 1u) << gpu3.dump();
+  const std::string bus3 = gpu3[0]["metric"].value("pci_bus_id", "");
+  ASSERT_FALSE(bus3.empty());
+
+  // GPU 3 of node 2 is lost; node 3's driver hangs (GPU 2's power reading never returns).
+  set_scenario(2, "h100x8-gpu-lost.json");
+  set_scenario(3, "h100x8-hung-driver.json");
+  deadline = std::chrono::steady_clock::now() + 60s;
+  ASSERT_TRUE(wait_until(deadline, [&] {
+    return api.query("accelerator_nvidia_gpu_health{node=\"node-2\",gpu=\"3\",health=\"Unhealthy\"} "
+                     "== 1")
+                   .size() == 1 &&
+           api.query("accelerator_nvidia_nvml_up{node=\"node-3\"} == 0").size() == 1 &&
+           api.query("count(accelerator_nvidia_temperature_current_celsius{node=\"node-2\"}) == 7")
+                   .size() == 1;
+  })) << nodes[1]->log() << nodes[2]->log();
+  std::this_thread::sleep_for(3s);  // a few more scrapes and evaluations of the new state
+
+  // Each panel as the node's own dashboard shows it.
+  auto panels_of = [&](const std::string& node) {
+    std::map<std::string, Json> results;
+    for (const PanelQuery& q : queries)
+      results[q.panel + "/" + q.legend] = api.query(substitute_variables(q.expr, node));
+    return results;
+  };
+  auto single = [](std::map<std::string, Json>& results, const std::string& key) {
+    const Json& r = results[key];
+    return r.size() == 1 ? value_of(r[0]) : -1.0;
+  };
+
+  auto healthy = panels_of("node-1");
+  EXPECT_EQ(single(healthy, "GPUs by health/Healthy"), 8);
+  EXPECT_EQ(single(healthy, "GPUs by health/Unhealthy"), 0);
+  EXPECT_TRUE(healthy["Unhealthy GPUs/"].empty()) << healthy["Unhealthy GPUs/"].dump();
+  EXPECT_EQ(single(healthy, "NVML up/{{node}}"), 1);
+  EXPECT_EQ(healthy["GPU temperature/{{node}} GPU {{gpu}}"].size(), 8u);
+
+  // The lost GPU: 7 and 1, the table names GPU 3 by the bus id it had, with the info component's
+  // finding and REBOOT_SYSTEM; its temperature is absent (never the last good value), NVML is up.
+  auto lost = panels_of("node-2");
+  EXPECT_EQ(single(lost, "GPUs by health/Healthy"), 7);
+  EXPECT_EQ(single(lost, "GPUs by health/Unhealthy"), 1);
+  const Json& lost_rows = lost["Unhealthy GPUs/"];
+  ASSERT_EQ(lost_rows.size(), 1u) << lost_rows.dump();
+  EXPECT_EQ(lost_rows[0]["metric"].value("gpu", ""), "3");
+  EXPECT_EQ(lost_rows[0]["metric"].value("pci_bus_id", ""), bus3);
+  EXPECT_EQ(lost_rows[0]["metric"].value("component", ""), "accelerator-nvidia-info");
+  EXPECT_EQ(lost_rows[0]["metric"].value("suggested_action", ""), "REBOOT_SYSTEM");
+  EXPECT_EQ(lost["GPU temperature/{{node}} GPU {{gpu}}"].size(), 7u);
+  EXPECT_EQ(single(lost, "NVML up/{{node}}"), 1);
+  EXPECT_EQ(single(lost, "Unhealthy nodes/"), 1);
+
+  // The hung driver: NVML up reads 0; every GPU it knew reads Unhealthy (NVML's fault is each
+  // GPU's); no temperature is served (values that could not be read are absent); the node counts
+  // as unhealthy with REBOOT_SYSTEM.
+  auto hung = panels_of("node-3");
+  EXPECT_EQ(single(hung, "NVML up/{{node}}"), 0);
+  EXPECT_EQ(single(hung, "GPUs by health/Healthy"), 0);
+  EXPECT_EQ(single(hung, "GPUs by health/Unhealthy"), 8);
+  EXPECT_TRUE(hung["GPU temperature/{{node}} GPU {{gpu}}"].empty())
+      << hung["GPU temperature/{{node}} GPU {{gpu}}"].dump();
+  EXPECT_EQ(single(hung, "Unhealthy nodes/"), 1);
+  bool reboot = false;
+  for (const Json& r : hung["Suggested actions/"])
+    reboot |= r["metric"].value("component", "") == "accelerator-nvidia-info" &&
+              r["metric"].value("action", "") == "REBOOT_SYSTEM";
+  EXPECT_TRUE(reboot) << hung["Suggested actions/"].dump();
+
+  // The fleet view: the healthy node's GPUs and the lost node's seven others are the Healthy ones.
+  auto fleet = panels_of(".*");
+  EXPECT_EQ(single(fleet, "GPUs by health/Healthy"), 15);
+  EXPECT_EQ(single(fleet, "Unhealthy nodes/"), 2);
+  prometheus.stop();
 }
 
 }  // namespace
