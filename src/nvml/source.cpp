@@ -190,6 +190,19 @@ void NvidiaSource::fill_machine_info(nlohmann::json& info) {
                     {"minorID", g.minor_number.ok() ? std::to_string(g.minor_number.value) : ""},
                     {"boardID", g.board_id.ok() ? g.board_id.value : 0}});
   }
+  // The NVLink fabric's identity (GPUd's clusterUUID and cliqueID, "Cluster UUID" and "Clique Id"
+  // in nvidia-smi -q): every GPU of a node shares it, so the first GPU whose fabric state reads
+  // gives it; absent off a fabric (no fabric state, or the all-zero UUID of a GPU in none).
+  info.erase("clusterUUID");
+  info.erase("cliqueID");
+  for (const auto& g : (*snap)->gpus) {
+    if (!g.fabric.ok() || g.fabric.value.cluster_uuid.empty() ||
+        g.fabric.value.cluster_uuid == "00000000-0000-0000-0000-000000000000")
+      continue;
+    info["clusterUUID"] = g.fabric.value.cluster_uuid;
+    if (g.fabric.value.clique_id != 0) info["cliqueID"] = g.fabric.value.clique_id;
+    break;
+  }
   info["gpuInfo"] = {{"product", product},
                      {"manufacturer", "NVIDIA"},
                      {"architecture", arch},

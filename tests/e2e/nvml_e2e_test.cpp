@@ -99,6 +99,9 @@ TEST(NvmlE2E, EightFakeGpusInTheApi) {
   EXPECT_NE(std::find(comps.begin(), comps.end(), "accelerator-nvidia-bad-envs"), comps.end());
   auto mi = parse_json(d.get("/machine-info")->body);
   EXPECT_EQ(mi["gpuInfo"]["gpus"].size(), 8U) << mi.dump();
+  // The NVLink fabric's identity, as GPUd names it (the fake's default GPU is in a fabric).
+  EXPECT_EQ(mi.value("clusterUUID", ""), "7d2f9a31-0c4e-4b8a-9f61-2e5d8c1b3a70") << mi.dump();
+  EXPECT_EQ(mi.value("cliqueID", 0), 32766) << mi.dump();
   std::map<std::string, nlohmann::json> last;
   EXPECT_TRUE(wait_states(
       d, [](const auto& s) { return all_nvidia(s, "Healthy"); }, 20s, &last))

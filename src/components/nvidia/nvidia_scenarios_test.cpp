@@ -871,5 +871,21 @@ TEST(LinksAndSetupScenarios, ConsumerGpuMostlyNotApplicable) {
   EXPECT_EQ(h.verdicts["accelerator-nvidia-processes"].reason, "1 GPU compute process(es) running");
 }
 
+// Machine info carries the NVLink fabric's identity under GPUd's names (api/v1/types.go of
+// leptonai/gpud 4a8de33: clusterUUID, cliqueID, both omitted off a fabric).
+TEST(NvidiaMachineInfo, FabricIdentityUnderGpudsNamesAndAbsentOffAFabric) {
+  GpuStateRig h100("h100x8-healthy.json");
+  nlohmann::json info = nlohmann::json::object();
+  h100.source->fill_machine_info(info);
+  EXPECT_EQ(info.value("clusterUUID", ""), "7d2f9a31-0c4e-4b8a-9f61-2e5d8c1b3a70") << info.dump();
+  EXPECT_EQ(info.value("cliqueID", 0), 32766) << info.dump();
+  // An A100 has no fabric state: neither key, even where an earlier fill had them.
+  GpuStateRig a100("a100x8-healthy.json");
+  a100.source->fill_machine_info(info);
+  EXPECT_FALSE(info.contains("clusterUUID")) << info.dump();
+  EXPECT_FALSE(info.contains("cliqueID")) << info.dump();
+  EXPECT_EQ(info["gpuInfo"]["gpus"].size(), 8u);
+}
+
 }  // namespace
 }  // namespace gpud::components
