@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "components/host/pstore.h"
 #include "components/kernel_log_support.h"
 #include "core/log.h"
 #include "core/time_util.h"
@@ -217,6 +218,9 @@ OsComponent::OsComponent(const ComponentContext& ctx) : Component(ctx), fs_(ctx.
 }
 
 void OsComponent::start() {
+  // Panics pstore kept across the last reboots (the store drops those it already holds).
+  if (ctx().events != nullptr)
+    for (Event& e : pstore_panic_events(fs_, Clock::now())) record(std::move(e));
   auto boot = host::read_boot_time(fs_);
   if (!boot) {
     logger("os")->warn("cannot read the boot time; no reboot event recorded");
