@@ -296,6 +296,14 @@ kmsg::ComponentRules disk_kernel_log_rules() {
           start +
               R"((?:(?:end_request|blk_update_request|print_req_error): )?(?:I/O|critical medium|critical target|timeout|recoverable transport|critical nexus|critical space allocation|protection|operation not supported) error, dev ([^,\s]+), sector [0-9]+)",
           "block device I/O error ({})", "device"),
+      // fs/ext4/super.c (3.x-6.x) through KERN_CRIT printk: __ext4_error "EXT4-fs error (device
+      // %s): %s:%d: comm %s: ", __ext4_error_inode and __ext4_error_file "...: inode #%lu:
+      // [block %llu: ]comm %s: [path %s: ]", __ext4_std_error "EXT4-fs error (device %s) in
+      // %s:%d: %s", __ext4_abort (before 5.x) "EXT4-fs error (device %s): %s:%d: ". Its
+      // "Remounting filesystem read-only" (ext4_handle_error) is filesystem_read_only's.
+      kmsg::pattern_rule({{"EXT4-fs error (device ", "fs error"}}, "ext4_error",
+                         start + R"(EXT4-fs error \(device ([^)\s]+)\)(?::| in) \w+:\d+)",
+                         "ext4 filesystem error ({})", "device"),
   };
   return r;
 }
