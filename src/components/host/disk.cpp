@@ -185,33 +185,16 @@ void DiskComponent::publish_metrics(const DiskSnapshot& s) {
 KernelLogVerdict evaluate_disk_events(const std::vector<Event>& events,
                                       const std::vector<TimePoint>& reboots,
                                       const std::vector<uint64_t>& counts) {
-  std::map<std::string, std::vector<const Event*>> by_name;
-  std::map<std::string, uint64_t> count_of;
-  for (size_t i = 0; i < events.size(); ++i) {
-    by_name[events[i].name].push_back(&events[i]);
-    count_of[events[i].name] += counts.empty() ? 1 : counts[i];
-  }
-  std::vector<std::string> reasons;
-  std::vector<RepairAction> actions;
-  for (const auto& [name, list] : by_name) {
-    // A digest keeps a group's oldest and newest event, which is all the reboot rule looks at:
-    // whether there is one failure or more, and which reboot precedes each.
-    std::vector<TimePoint> times;
-    for (const Event* e : list) times.push_back(e->time);
-    auto action = evaluate_suggested_actions(reboots, times);
-    if (!action) continue;  // a reboot after the newest failure resolved it
-    actions.push_back(*action);
-    const Event* latest = *std::max_element(list.begin(), list.end(),
-                                            [](auto* a, auto* b) { return a->time < b->time; });
-    reasons.push_back(fmt::format("{} ({}x)", latest->message, count_of[name]));
-  }
+  std::vector<const Event*> all;
+  for (const Event& e : events) all.push_back(&e);
+  UnresolvedFailures failures = unresolved_failures(all, reboots, counts);
   KernelLogVerdict v;
-  if (reasons.empty()) return v;
-  std::sort(reasons.begin(), reasons.end());
+  if (failures.reasons.empty()) return v;
   v.health = Health::kUnhealthy;
-  v.reason = fmt::format("disk errors in the kernel log: {}", fmt::join(reasons, "; "));
-  v.actions = SuggestedActions{"disk errors found in the kernel log",
-                               {aggregate_actions(actions).value_or(RepairAction::kRebootSystem)}};
+  v.reason = fmt::format("disk errors in the kernel log: {}", fmt::join(failures.reasons, "; "));
+  v.actions =
+      SuggestedActions{"disk errors found in the kernel log",
+                       {aggregate_actions(failures.actions).value_or(RepairAction::kRebootSystem)}};
   return v;
 }
 

@@ -224,44 +224,36 @@ KernelLogVerdict evaluate_mlx5_events(const std::vector<Event>& events,
                                       const std::vector<TimePoint>& reboots, TimePoint now) {
   const TimePoint last_reboot =
       reboots.empty() ? TimePoint{} : *std::max_element(reboots.begin(), reboots.end());
-  std::map<std::string, std::vector<const Event*>> faults, troubles;  // by name, newest first
+  std::vector<const Event*> faults;
+  std::map<std::string, std::vector<const Event*>> troubles;  // by name
   for (const Event& e : events) {
     if (e.name == kMlx5HealthCompromisedEvent || e.name == kMlx5FatalErrorEvent ||
         e.name == kMlx5ProbeFailedEvent) {
-      faults[e.name].push_back(&e);
+      faults.push_back(&e);
     } else if ((e.name == kMlx5CommandTimeoutEvent || e.name == kMlx5TxTimeoutEvent ||
                 e.name == kMlx5PortModuleErrorEvent) &&
                e.time > last_reboot && now - e.time <= kMlx5TroubleWindow) {
       troubles[e.name].push_back(&e);
     }
   }
-  auto newest = [](const std::vector<const Event*>& list) {
-    return *std::max_element(list.begin(), list.end(),
-                             [](const Event* a, const Event* b) { return a->time < b->time; });
-  };
   KernelLogVerdict v;
-  std::vector<std::string> reasons;
-  std::vector<RepairAction> actions;
-  for (const auto& [name, list] : faults) {
-    std::vector<TimePoint> times;
-    for (const Event* e : list) times.push_back(e->time);
-    auto action = evaluate_suggested_actions(reboots, times);
-    if (!action) continue;  // a reboot after the newest one reset the adapter
-    actions.push_back(*action);
-    reasons.push_back(fmt::format("{} ({}x)", newest(list)->message, list.size()));
-  }
-  if (!reasons.empty()) {
-    std::sort(reasons.begin(), reasons.end());
+  // A reboot after a fault's newest event reset the adapter.
+  UnresolvedFailures failures = unresolved_failures(faults, reboots);
+  if (!failures.reasons.empty()) {
     v.health = Health::kUnhealthy;
-    v.reason = "MLX5 adapter failed: " + join(reasons, "; ");
+    v.reason = "MLX5 adapter failed: " + join(failures.reasons, "; ");
     v.actions = SuggestedActions{
         "an MLX5 adapter's firmware stopped or the adapter did not initialise: a reboot resets it; "
         "inspect the adapter when it fails again after one",
-        {aggregate_actions(actions).value_or(RepairAction::kRebootSystem)}};
+        {aggregate_actions(failures.actions).value_or(RepairAction::kRebootSystem)}};
     return v;
   }
-  for (const auto& [name, list] : troubles)
-    reasons.push_back(fmt::format("{} ({}x in 24h)", newest(list)->message, list.size()));
+  std::vector<std::string> reasons;
+  for (const auto& [name, list] : troubles) {
+    const Event* newest = *std::max_element(
+        list.begin(), list.end(), [](const Event* a, const Event* b) { return a->time < b->time; });
+    reasons.push_back(fmt::format("{} ({}x in 24h)", newest->message, list.size()));
+  }
   if (reasons.empty()) return v;
   std::sort(reasons.begin(), reasons.end());
   v.health = Health::kDegraded;
