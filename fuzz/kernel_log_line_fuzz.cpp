@@ -2,7 +2,10 @@
 // component's kernel-log rule (multi-line ones see the sequence), into the dispatcher with its
 // deduper and per-GPU occurrences. Every event must serialise (valid UTF-8 JSON), as the store
 // requires. Its seeds (scripts/fuzz.sh) are every file of testing/fixtures/kmsg/, formats.txt among
-// them: each rule's own lines, so a new rule is fuzzed from its lines by construction.
+// them: each rule's own lines, so a new rule is fuzzed from its lines by construction (the MLX5
+// health, command, probe, TX-timeout and port-module lines, ext4 errors, unregister_netdevice and
+// NETDEV WATCHDOG among them), and prefix-forms.log: one line in each syslog and journal form
+// (RFC 3164 and 5424, host-less, dmesg -H, journalctl json, other locales' months, Talos).
 
 #include <cstddef>
 #include <cstdint>

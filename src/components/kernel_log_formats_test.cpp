@@ -98,9 +98,12 @@ void expect_family(const std::string& name, size_t min_positives) {
 
 TEST(KernelLogFormats, MemoryOomKillerLines) { expect_family("memory", 23); }
 TEST(KernelLogFormats, CpuSoftLockupsHungTasksRcuStallsMachineChecks) { expect_family("cpu", 15); }
-TEST(KernelLogFormats, DiskNvmeFilesystemAndBlockErrors) { expect_family("disk", 21); }
+TEST(KernelLogFormats, DiskNvmeFilesystemAndBlockErrors) { expect_family("disk", 27); }
 TEST(KernelLogFormats, PciAerBusErrorLines) { expect_family("pci", 16); }
-TEST(KernelLogFormats, OsOopsesAndKernelBugs) { expect_family("os", 8); }
+TEST(KernelLogFormats, OsOopsesKernelBugsAndNetworkDevices) { expect_family("os", 14); }
+TEST(KernelLogFormats, InfinibandMlx5HealthCommandsProbeTxAndModules) {
+  expect_family("infiniband", 18);
+}
 TEST(KernelLogFormats, XidLostGpuWithoutAnXidLine) { expect_family("xid", 5); }
 
 // Every component's rules behind the daemon's dispatcher (dedup and all), over an in-memory store.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/reboot_rules.h"
 #include "core/time_util.h"
 #include "nvml/source.h"
 
@@ -206,6 +207,32 @@ CheckResult KernelLogEventsComponent::check() {
   CheckResult r = single_state(name_, Health::kHealthy, "ok", std::nullopt, {}, now);
   append_event_summary(r, *summary);
   return r;
+}
+
+UnresolvedFailures unresolved_failures(const std::vector<const Event*>& events,
+                                       const std::vector<TimePoint>& reboots,
+                                       const std::vector<uint64_t>& counts) {
+  std::map<std::string, std::vector<const Event*>> by_name;
+  std::map<std::string, uint64_t> count_of;
+  for (size_t i = 0; i < events.size(); ++i) {
+    by_name[events[i]->name].push_back(events[i]);
+    count_of[events[i]->name] += counts.empty() ? 1 : counts[i];
+  }
+  UnresolvedFailures out;
+  for (const auto& [name, list] : by_name) {
+    // A digest keeps a group's oldest and newest event, which is all the reboot rule looks at:
+    // whether there is one failure or more, and which reboot precedes each.
+    std::vector<TimePoint> times;
+    for (const Event* e : list) times.push_back(e->time);
+    auto action = evaluate_suggested_actions(reboots, times);
+    if (!action) continue;  // a reboot after the newest failure resolved it
+    out.actions.push_back(*action);
+    const Event* latest = *std::max_element(list.begin(), list.end(),
+                                            [](auto* a, auto* b) { return a->time < b->time; });
+    out.reasons.push_back(fmt::format("{} ({}x)", latest->message, count_of[name]));
+  }
+  std::sort(out.reasons.begin(), out.reasons.end());
+  return out;
 }
 
 }  // namespace gpud::components

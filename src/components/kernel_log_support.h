@@ -92,6 +92,17 @@ struct KernelLogDigest {
                                                         const std::vector<std::string>& key_paths,
                                                         size_t newest_limit);
 
+// The failures of each event name that no reboot resolved (evaluate_suggested_actions over the
+// name's times), each as "<its newest message> (Nx)" with its action, sorted by reason. `events`
+// in any order; counts[i], when given, is how many events events[i] stands for (a digest's group).
+struct UnresolvedFailures {
+  std::vector<std::string> reasons;
+  std::vector<RepairAction> actions;
+};
+UnresolvedFailures unresolved_failures(const std::vector<const Event*>& events,
+                                       const std::vector<TimePoint>& reboots,
+                                       const std::vector<uint64_t>& counts = {});
+
 // What a component says when the store cannot give its history: Unhealthy, with the error.
 KernelLogVerdict unreadable_history(const Error& e);
 

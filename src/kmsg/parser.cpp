@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -37,12 +38,67 @@ bool read_fixed(std::string_view s, size_t& i, size_t n, int& out) {
   return true;
 }
 
+bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+// Month abbreviations as strftime's %b prints them: the C locale's, and those of the locales
+// whose journalctl, dmesg -T and dmesg -H output gpud has been given (German "Mär"/"Dez", French
+// "févr."/"déc.", Spanish, Italian, Dutch, Portuguese). Compared without ASCII case; a trailing
+// '.' is read by read_month. No spelling names two months.
 int month_index(std::string_view m) {
-  static constexpr std::array<std::string_view, 12> kMonths = {
-      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  for (size_t i = 0; i < kMonths.size(); ++i)
-    if (m == kMonths[i]) return static_cast<int>(i);
+  // Each month's spellings, separated by spaces.
+  static constexpr std::array<std::string_view, 12> kSpellings = {
+      "jan janv ene gen j\xc3\xa4n",
+      "feb fev f\xc3\xa9v f\xc3\xa9vr",
+      "mar mars m\xc3\xa4r mrz mrt",
+      "apr avr abr",
+      "may mai mag mei",
+      "jun juin giu",
+      "jul juil lug",
+      "aug ago ao\xc3\xbbt",
+      "sep sept set",
+      "oct okt ott out",
+      "nov",
+      "dec dez dic d\xc3\xa9"
+      "c",
+  };
+  if (m.size() > 8) return -1;
+  char lower[8];
+  for (size_t i = 0; i < m.size(); ++i)
+    lower[i] = m[i] >= 'A' && m[i] <= 'Z' ? static_cast<char>(m[i] - 'A' + 'a') : m[i];
+  const std::string_view key(lower, m.size());
+  for (size_t month = 0; month < kSpellings.size(); ++month) {
+    std::string_view names = kSpellings[month];
+    while (!names.empty()) {
+      const size_t sp = std::min(names.find(' '), names.size());
+      if (names.substr(0, sp) == key) return static_cast<int>(month);
+      names.remove_prefix(std::min(sp + 1, names.size()));
+    }
+  }
   return -1;
+}
+
+// A month name at s[i..]: letters (UTF-8 bytes too) and an optional '.'.
+bool read_month(std::string_view s, size_t& i, int& mon) {
+  size_t j = i;
+  while (j < s.size() && j - i < 8 && (is_alpha(s[j]) || static_cast<unsigned char>(s[j]) >= 0x80))
+    ++j;
+  const int m = month_index(s.substr(i, j - i));
+  if (m < 0) return false;
+  if (j < s.size() && s[j] == '.') ++j;
+  mon = m;
+  i = j;
+  return true;
+}
+
+// Digits after a decimal point at s[i..] (at most 9) as microseconds.
+bool read_fraction_us(std::string_view s, size_t& i, int64_t& micros) {
+  const size_t start = i;
+  uint64_t frac = 0;
+  if (!read_uint(s, i, frac, 9)) return false;
+  for (size_t digits = i - start; digits < 6; ++digits) frac *= 10;
+  for (size_t digits = i - start; digits > 6; --digits) frac /= 10;
+  micros = static_cast<int64_t>(frac);
+  return true;
 }
 
 // A date a line carries that TimePoint cannot hold (before 1970, after 2262): the line is rejected
@@ -97,13 +153,13 @@ int local_year(TimePoint now) {
 // A syslog date has no year: the given one, else now's, else (a date more than an hour ahead of
 // now, which cannot have been logged yet) the year before.
 std::optional<TimePoint> syslog_time(const ParseOptions& opts, int mon0, int day, int h, int m,
-                                     int s) {
-  if (opts.year != 0) return make_time(Zone::kLocal, opts.year, mon0, day, h, m, s);
+                                     int s, int64_t micros = 0) {
+  if (opts.year != 0) return make_time(Zone::kLocal, opts.year, mon0, day, h, m, s, micros);
   const TimePoint now = opts.now.value_or(Clock::now());
   const int year = local_year(now);
-  auto t = make_time(Zone::kLocal, year, mon0, day, h, m, s);
+  auto t = make_time(Zone::kLocal, year, mon0, day, h, m, s, micros);
   if (t && *t != kOutOfRange && *t > now + std::chrono::hours(1))
-    t = make_time(Zone::kLocal, year - 1, mon0, day, h, m, s);
+    t = make_time(Zone::kLocal, year - 1, mon0, day, h, m, s, micros);
   return t;
 }
 
@@ -119,41 +175,33 @@ bool parse_dmesg_prefix(std::string_view s, size_t& i, int64_t& micros) {
   if (j >= s.size() || s[j] != '[') return false;
   ++j;
   while (j < s.size() && s[j] == ' ') ++j;
-  uint64_t secs = 0, frac = 0;
+  uint64_t secs = 0;
+  int64_t frac = 0;
   if (!read_uint(s, j, secs, 12)) return false;
   if (j >= s.size() || s[j] != '.') return false;
   ++j;
-  const size_t fstart = j;
-  if (!read_uint(s, j, frac, 9)) return false;
-  size_t digits = j - fstart;
-  while (digits < 6) {
-    frac *= 10;
-    ++digits;
-  }
-  while (digits > 6) {
-    frac /= 10;
-    --digits;
-  }
+  if (!read_fraction_us(s, j, frac)) return false;
   if (j >= s.size() || s[j] != ']') return false;
   ++j;
   if (j < s.size() && s[j] == ' ') ++j;
-  micros = static_cast<int64_t>(secs) * 1000000 + static_cast<int64_t>(frac);
+  micros = static_cast<int64_t>(secs) * 1000000 + frac;
   i = j;
   return true;
 }
 
-// "[Mon Jan  1 00:00:00 2024] "
+// "[Mon Jan  1 00:00:00 2024] " (strftime's "%a %b %e %H:%M:%S %Y": the day and month names are
+// the locale's, "[So Dez  6 ...]", "[dim. déc.  6 ...]").
 bool parse_ctime_prefix(std::string_view s, size_t& i, std::optional<TimePoint>& out) {
   size_t j = i;
-  if (s.size() < j + 26 || s[j] != '[') return false;
+  if (j >= s.size() || s[j] != '[') return false;
   ++j;
-  j += 3;  // weekday
-  if (s[j++] != ' ') return false;
-  const int mon = month_index(s.substr(j, 3));
-  if (mon < 0) return false;
-  j += 3;
-  if (s[j++] != ' ') return false;
-  if (s[j] == ' ') ++j;
+  const size_t weekday = j;
+  while (j < s.size() && j - weekday < 12 && s[j] != ' ' && s[j] != ']') ++j;
+  if (j == weekday || j >= s.size() || s[j++] != ' ') return false;
+  int mon = 0;
+  if (!read_month(s, j, mon)) return false;
+  if (j >= s.size() || s[j++] != ' ') return false;
+  if (j < s.size() && s[j] == ' ') ++j;
   uint64_t day = 0;
   if (!read_uint(s, j, day, 2)) return false;
   if (j >= s.size() || s[j++] != ' ') return false;
@@ -168,8 +216,42 @@ bool parse_ctime_prefix(std::string_view s, size_t& i, std::optional<TimePoint>&
   return true;
 }
 
+// dmesg -H (--reltime): "[Dec 6 22:21] " on the first line of a minute (strftime "%b%e %H:%M", so
+// "[Dec16 22:21] " from the 10th), "[  +0.000123] " (the time since the previous line) on the
+// others. A date without its year is read as syslog's; a delta gives no time on its own.
+bool parse_reltime_prefix(std::string_view s, size_t& i, const ParseOptions& opts,
+                          std::optional<TimePoint>& out) {
+  size_t j = i;
+  if (j >= s.size() || s[j] != '[') return false;
+  ++j;
+  while (j < s.size() && s[j] == ' ') ++j;
+  if (j < s.size() && (s[j] == '+' || s[j] == '-')) {
+    ++j;
+    uint64_t secs = 0;
+    int64_t frac = 0;
+    if (!read_uint(s, j, secs, 12) || j >= s.size() || s[j++] != '.' ||
+        !read_fraction_us(s, j, frac) || j >= s.size() || s[j++] != ']')
+      return false;
+    out.reset();
+  } else {
+    int mon = 0, h = 0, m = 0;
+    uint64_t day = 0;
+    if (!read_month(s, j, mon)) return false;
+    if (j < s.size() && s[j] == ' ') ++j;
+    if (!read_uint(s, j, day, 2) || j >= s.size() || s[j++] != ' ' || !read_fixed(s, j, 2, h) ||
+        j >= s.size() || s[j++] != ':' || !read_fixed(s, j, 2, m) || j >= s.size() || s[j++] != ']')
+      return false;
+    out = syslog_time(opts, mon, static_cast<int>(day), h, m, 0);
+  }
+  if (j < s.size() && s[j] == ' ') ++j;
+  i = j;
+  return true;
+}
+
 // "2024-01-01T00:00:00[,.]123456(+00:00|Z|+0000) "
-bool parse_iso_prefix(std::string_view s, size_t& i, std::optional<TimePoint>& out) {
+// `end`: the byte that follows the stamp (consumed), or the end of the line.
+bool parse_iso_prefix(std::string_view s, size_t& i, std::optional<TimePoint>& out,
+                      char end = ' ') {
   size_t j = i;
   int y = 0, mo = 0, d = 0, h = 0, m = 0, sec = 0;
   if (!read_fixed(s, j, 4, y) || j >= s.size() || s[j++] != '-' || !read_fixed(s, j, 2, mo) ||
@@ -180,13 +262,7 @@ bool parse_iso_prefix(std::string_view s, size_t& i, std::optional<TimePoint>& o
   int64_t micros = 0;
   if (j < s.size() && (s[j] == ',' || s[j] == '.')) {
     ++j;
-    const size_t fstart = j;
-    uint64_t frac = 0;
-    if (!read_uint(s, j, frac, 9)) return false;
-    size_t digits = j - fstart;
-    while (digits < 6) frac *= 10, ++digits;
-    while (digits > 6) frac /= 10, --digits;
-    micros = static_cast<int64_t>(frac);
+    if (!read_fraction_us(s, j, micros)) return false;
   }
   int64_t offset = 0;
   if (j < s.size() && s[j] == 'Z') {
@@ -200,48 +276,376 @@ bool parse_iso_prefix(std::string_view s, size_t& i, std::optional<TimePoint>& o
     if (!read_fixed(s, j, 2, om)) return false;
     offset = sign * (oh * 3600 + om * 60);
   }
-  if (j < s.size() && s[j] != ' ') return false;
+  if (j < s.size() && s[j] != end) return false;
   if (j < s.size()) ++j;
   out = make_time(Zone::kUtc, y, mo - 1, d, h, m, sec, micros, offset);
   i = j;
   return true;
 }
 
-// "Jan 01 00:00:00 " / "Jan  1 00:00:00 "
+// "Jan 01 00:00:00 " / "Jan  1 00:00:00 " / "Jan 01 00:00:00.123456 " (journalctl -o
+// short-precise); the month in the log's locale ("Dez 06 ...", "déc. 06 ...").
 bool parse_syslog_date(std::string_view s, size_t& i, const ParseOptions& opts,
                        std::optional<TimePoint>& out) {
   size_t j = i;
-  if (s.size() < j + 16) return false;
-  const int mon = month_index(s.substr(j, 3));
-  if (mon < 0) return false;
-  j += 3;
-  if (s[j++] != ' ') return false;
-  if (s[j] == ' ') ++j;
+  int mon = 0;
+  if (!read_month(s, j, mon)) return false;
+  if (j >= s.size() || s[j++] != ' ') return false;
+  if (j < s.size() && s[j] == ' ') ++j;
   uint64_t day = 0;
   if (!read_uint(s, j, day, 2)) return false;
   if (j >= s.size() || s[j++] != ' ') return false;
   int h = 0, m = 0, sec = 0;
   if (!read_hms(s, j, h, m, sec)) return false;
-  if (j < s.size() && s[j] == '.') {  // journalctl -o short-precise
+  int64_t micros = 0;
+  if (j < s.size() && s[j] == '.') {
     ++j;
-    uint64_t ignored = 0;
-    (void)read_uint(s, j, ignored, 9);
+    if (!read_fraction_us(s, j, micros)) return false;
   }
   if (j >= s.size() || s[j++] != ' ') return false;
-  out = syslog_time(opts, mon, static_cast<int>(day), h, m, sec);
+  out = syslog_time(opts, mon, static_cast<int>(day), h, m, sec, micros);
   i = j;
   return true;
 }
 
-// "host tag: " after a syslog date. Returns false when the shape is not there.
-bool skip_host_and_tag(std::string_view s, size_t& i) {
+// "tag[pid]:" or "tag:" with a name of letters, digits and "._-/".
+bool is_syslog_tag(std::string_view t) {
+  if (t.size() < 2 || t.back() != ':') return false;
+  t.remove_suffix(1);
+  if (t.back() == ']') {
+    const size_t open = t.find('[');
+    if (open == std::string_view::npos || open == 0) return false;
+    for (char c : t.substr(open + 1, t.size() - open - 2))
+      if (!is_digit(c)) return false;
+    t = t.substr(0, open);
+  }
+  for (char c : t)
+    if (!is_alpha(c) && !is_digit(c) && c != '.' && c != '_' && c != '-' && c != '/') return false;
+  return true;
+}
+
+// "host tag: " after a syslog date, or the tag alone when the log leaves the host name out
+// ("kernel: ", "systemd[1]: "; `hostless_tags` false: "kernel: " only). Returns false when the
+// shape is not there.
+bool skip_host_and_tag(std::string_view s, size_t& i, bool hostless_tags = true) {
   const size_t sp = s.find(' ', i);
   if (sp == std::string_view::npos || sp == i) return false;
+  const std::string_view first = s.substr(i, sp - i);
+  // A host name holds no ':' (rsyslog prints IPv6 peers in brackets): "kernel:" is the tag.
+  if (first == "kernel:" || (hostless_tags && is_syslog_tag(first))) {
+    i = sp + 1;
+    return true;
+  }
   const size_t colon = s.find(": ", sp + 1);
   if (colon == std::string_view::npos) return false;
   // The tag ("kernel", "systemd[1]") has no spaces.
   if (s.substr(sp + 1, colon - sp - 1).find(' ') != std::string_view::npos) return false;
   i = colon + 2;
+  return true;
+}
+
+// RFC 5424 after its "<PRI>": "1 TIMESTAMP HOST APP-NAME PROCID MSGID STRUCTURED-DATA MSG", each
+// field "-" when absent, the message perhaps after a UTF-8 byte-order mark.
+bool parse_rfc5424(std::string_view s, size_t& i, std::optional<TimePoint>& out) {
+  const size_t n = s.size();
+  size_t j = i;
+  if (j + 2 > n || s[j] != '1' || s[j + 1] != ' ') return false;
+  j += 2;
+  if (j < n && s[j] == '-') {
+    if (++j >= n || s[j++] != ' ') return false;
+  } else if (!parse_iso_prefix(s, j, out)) {
+    return false;
+  }
+  for (int field = 0; field < 4; ++field) {  // HOST APP-NAME PROCID MSGID
+    const size_t sp = s.find(' ', j);
+    if (sp == std::string_view::npos || sp == j) return false;
+    j = sp + 1;
+  }
+  if (j < n && s[j] == '-') {
+    ++j;
+  } else if (j < n && s[j] == '[') {
+    while (j < n && s[j] == '[') {  // SD-ELEMENTs: values are quoted, with \" \\ \] escapes
+      bool quoted = false;
+      for (++j; j < n; ++j) {
+        if (s[j] == '\\' && quoted) {
+          ++j;
+        } else if (s[j] == '"') {
+          quoted = !quoted;
+        } else if (s[j] == ']' && !quoted) {
+          break;
+        }
+      }
+      if (j >= n) return false;
+      ++j;
+    }
+  } else {
+    return false;
+  }
+  if (j < n && s[j++] != ' ') return false;
+  if (s.substr(j).starts_with("\xEF\xBB\xBF")) j += 3;
+  i = j;
+  return true;
+}
+
+// Talos's kernel log (talosctl dmesg, the machined console): "kern: warning:
+// [2024-01-01T00:00:00.123456789Z]: msg", the level padded ("kern:    info: [...]: "), perhaps
+// after the node ("172.20.0.2: kern: ..."). The facility and level are syslog's names.
+bool parse_talos_prefix(std::string_view s, size_t& i, KmsgRecordView& r,
+                        std::optional<TimePoint>& out) {
+  static constexpr std::string_view kFacilities[] = {
+      "kern",   "user",   "mail",     "daemon", "auth",   "syslog", "lpr",    "news",
+      "uucp",   "cron",   "authpriv", "ftp",    "",       "",       "",       "",
+      "local0", "local1", "local2",   "local3", "local4", "local5", "local6", "local7"};
+  static constexpr std::string_view kLevels[] = {"emerg",   "alert",  "crit", "err",
+                                                 "warning", "notice", "info", "debug"};
+  auto word_at = [&](size_t j, auto& names) -> int {
+    const size_t colon = s.find(':', j);
+    if (colon == std::string_view::npos || colon - j > 8) return -1;
+    const std::string_view w = s.substr(j, colon - j);
+    for (size_t k = 0; k < std::size(names); ++k)
+      if (!names[k].empty() && names[k] == w) return static_cast<int>(k);
+    return -1;
+  };
+  size_t j = i;
+  int facility = word_at(j, kFacilities);
+  if (facility < 0) {  // the node first
+    const size_t sp = s.find(": ", j);
+    if (sp == std::string_view::npos || sp == j || sp - j > 64 ||
+        s.substr(j, sp - j).find(' ') != std::string_view::npos)
+      return false;
+    j = sp + 2;
+    facility = word_at(j, kFacilities);
+    if (facility < 0) return false;
+  }
+  j = s.find(':', j) + 1;
+  while (j < s.size() && s[j] == ' ') ++j;
+  const int level = word_at(j, kLevels);
+  if (level < 0) return false;
+  j = s.find(':', j) + 1;
+  if (j + 2 > s.size() || s[j] != ' ' || s[j + 1] != '[') return false;
+  j += 2;
+  if (!parse_iso_prefix(s, j, out, ']')) return false;
+  if (j >= s.size() || s[j++] != ':') return false;
+  if (j < s.size() && s[j] == ' ') ++j;
+  r.facility = facility;
+  r.priority = level;
+  i = j;
+  return true;
+}
+
+// journalctl -o json: one object a line, every field a string ("MESSAGE" an array of bytes when
+// it is not UTF-8, null when too large to show). What is read: MESSAGE, __REALTIME_TIMESTAMP
+// (microseconds since the epoch), _SOURCE_MONOTONIC_TIMESTAMP (microseconds since boot),
+// PRIORITY, SYSLOG_FACILITY and _TRANSPORT.
+class JournalJson {
+ public:
+  explicit JournalJson(std::string_view s) : s_(s) {}
+
+  // Calls field(key, value-start, value-end) for each top-level member; false when the line is
+  // not one JSON object.
+  template <typename Field>
+  bool each(Field&& field) {
+    size_t j = skip_ws(0);
+    if (j >= s_.size() || s_[j] != '{') return false;
+    j = skip_ws(j + 1);
+    if (j < s_.size() && s_[j] == '}') return true;
+    for (;;) {
+      if (j >= s_.size() || s_[j] != '"') return false;
+      const size_t key_end = skip_string(j);
+      if (key_end == std::string_view::npos) return false;
+      const std::string_view key = s_.substr(j + 1, key_end - j - 2);
+      j = skip_ws(key_end);
+      if (j >= s_.size() || s_[j] != ':') return false;
+      j = skip_ws(j + 1);
+      const size_t value_end = skip_value(j);
+      if (value_end == std::string_view::npos) return false;
+      field(key, j, value_end);
+      j = skip_ws(value_end);
+      if (j >= s_.size()) return false;
+      if (s_[j] == '}') return true;
+      if (s_[j] != ',') return false;
+      j = skip_ws(j + 1);
+    }
+  }
+
+  // A string value's text between its quotes (escapes undone into `scratch` when it has any), an
+  // array of byte values as those bytes; nullopt for anything else.
+  std::optional<std::string_view> text(size_t begin, size_t end, std::string& scratch) const {
+    const std::string_view v = s_.substr(begin, end - begin);
+    if (v.size() >= 2 && v.front() == '"') {
+      const std::string_view inner = v.substr(1, v.size() - 2);
+      if (inner.find('\\') == std::string_view::npos) return inner;
+      return unescape(inner, scratch) ? std::optional<std::string_view>(scratch) : std::nullopt;
+    }
+    if (!v.empty() && v.front() == '[') {
+      scratch.clear();
+      size_t k = 1;
+      for (;;) {
+        while (k < v.size() && (v[k] == ' ' || v[k] == ',')) ++k;
+        if (k >= v.size() || v[k] == ']') break;
+        uint64_t byte = 0;
+        if (!read_uint(v, k, byte, 3) || byte > 255) return std::nullopt;
+        scratch.push_back(static_cast<char>(byte));
+      }
+      return std::string_view(scratch);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  size_t skip_ws(size_t j) const {
+    while (j < s_.size() && (s_[j] == ' ' || s_[j] == '\t')) ++j;
+    return j;
+  }
+  // Past the closing quote of the string at s_[j] == '"'; npos when it does not close.
+  size_t skip_string(size_t j) const {
+    for (++j; j < s_.size(); ++j) {
+      if (s_[j] == '\\')
+        ++j;
+      else if (s_[j] == '"')
+        return j + 1;
+    }
+    return std::string_view::npos;
+  }
+  size_t skip_value(size_t j) const {
+    if (j >= s_.size()) return std::string_view::npos;
+    if (s_[j] == '"') return skip_string(j);
+    if (s_[j] == '[' || s_[j] == '{') {
+      int depth = 0;
+      for (; j < s_.size(); ++j) {
+        const char c = s_[j];
+        if (c == '"') {
+          j = skip_string(j);
+          if (j == std::string_view::npos) return j;
+          --j;
+        } else if (c == '[' || c == '{') {
+          ++depth;
+        } else if ((c == ']' || c == '}') && --depth == 0) {
+          return j + 1;
+        }
+      }
+      return std::string_view::npos;
+    }
+    while (j < s_.size() && s_[j] != ',' && s_[j] != '}' && s_[j] != ' ') ++j;
+    return j;
+  }
+  static void append_utf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+      out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+  static bool hex4(std::string_view s, size_t k, uint32_t& v) {
+    if (k + 4 > s.size()) return false;
+    v = 0;
+    for (size_t d = 0; d < 4; ++d) {
+      const char c = s[k + d];
+      const int x = is_digit(c)              ? c - '0'
+                    : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                    : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                             : -1;
+      if (x < 0) return false;
+      v = v * 16 + static_cast<uint32_t>(x);
+    }
+    return true;
+  }
+  static bool unescape(std::string_view in, std::string& out) {
+    out.clear();
+    for (size_t k = 0; k < in.size(); ++k) {
+      if (in[k] != '\\') {
+        out.push_back(in[k]);
+        continue;
+      }
+      if (++k >= in.size()) return false;
+      switch (in[k]) {
+        case 'n': out.push_back('\n'); break;
+        case 't': out.push_back('\t'); break;
+        case 'r': out.push_back('\r'); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'u': {
+          uint32_t cp = 0;
+          if (!hex4(in, k + 1, cp)) return false;
+          k += 4;
+          uint32_t low = 0;
+          if (cp >= 0xD800 && cp <= 0xDBFF && k + 2 < in.size() && in[k + 1] == '\\' &&
+              in[k + 2] == 'u' && hex4(in, k + 3, low) && low >= 0xDC00 && low <= 0xDFFF) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            k += 6;
+          }
+          append_utf8(out, cp);  // a lone surrogate becomes U+FFFD in sanitize_utf8
+          break;
+        }
+        default: out.push_back(in[k]);  // '"', '\\', '/'
+      }
+    }
+    return true;
+  }
+
+  std::string_view s_;
+};
+
+// A journal field's decimal value ("4", "1700000000123456").
+std::optional<uint64_t> decimal(std::optional<std::string_view> v) {
+  if (!v || v->empty()) return std::nullopt;
+  size_t k = 0;
+  uint64_t out = 0;
+  if (!read_uint(*v, k, out, 19) || k != v->size()) return std::nullopt;
+  return out;
+}
+
+// The message of a JSON record refers into this buffer when the line holds it escaped or as
+// bytes: valid until the next record this thread parses, as KmsgRecordView promises.
+thread_local std::string json_message_scratch;
+
+bool parse_journal_json(std::string_view line, KmsgRecordView& r) {
+  JournalJson json(line);
+  std::optional<std::string_view> message, realtime, monotonic, priority, facility, transport;
+  std::string field_scratch;
+  bool message_seen = false;
+  const bool ok = json.each([&](std::string_view key, size_t begin, size_t end) {
+    if (key == "MESSAGE") {
+      message_seen = true;
+      message = json.text(begin, end, json_message_scratch);
+    } else if (key == "__REALTIME_TIMESTAMP") {
+      realtime = json.text(begin, end, field_scratch);
+    } else if (key == "_SOURCE_MONOTONIC_TIMESTAMP") {
+      monotonic = json.text(begin, end, field_scratch);
+    } else if (key == "PRIORITY") {
+      priority = json.text(begin, end, field_scratch);
+    } else if (key == "SYSLOG_FACILITY") {
+      facility = json.text(begin, end, field_scratch);
+    } else if (key == "_TRANSPORT") {
+      transport = json.text(begin, end, field_scratch);
+    }
+  });
+  if (!ok || !message_seen) return false;
+  r.format = Format::kJournalJson;
+  r.message = message.value_or(std::string_view());
+  if (auto us = decimal(realtime))
+    r.time = us > static_cast<uint64_t>(INT64_MAX)
+                 ? kOutOfRange
+                 : checked_time(static_cast<int64_t>(*us / 1000000),
+                                static_cast<int64_t>(*us % 1000000));
+  if (auto us = decimal(monotonic); us && *us <= static_cast<uint64_t>(INT64_MAX))
+    r.boot_offset_us = static_cast<int64_t>(*us);
+  if (auto p = decimal(priority); p && *p <= 7) r.priority = static_cast<int>(*p);
+  if (auto f = decimal(facility); f && *f <= 23) r.facility = static_cast<int>(*f);
+  // A record a process sent (syslog(3), stdout, the journal API) is not the kernel's, whatever
+  // facility it claims: LOG_USER stands for it, which kernel_record() leaves out.
+  constexpr int kUserFacility = 1;
+  if (transport && *transport != "kernel" && r.facility <= 0) r.facility = kUserFacility;
   return true;
 }
 
@@ -267,6 +671,10 @@ std::string_view to_string(Format f) {
     case Format::kDmesgIso: return "dmesg-iso";
     case Format::kSyslog: return "syslog";
     case Format::kSyslogIso: return "syslog-iso";
+    case Format::kDmesgHuman: return "dmesg-human";
+    case Format::kSyslog5424: return "syslog-5424";
+    case Format::kJournalJson: return "journal-json";
+    case Format::kTalos: return "talos";
   }
   return "bare";
 }
@@ -309,7 +717,9 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
       size_t j2 = 0;
       if (parse_iso_prefix(line, j2, t)) {
         size_t k = j2;
-        if (skip_host_and_tag(line, k) &&
+        // Only the kernel's own tag makes a host-less ISO line syslog's: a dmesg --time-format
+        // iso message may begin with a device and ':' ("nvme0n1: I/O Cmd...").
+        if (skip_host_and_tag(line, k, false) &&
             line.substr(j2, k - j2).find("kernel:") != std::string_view::npos) {
           r.format = Format::kSyslogIso;
           i = k;
@@ -322,6 +732,18 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
     }
   } else if (c0 == '<') {
     strip_priority_prefix(line, i, r);
+    std::optional<TimePoint> t;
+    if (i > 0 && parse_rfc5424(line, i, t)) {
+      r.format = Format::kSyslog5424;
+      r.time = t;
+    }
+  } else if (c0 == '{') {
+    if (!parse_journal_json(line, r)) r = KmsgRecordView{};
+    if (r.format == Format::kJournalJson) {
+      if (r.time == kOutOfRange) return std::nullopt;
+      if (r.message.size() > kMaxMessageBytes) r.message = r.message.substr(0, kMaxMessageBytes);
+      return r;
+    }
   }
 
   if (r.format == Format::kBare && i < line.size() && line[i] == '[') {
@@ -334,19 +756,37 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
     } else if (parse_ctime_prefix(line, i, t)) {
       r.format = Format::kDmesgCtime;
       r.time = t;
+    } else if (parse_reltime_prefix(line, i, opts, t)) {
+      r.format = Format::kDmesgHuman;
+      r.time = t;
     }
-  } else if (r.format == Format::kBare && c0 >= 'A' && c0 <= 'S') {
+  } else if (r.format == Format::kBare && i < line.size() &&
+             (is_alpha(line[i]) || static_cast<unsigned char>(line[i]) >= 0x80)) {
+    // RFC 3164 ("<4>" first or not), journalctl -k and kern.log, in any locale.
     std::optional<TimePoint> t;
-    size_t j = 0;
+    size_t j = i;
     if (parse_syslog_date(line, j, opts, t) && skip_host_and_tag(line, j)) {
       r.format = Format::kSyslog;
       r.time = t;
       i = j;
     }
   }
+  if (r.format == Format::kBare && i == 0 && (is_alpha(c0) || is_digit(c0))) {
+    std::optional<TimePoint> t;
+    size_t j = 0;
+    KmsgRecordView talos;
+    if (parse_talos_prefix(line, j, talos, t)) {
+      r.format = Format::kTalos;
+      r.facility = talos.facility;
+      r.priority = talos.priority;
+      r.time = t;
+      i = j;
+    }
+  }
   // kern.log often repeats the dmesg timestamp after "kernel: ".
-  if ((r.format == Format::kSyslog || r.format == Format::kSyslogIso) && i < line.size() &&
-      line[i] == '[') {
+  if ((r.format == Format::kSyslog || r.format == Format::kSyslogIso ||
+       r.format == Format::kSyslog5424) &&
+      i < line.size() && line[i] == '[') {
     int64_t micros = 0;
     if (parse_dmesg_prefix(line, i, micros)) r.boot_offset_us = micros;
   }
@@ -357,6 +797,16 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
   if (msg.size() > kMaxMessageBytes) msg = msg.substr(0, kMaxMessageBytes);
   r.message = msg;
   return r;
+}
+
+bool message_is_encoded(std::string_view raw_line) {
+  if (raw_line.empty() || raw_line[0] != '{') return false;
+  // journalctl writes `"MESSAGE" : [`; other writers leave the spaces out.
+  size_t k = raw_line.find("\"MESSAGE\"");
+  if (k == std::string_view::npos) return false;
+  k += 9;
+  while (k < raw_line.size() && (raw_line[k] == ' ' || raw_line[k] == ':')) ++k;
+  return k < raw_line.size() && raw_line[k] == '[';
 }
 
 KmsgRecord to_record(const KmsgRecordView& v) {

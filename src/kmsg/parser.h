@@ -34,6 +34,10 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
 std::optional<KmsgRecord> parse_line(std::string_view line, const ParseOptions& opts = {});
 KmsgRecord to_record(const KmsgRecordView& v);
 
+// Whether a line carries its message in another form than its text (a journal JSON record whose
+// MESSAGE is an array of bytes): a prefilter that looks for words in the raw line cannot judge it.
+bool message_is_encoded(std::string_view raw_line);
+
 // Valid UTF-8 out of any bytes: NUL and invalid sequences become U+FFFD.
 std::string sanitize_utf8(std::string_view s);
 // Boot time of this machine as the kernel's monotonic clock sees it (for /dev/kmsg times).

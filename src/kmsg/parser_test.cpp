@@ -90,6 +90,173 @@ TEST(KmsgParser, SyslogAndJournal) {
   EXPECT_EQ(iso->message, "msg c");
 }
 
+// 2026-12-06T22:21:52Z, the date of the prefix tests below.
+constexpr int64_t kDec6 = 1796595712;
+
+// RFC 3164 and journalctl lines with the host name left out (rsyslog's "%timestamp% %syslogtag%"
+// templates, some containers' syslog): the kernel's tag alone follows the date.
+TEST(KmsgParser, SyslogWithoutHostName) {
+  ScopedTz utc("UTC");
+  auto r = parse_line("Dec  6 22:21:52 kernel: NVRM: Xid (PCI:0000:3b:00): 79, x",
+                      {std::nullopt, 2026, {}});
+  ASSERT_TRUE(r && r->time);
+  EXPECT_EQ(r->format, Format::kSyslog);
+  EXPECT_EQ(r->message, "NVRM: Xid (PCI:0000:3b:00): 79, x");
+  EXPECT_EQ(to_unix_seconds(*r->time), kDec6);
+  auto tagged = parse_line("Dec  6 22:21:52 systemd[1]: Started x.", {std::nullopt, 2026, {}});
+  EXPECT_EQ(tagged->message, "Started x.");
+  auto iso = parse_line("2026-12-06T22:21:52.5+00:00 kernel: msg: with colon");
+  ASSERT_TRUE(iso && iso->time);
+  EXPECT_EQ(iso->format, Format::kSyslogIso);
+  EXPECT_EQ(iso->message, "msg: with colon");
+  EXPECT_EQ(to_unix_ms(*iso->time), kDec6 * 1000 + 500);
+  // dmesg --time-format iso: a message that begins with a device and ':' keeps it.
+  auto dev = parse_line("2026-12-06T22:21:52,000000+00:00 nvme0n1: I/O Cmd(0x2) @ LBA 0");
+  EXPECT_EQ(dev->format, Format::kDmesgIso);
+  EXPECT_EQ(dev->message, "nvme0n1: I/O Cmd(0x2) @ LBA 0");
+}
+
+// "<PRI>" before an RFC 3164 date, and RFC 5424 records with and without structured data, a
+// byte-order mark, a nil timestamp; the priority says the facility (kern 0, user 1).
+TEST(KmsgParser, SyslogProtocolForms) {
+  ScopedTz utc("UTC");
+  auto bsd = parse_line("<4>Dec  6 22:21:52 gpu-7 kernel: msg a", {std::nullopt, 2026, {}});
+  ASSERT_TRUE(bsd && bsd->time);
+  EXPECT_EQ(bsd->format, Format::kSyslog);
+  EXPECT_EQ(bsd->priority, 4);
+  EXPECT_EQ(bsd->facility, 0);
+  EXPECT_EQ(bsd->message, "msg a");
+  EXPECT_EQ(to_unix_seconds(*bsd->time), kDec6);
+  auto r = parse_line("<4>1 2026-12-06T22:21:52.123456+00:00 gpu-7 kernel - - - msg b");
+  ASSERT_TRUE(r && r->time);
+  EXPECT_EQ(r->format, Format::kSyslog5424);
+  EXPECT_EQ(r->message, "msg b");
+  EXPECT_EQ(to_unix_ms(*r->time), kDec6 * 1000 + 123);
+  auto sd = parse_line(
+      "<3>1 2026-12-06T23:21:52+01:00 gpu-7 kernel - - [meta sequenceId=\"7\" x=\"a\\]b\"]"
+      "[origin ip=\"10.0.0.1\"] \xEF\xBB\xBFmsg c");
+  ASSERT_TRUE(sd && sd->time);
+  EXPECT_EQ(sd->message, "msg c");
+  EXPECT_EQ(sd->priority, 3);
+  EXPECT_EQ(to_unix_seconds(*sd->time), kDec6);
+  auto nil = parse_line("<14>1 - - app 42 - - msg d");
+  EXPECT_EQ(nil->format, Format::kSyslog5424);
+  EXPECT_EQ(nil->facility, 1);
+  EXPECT_FALSE(nil->time);
+  EXPECT_EQ(nil->message, "msg d");
+  // Not the shape: the whole line after the priority stays the message.
+  EXPECT_EQ(parse_line("<4>1 not a record")->message, "1 not a record");
+}
+
+// dmesg -H: a minute's first line names it ("%b%e %H:%M": "[Dec 6 ...]", "[Dec16 ...]"), the
+// next ones give the time since the line before, which dates nothing on its own.
+TEST(KmsgParser, DmesgHumanReadable) {
+  ScopedTz utc("UTC");
+  auto r = parse_line("[Dec 6 22:21] NVRM: Xid (PCI:0000:3b:00): 79, x", {std::nullopt, 2026, {}});
+  ASSERT_TRUE(r && r->time);
+  EXPECT_EQ(r->format, Format::kDmesgHuman);
+  EXPECT_EQ(r->message, "NVRM: Xid (PCI:0000:3b:00): 79, x");
+  EXPECT_EQ(to_unix_seconds(*r->time), kDec6 - 52);
+  auto late = parse_line("[Dec16 22:21] msg", {std::nullopt, 2026, {}});
+  ASSERT_TRUE(late && late->time);
+  EXPECT_EQ(to_unix_seconds(*late->time), kDec6 - 52 + 10 * 86400);
+  auto delta = parse_line("[  +0.000123] msg");
+  EXPECT_EQ(delta->format, Format::kDmesgHuman);
+  EXPECT_EQ(delta->message, "msg");
+  EXPECT_FALSE(delta->time);
+  EXPECT_FALSE(delta->boot_offset_us);
+  EXPECT_EQ(parse_line("[ +12.345678] msg")->message, "msg");
+  EXPECT_EQ(parse_line("[Dec 6 22:2] msg")->format, Format::kBare);
+}
+
+// journalctl -o short-precise keeps the microseconds.
+TEST(KmsgParser, JournalShortPreciseKeepsMicroseconds) {
+  ScopedTz utc("UTC");
+  auto r = parse_line("Dec 06 22:21:52.123456 gpu-7 kernel: msg", {std::nullopt, 2026, {}});
+  ASSERT_TRUE(r && r->time);
+  EXPECT_EQ(r->format, Format::kSyslog);
+  EXPECT_EQ(
+      std::chrono::duration_cast<std::chrono::microseconds>(r->time->time_since_epoch()).count(),
+      kDec6 * 1000000 + 123456);
+}
+
+// journalctl -o json: the message as a string (escaped or not) or as bytes, the time from
+// __REALTIME_TIMESTAMP, the offset since boot from _SOURCE_MONOTONIC_TIMESTAMP; a record a
+// process sent is not the kernel's.
+TEST(KmsgParser, JournalJson) {
+  const std::string head =
+      R"({ "__CURSOR" : "s=1;i=2", "__REALTIME_TIMESTAMP" : "1796595712123456", )"
+      R"("_SOURCE_MONOTONIC_TIMESTAMP" : "1005030000", "PRIORITY" : "4", )"
+      R"("SYSLOG_FACILITY" : "0", "_TRANSPORT" : "kernel", )";
+  auto r = parse_line(head + R"("MESSAGE" : "NVRM: Xid (PCI:0000:3b:00): 79, x" })");
+  ASSERT_TRUE(r && r->time);
+  EXPECT_EQ(r->format, Format::kJournalJson);
+  EXPECT_EQ(r->message, "NVRM: Xid (PCI:0000:3b:00): 79, x");
+  EXPECT_EQ(
+      std::chrono::duration_cast<std::chrono::microseconds>(r->time->time_since_epoch()).count(),
+      kDec6 * 1000000 + 123456);
+  EXPECT_EQ(r->boot_offset_us, 1005030000);
+  EXPECT_EQ(r->priority, 4);
+  EXPECT_EQ(r->facility, 0);
+  auto escaped = parse_line(head + R"("MESSAGE" : "a \"quoted\" path\\x \u00e9\ud83d\ude00" })");
+  EXPECT_EQ(escaped->message, "a \"quoted\" path\\x \xC3\xA9\xF0\x9F\x98\x80");
+  auto bytes = parse_line(head + R"("MESSAGE" : [ 78, 86, 82, 77, 58, 32, 255 ] })");
+  EXPECT_EQ(bytes->message, "NVRM: \xEF\xBF\xBD");
+  auto compact = parse_line(
+      R"({"MESSAGE":"m","_TRANSPORT":"syslog","SYSLOG_FACILITY":"0","__REALTIME_TIMESTAMP":"1"})");
+  EXPECT_EQ(compact->message, "m");
+  EXPECT_EQ(compact->facility, 1);  // a process's, whatever facility it claimed
+  EXPECT_EQ(parse_line(R"({"MESSAGE":null})")->message, "");
+  // Not a journal record: the line is the message.
+  EXPECT_EQ(parse_line(R"({"msg": "x"})")->format, Format::kBare);
+  EXPECT_EQ(parse_line(R"({"MESSAGE": "unterminated)")->format, Format::kBare);
+  EXPECT_TRUE(message_is_encoded(head + R"("MESSAGE" : [ 78 ] })"));
+  EXPECT_TRUE(message_is_encoded(R"({"MESSAGE":[78]})"));
+  EXPECT_FALSE(message_is_encoded(head + R"("MESSAGE" : "[78]" })"));
+  EXPECT_FALSE(message_is_encoded(R"(x {"MESSAGE":[78]})"));
+}
+
+// strftime's %b and %a in the log's locale: journalctl and dmesg -T in German or French.
+TEST(KmsgParser, MonthNamesOfOtherLocales) {
+  ScopedTz utc("UTC");
+  const ParseOptions y2026{std::nullopt, 2026, {}};
+  for (const char* line :
+       {"Dez 06 22:21:52 gpu-7 kernel: msg", "déc. 06 22:21:52 gpu-7 kernel: msg",
+        "dic  6 22:21:52 gpu-7 kernel: msg", "DEC 06 22:21:52 gpu-7 kernel: msg",
+        "[So Dez  6 22:21:52 2026] msg", "[dim. déc.  6 22:21:52 2026] msg"}) {
+    auto r = parse_line(line, y2026);
+    ASSERT_TRUE(r && r->time) << line;
+    EXPECT_EQ(r->message, "msg") << line;
+    EXPECT_EQ(to_unix_seconds(*r->time), kDec6) << line;
+  }
+  auto march = parse_line("Mär 03 04:05:06 gpu-7 kernel: msg", y2026);
+  ASSERT_TRUE(march && march->time);
+  EXPECT_EQ(to_unix_seconds(*march->time), 1772510706);  // 2026-03-03T04:05:06Z
+  EXPECT_EQ(to_unix_seconds(*parse_line("févr. 03 04:05:06 h kernel: m", y2026)->time),
+            1772510706 - 28 * 86400);
+  EXPECT_EQ(parse_line("Foo 03 04:05:06 gpu-7 kernel: msg", y2026)->format, Format::kBare);
+}
+
+// Talos (talosctl dmesg): facility, padded level, an RFC 3339 stamp in nanoseconds, perhaps the
+// node first.
+TEST(KmsgParser, TalosPrefixes) {
+  auto r = parse_line("kern: warning: [2026-12-06T22:21:52.123456789Z]: NVRM: Xid x");
+  ASSERT_TRUE(r && r->time);
+  EXPECT_EQ(r->format, Format::kTalos);
+  EXPECT_EQ(r->message, "NVRM: Xid x");
+  EXPECT_EQ(r->facility, 0);
+  EXPECT_EQ(r->priority, 4);
+  EXPECT_EQ(to_unix_ms(*r->time), kDec6 * 1000 + 123);
+  auto node = parse_line("172.20.0.2: kern:    info: [2026-12-06T22:21:52.0Z]: msg");
+  ASSERT_TRUE(node && node->time);
+  EXPECT_EQ(node->format, Format::kTalos);
+  EXPECT_EQ(node->priority, 6);
+  EXPECT_EQ(node->message, "msg");
+  auto user = parse_line("user: warning: [2026-12-06T22:21:52Z]: msg");
+  EXPECT_EQ(user->facility, 1);
+  EXPECT_EQ(parse_line("kern: nonsense: [2026-12-06T22:21:52Z]: msg")->format, Format::kBare);
+}
+
 // A date TimePoint cannot hold rejects its line (no record), instead of overflowing into a
 // wrapped time; the edges of the range still parse.
 TEST(KmsgParser, DatesOutsideTheRangeRejectTheLine) {

@@ -32,7 +32,7 @@ Result<ReadStats> read_lines(ReadFn&& read_some, const RecordViewCallback& cb,
   bool skipping = false;  // inside an over-long line, dropping until '\n'
   auto emit = [&](std::string_view line) {
     ++st.lines;
-    if (opts.want_line && !opts.want_line(line)) return;
+    if (opts.want_line && !opts.want_line(line) && !message_is_encoded(line)) return;
     auto v = parse_line_view(line, opts.parse);
     if (!v) return;
     if (!kernel_record(*v)) {

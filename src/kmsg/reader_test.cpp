@@ -27,6 +27,37 @@ std::string fixture(const std::string& name) {
   return std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/kmsg/" + name;
 }
 
+// prefix-forms.log: one lost-GPU line in each syslog and journal form gpud reads (with and
+// without host name, RFC 3164 and 5424, ISO 8601, dmesg -T and -H, journalctl short-precise and
+// json, German and French month names, Talos). Behind a prefilter that wants the Xid's words,
+// every line is delivered with the driver's message and the time its prefix gives; the JSON line
+// whose message is bytes reaches the parser though its raw text has no such words.
+TEST(SavedLog, EverySyslogAndJournalPrefixFormGivesTheMessageAndItsTime) {
+  ReadOptions o;
+  o.parse.year = 2026;
+  o.want_line = [](std::string_view raw) { return raw.find("NVRM: Xid") != std::string::npos; };
+  std::map<Format, int> formats;
+  int n = 0;
+  auto r = read_saved_log_file(
+      fixture("prefix-forms.log"),
+      [&](const KmsgRecordView& v) {
+        ++n;
+        ++formats[v.format];
+        EXPECT_EQ(v.message,
+                  "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.")
+            << "line " << n << " (" << to_string(v.format) << ")";
+        EXPECT_TRUE(v.time) << "line " << n << " (" << to_string(v.format) << ")";
+      },
+      o);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(n, 17);
+  EXPECT_EQ(r->records, 17u);
+  EXPECT_EQ(formats[Format::kBare], 0);
+  for (Format f : {Format::kSyslog, Format::kSyslogIso, Format::kSyslog5424, Format::kDmesgCtime,
+                   Format::kDmesgHuman, Format::kJournalJson, Format::kTalos})
+    EXPECT_GT(formats[f], 0) << to_string(f);
+}
+
 TEST(SavedLog, RawKmsgTimesAndContinuations) {
   ReadOptions o;
   o.parse.boot_time = TimePoint{};

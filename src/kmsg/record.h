@@ -11,13 +11,17 @@
 namespace gpud::kmsg {
 
 enum class Format {
-  kBare,        // no recognised prefix: the whole line is the message
-  kRawKmsg,     // "6,1234,5678901,-;msg" as read from /dev/kmsg
-  kDmesg,       // "[  123.456789] msg"
-  kDmesgCtime,  // "[Mon Jan  1 00:00:00 2024] msg" (dmesg -T)
-  kDmesgIso,    // "2024-01-01T00:00:00,123456+00:00 msg" (dmesg --time-format iso)
-  kSyslog,      // "Jan 01 00:00:00 host kernel: msg" (journalctl -k, kern.log)
-  kSyslogIso,   // "2024-01-01T00:00:00.123456+00:00 host kernel: msg"
+  kBare,         // no recognised prefix: the whole line is the message
+  kRawKmsg,      // "6,1234,5678901,-;msg" as read from /dev/kmsg
+  kDmesg,        // "[  123.456789] msg"
+  kDmesgCtime,   // "[Mon Jan  1 00:00:00 2024] msg" (dmesg -T)
+  kDmesgIso,     // "2024-01-01T00:00:00,123456+00:00 msg" (dmesg --time-format iso)
+  kSyslog,       // "Jan 01 00:00:00 host kernel: msg" (journalctl -k, kern.log)
+  kSyslogIso,    // "2024-01-01T00:00:00.123456+00:00 host kernel: msg"
+  kDmesgHuman,   // "[Dec 6 22:21] msg", then "[  +0.000123] msg" (dmesg -H / --reltime)
+  kSyslog5424,   // "<4>1 2024-01-01T00:00:00.123456+00:00 host kernel - - - msg" (RFC 5424)
+  kJournalJson,  // journalctl -o json: {"MESSAGE":"msg","__REALTIME_TIMESTAMP":"...",...}
+  kTalos,        // "kern: warning: [2024-01-01T00:00:00.123456789Z]: msg" (talosctl dmesg)
 };
 
 std::string_view to_string(Format f);

@@ -185,33 +185,16 @@ void DiskComponent::publish_metrics(const DiskSnapshot& s) {
 KernelLogVerdict evaluate_disk_events(const std::vector<Event>& events,
                                       const std::vector<TimePoint>& reboots,
                                       const std::vector<uint64_t>& counts) {
-  std::map<std::string, std::vector<const Event*>> by_name;
-  std::map<std::string, uint64_t> count_of;
-  for (size_t i = 0; i < events.size(); ++i) {
-    by_name[events[i].name].push_back(&events[i]);
-    count_of[events[i].name] += counts.empty() ? 1 : counts[i];
-  }
-  std::vector<std::string> reasons;
-  std::vector<RepairAction> actions;
-  for (const auto& [name, list] : by_name) {
-    // A digest keeps a group's oldest and newest event, which is all the reboot rule looks at:
-    // whether there is one failure or more, and which reboot precedes each.
-    std::vector<TimePoint> times;
-    for (const Event* e : list) times.push_back(e->time);
-    auto action = evaluate_suggested_actions(reboots, times);
-    if (!action) continue;  // a reboot after the newest failure resolved it
-    actions.push_back(*action);
-    const Event* latest = *std::max_element(list.begin(), list.end(),
-                                            [](auto* a, auto* b) { return a->time < b->time; });
-    reasons.push_back(fmt::format("{} ({}x)", latest->message, count_of[name]));
-  }
+  std::vector<const Event*> all;
+  for (const Event& e : events) all.push_back(&e);
+  UnresolvedFailures failures = unresolved_failures(all, reboots, counts);
   KernelLogVerdict v;
-  if (reasons.empty()) return v;
-  std::sort(reasons.begin(), reasons.end());
+  if (failures.reasons.empty()) return v;
   v.health = Health::kUnhealthy;
-  v.reason = fmt::format("disk errors in the kernel log: {}", fmt::join(reasons, "; "));
-  v.actions = SuggestedActions{"disk errors found in the kernel log",
-                               {aggregate_actions(actions).value_or(RepairAction::kRebootSystem)}};
+  v.reason = fmt::format("disk errors in the kernel log: {}", fmt::join(failures.reasons, "; "));
+  v.actions =
+      SuggestedActions{"disk errors found in the kernel log",
+                       {aggregate_actions(failures.actions).value_or(RepairAction::kRebootSystem)}};
   return v;
 }
 
@@ -296,6 +279,14 @@ kmsg::ComponentRules disk_kernel_log_rules() {
           start +
               R"((?:(?:end_request|blk_update_request|print_req_error): )?(?:I/O|critical medium|critical target|timeout|recoverable transport|critical nexus|critical space allocation|protection|operation not supported) error, dev ([^,\s]+), sector [0-9]+)",
           "block device I/O error ({})", "device"),
+      // fs/ext4/super.c (3.x-6.x) through KERN_CRIT printk: __ext4_error "EXT4-fs error (device
+      // %s): %s:%d: comm %s: ", __ext4_error_inode and __ext4_error_file "...: inode #%lu:
+      // [block %llu: ]comm %s: [path %s: ]", __ext4_std_error "EXT4-fs error (device %s) in
+      // %s:%d: %s", __ext4_abort (before 5.x) "EXT4-fs error (device %s): %s:%d: ". Its
+      // "Remounting filesystem read-only" (ext4_handle_error) is filesystem_read_only's.
+      kmsg::pattern_rule({{"EXT4-fs error (device ", "fs error"}}, "ext4_error",
+                         start + R"(EXT4-fs error \(device ([^)\s]+)\)(?::| in) \w+:\d+)",
+                         "ext4 filesystem error ({})", "device"),
   };
   return r;
 }

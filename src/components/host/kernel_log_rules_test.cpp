@@ -1,8 +1,10 @@
-// The kernel-log rules of the host components: disk (reboot history), nfs (hangs), pci (AER).
+// The kernel-log rules of the host components: disk (reboot history), nfs (hangs), pci (AER), os
+// (network devices that cannot be freed).
 #include <gtest/gtest.h>
 
 #include "components/host/disk.h"
 #include "components/host/nfs.h"
+#include "components/host/os.h"
 #include "components/host/pci.h"
 #include "components/kernel_log_support.h"
 #include "components/kernel_log_test_util.h"
@@ -175,6 +177,26 @@ TEST(PciRule, FailedRecoveryIsUnhealthyUntilARebootAndALinkResetIsCounted) {
   v = evaluate_pci({ev("pci", "pcie_link_reset", 1)}, {});
   EXPECT_EQ(v.health, Health::kHealthy);
   EXPECT_NE(v.reason.find("1 PCIe link resets"), std::string::npos) << v.reason;
+}
+
+// A device whose references leaked stays until a reboot: Degraded with REBOOT_SYSTEM, resolved by
+// the next reboot; a stuck transmit queue (the driver resets it) is only listed.
+TEST(OsKernelLog, NetdevRefcountLeakNeedsARebootAndTheRebootEndsIt) {
+  auto v = evaluate_netdev_refcount(
+      {ev("os", kNetdevRefcountLeakEvent, 2, "network device lo cannot be freed"),
+       ev("os", kNetdevRefcountLeakEvent, 3, "network device veth1 cannot be freed"),
+       ev("os", kNetdevRefcountLeakEvent, 0, "before the reboot"),
+       ev("os", kNetdevWatchdogEvent, 3)},
+      {at(1)});
+  EXPECT_EQ(v.health, Health::kDegraded);
+  EXPECT_EQ(v.reason, "network device veth1 cannot be freed (2x since the last reboot)");
+  ASSERT_TRUE(v.actions);
+  EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kRebootSystem});
+  EXPECT_EQ(
+      evaluate_netdev_refcount({ev("os", kNetdevRefcountLeakEvent, 2)}, {at(1), at(3)}).health,
+      Health::kHealthy);
+  EXPECT_EQ(evaluate_netdev_refcount({ev("os", kNetdevWatchdogEvent, 2)}, {}).health,
+            Health::kHealthy);
 }
 
 TEST(KernelLogEvents, SummaryCountsByName) {

@@ -310,8 +310,19 @@ CheckResult OsComponent::check() {
 
   CheckResult r =
       single_state(kName, ev.health, ev.reason, ev.actions, {{"data", data.dump()}}, now);
-  // Kernel panics and file-max events from the kernel log are listed; health is unchanged.
-  append_kernel_log_events(r, ctx(), kName, {"kernel_panic", "vfs_file_max_limit_reached"});
+  // A network device that cannot be freed needs a reboot; the other kernel-log events (panics,
+  // oopses, file-max, transmit timeouts) are listed with health unchanged.
+  if (auto h =
+          kernel_log_history(ctx(), kName, lookback_start(ctx(), std::chrono::seconds(0), now));
+      !h) {
+    merge_verdict(r, unreadable_history(h.error()));
+  } else {
+    KernelLogVerdict v = evaluate_netdev_refcount(h->events, h->reboots);
+    if (v.health != Health::kHealthy) merge_verdict(r, v);
+  }
+  append_kernel_log_events(r, ctx(), kName,
+                           {"kernel_panic", "kernel_oops", "vfs_file_max_limit_reached",
+                            kNetdevRefcountLeakEvent, kNetdevWatchdogEvent});
   const host::OsInfo& i = snap.info;
   r.detail = fmt::format(
       "kernel: {} ({})\nboot: {} (up {}), boot id {}\nmachine id: {}\n"
@@ -368,7 +379,59 @@ class KernelPanic : public kmsg::LineSequence {
   int lines_left_ = 0;
 };
 
+// net/sched/sch_generic.c dev_watchdog: a transmit queue stopped longer than the device's
+// watchdog_timeo; the driver's ndo_tx_timeout resets it. 2.6.2x "NETDEV WATCHDOG: %s: transmit
+// timed out"; 2.6.3x-5.x WARN_ONCE "NETDEV WATCHDOG: %s (%s): transmit queue %u timed out"
+// (the netdev, its driver), 5.17+ "... timed out %u ms"; 6.5+ netdev_crit "NETDEV WATCHDOG: CPU:
+// %d: transmit queue %u timed out %u ms" after netdev_printk's "<driver> <device> <netdev>: ".
+std::optional<kmsg::Match> match_netdev_watchdog(std::string_view s) {
+  static const RE2 kOld(std::string(kmsg::kMessageStart) +
+                        R"(NETDEV WATCHDOG: (\S+) \(([^)]*)\): transmit queue (\d+) timed out)");
+  static const RE2 kOldest(std::string(kmsg::kMessageStart) +
+                           R"(NETDEV WATCHDOG: (\S+): transmit timed out)");
+  static const RE2 kNew(std::string(kmsg::kMessageStart) +
+                        R"((\S+) \S+ (\S+)(?: \([a-z ]+\))?: NETDEV WATCHDOG: CPU: \d+: )"
+                        R"(transmit queue (\d+) timed out)");
+  const re2::StringPiece in(s.data(), s.size());
+  std::string netdev, driver, queue;
+  if (!RE2::PartialMatch(in, kOld, &netdev, &driver, &queue) &&
+      !RE2::PartialMatch(in, kNew, &driver, &netdev, &queue) &&
+      !RE2::PartialMatch(in, kOldest, &netdev))
+    return std::nullopt;
+  kmsg::Match m;
+  m.name = kNetdevWatchdogEvent;
+  m.message = kmsg::sanitize_utf8(fmt::format("transmit {}timed out on {}{}",
+                                              queue.empty() ? "" : "queue " + queue + " ", netdev,
+                                              driver.empty() ? "" : " (" + driver + ")"));
+  m.extra_info = {{"log_line", kmsg::log_line_excerpt(s)}, {"netdev", kmsg::sanitize_utf8(netdev)}};
+  if (!driver.empty()) m.extra_info["driver"] = kmsg::sanitize_utf8(driver);
+  if (!queue.empty()) m.extra_info["queue"] = std::stoi(queue);
+  return m;
+}
+
 }  // namespace
+
+KernelLogVerdict evaluate_netdev_refcount(const std::vector<Event>& events,
+                                          const std::vector<TimePoint>& reboots) {
+  const TimePoint last_reboot =
+      reboots.empty() ? TimePoint{} : *std::max_element(reboots.begin(), reboots.end());
+  const Event* newest = nullptr;
+  size_t count = 0;
+  for (const Event& e : events) {
+    if (e.name != kNetdevRefcountLeakEvent || e.time <= last_reboot) continue;
+    ++count;
+    if (newest == nullptr || e.time > newest->time) newest = &e;
+  }
+  KernelLogVerdict v;
+  if (newest == nullptr) return v;
+  v.health = Health::kDegraded;
+  v.reason = fmt::format("{} ({}x since the last reboot)", newest->message, count);
+  v.actions = SuggestedActions{
+      "a network device's references leaked: it and its network namespace stay until a reboot, "
+      "and creating or removing namespaces (pods) may hang",
+      {RepairAction::kRebootSystem}};
+  return v;
+}
 
 kmsg::ComponentRules os_kernel_log_rules() {
   kmsg::ComponentRules r;
@@ -394,6 +457,16 @@ kmsg::ComponentRules os_kernel_log_rules() {
           std::string(kmsg::kMessageStart) +
               R"((BUG: unable to handle (?:kernel NULL pointer dereference|kernel paging request|page fault for address)|BUG: kernel NULL pointer dereference, address|general protection fault(?:, probably for non-canonical address 0x[0-9a-f]+)?: [0-9a-f]{4} \[#\d+\]|kernel BUG at \S+:\d+!))",
           "kernel oops ({})", "oops"),
+      // net/core/dev.c netdev_wait_allrefs (2.6-5.x; netdev_wait_allrefs_any since 5.18):
+      // pr_emerg("unregister_netdevice: waiting for %s to become free. Usage count = %d\n"),
+      // every 10 s while the device's reference count stays above zero.
+      kmsg::pattern_rule(
+          {{"to become free. Usage count", "free. Us"}}, kNetdevRefcountLeakEvent,
+          std::string(kmsg::kMessageStart) +
+              R"(unregister_netdevice: waiting for (\S+) to become free\. Usage count = -?\d+)",
+          "network device {} cannot be freed (unregister_netdevice is waiting for its references)",
+          "netdev"),
+      {{{"NETDEV WATCHDOG", "WATCHDOG"}}, match_netdev_watchdog},
   };
   r.sequences.push_back({{{"Kernel panic", "l pani"}, {"Kernel Panic", "l Pani"}},
                          [] { return std::make_unique<KernelPanic>(); }});

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "components/component.h"
+#include "components/kernel_log_support.h"
 #include "host/host_fs.h"
 #include "host/os_info.h"
 #include "host/processes.h"
@@ -20,9 +21,19 @@
 
 namespace gpud::components {
 
-// Kernel panics (with the CPU line that follows within ten lines) and the VFS file-max limit in the
-// kernel log.
+// Kernel panics (with the CPU line that follows within ten lines), oopses, the VFS file-max limit,
+// a network device whose references never drop (unregister_netdevice) and a transmit queue the
+// network stack's watchdog found stuck (NETDEV WATCHDOG) in the kernel log.
 kmsg::ComponentRules os_kernel_log_rules();
+
+inline constexpr const char* kNetdevRefcountLeakEvent = "netdev_refcount_leak";
+inline constexpr const char* kNetdevWatchdogEvent = "netdev_watchdog_timeout";
+
+// A network device the kernel cannot free (net/core/dev.c keeps waiting for its references) stays
+// until a reboot, and with it every namespace that held it: one since the newest reboot ->
+// Degraded with REBOOT_SYSTEM ("network device eth0 cannot be freed: ..."). Reboot times any order.
+KernelLogVerdict evaluate_netdev_refcount(const std::vector<Event>& events,
+                                          const std::vector<TimePoint>& reboots);
 
 struct OsThresholds {
   int64_t zombies_degraded = 1000;

@@ -6,9 +6,11 @@
 #include <algorithm>
 
 #include "core/pci_address.h"
+#include "core/reboot_rules.h"
 #include "core/strings.h"
 #include "core/time_util.h"
 #include "host/pci.h"
+#include "kmsg/parser.h"
 
 namespace gpud::components {
 namespace {
@@ -25,24 +27,167 @@ std::string mlx5_message_start(bool capture_device) {
          (capture_device ? "(\\S+)" : "\\S+") + ": (?:\\S+:\\d+:\\(pid \\d+\\): )?";
 }
 
+// The device of a match: a PCI address names the adapter's function ("pci_bus_id"), a
+// sub-function's name ("mlx5_core.sf.2") is kept as it is ("device").
+void name_device(kmsg::Match& m, const std::string& device) {
+  static const RE2 kPci(R"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])");
+  if (RE2::FullMatch(device, kPci)) {
+    const std::string pci = normalize_pci_bus_id(device);
+    m.extra_info["pci_bus_id"] = pci;
+    m.message += " (PCI device " + pci + ")";
+  } else if (!device.empty()) {
+    m.extra_info["device"] = kmsg::sanitize_utf8(device);
+    m.message += " (" + kmsg::sanitize_utf8(device) + ")";
+  }
+}
+
+kmsg::Match mlx5_match(std::string_view line, std::string name, std::string message,
+                       const std::string& device) {
+  kmsg::Match m;
+  m.name = std::move(name);
+  m.message = kmsg::sanitize_utf8(message);
+  m.extra_info = {{"log_line", kmsg::log_line_excerpt(line)}};
+  name_device(m, device);
+  return m;
+}
+
 std::optional<kmsg::Match> match_access_reg(std::string_view s) {
   // mlx5_cmd_out_err (drivers/net/ethernet/mellanox/mlx5/core/cmd.c) through mlx5_core_err_rl:
   // "%s(0x%x) op_mod(0x%x) failed, status %s(0x%x), syndrome (0x%x), err(%d)".
   static const RE2 kRe(mlx5_message_start(true) +
                        R"(ACCESS_REG\(0x[0-9a-fA-F]+\) op_mod\(0x[0-9a-fA-F]+\) failed)");
-  static const RE2 kPci(R"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])");
-  const re2::StringPiece in(s.data(), s.size());
   std::string device;
-  if (!RE2::PartialMatch(in, kRe, &device)) return std::nullopt;
-  kmsg::Match m;
-  m.name = "access_reg_failed";
-  m.message = "MLX5 ACCESS_REG command failed - device may have restricted PF access";
-  m.extra_info = {{"log_line", kmsg::log_line_excerpt(s)}};
-  if (RE2::FullMatch(device, kPci)) {
-    const std::string pci = normalize_pci_bus_id(device);
-    m.extra_info["pci_bus_id"] = pci;
-    m.message += " (PCI device " + pci + ")";
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &device)) return std::nullopt;
+  return mlx5_match(s, "access_reg_failed",
+                    "MLX5 ACCESS_REG command failed - device may have restricted PF access",
+                    device);
+}
+
+// health.c poll_health: the firmware's health counter stood still for three polls. 3.x-4.10
+// "device's health compromised", 4.11-6.x "device's health compromised - reached miss count".
+std::optional<kmsg::Match> match_health_compromised(std::string_view s) {
+  static const RE2 kRe(mlx5_message_start(true) + R"(device's health compromised)");
+  std::string device;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &device)) return std::nullopt;
+  auto m = mlx5_match(s, kMlx5HealthCompromisedEvent,
+                      "MLX5 device health compromised: its firmware stopped answering", device);
+  m.type = EventType::kFatal;
+  return m;
+}
+
+// health.c poll_health (4.13-6.x): "Fatal error %u detected", the first fatal sensor of
+// check_fatal_sensors: 1 PCI reads fail (all ones), 2 the PCI channel is offline, 3 the NIC
+// interface is disabled, 4 a NIC software reset, 5 the firmware asks for a reset (syndrome).
+std::optional<kmsg::Match> match_fatal_error(std::string_view s) {
+  static const RE2 kRe(mlx5_message_start(true) + R"(Fatal error (\d+) detected)");
+  std::string device;
+  int code = 0;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &device, &code))
+    return std::nullopt;
+  static constexpr std::string_view kSensors[] = {
+      "",          "PCI reads fail",           "PCI channel offline", "NIC interface disabled",
+      "NIC reset", "firmware asks for a reset"};
+  std::string what = fmt::format("MLX5 fatal error {}", code);
+  if (code > 0 && code < static_cast<int>(std::size(kSensors)))
+    what += fmt::format(" ({})", kSensors[code]);
+  auto m = mlx5_match(s, kMlx5FatalErrorEvent, what, device);
+  m.type = EventType::kFatal;
+  m.extra_info["fatal_error"] = code;
+  return m;
+}
+
+// health.c print_health_info, printed after the two lines above: 3.x-5.x "synd 0x%x: %s", 5.18+
+// "Health issue observed, %s, severity(%d) %s:" (the syndrome's text, the firmware's log level).
+std::optional<kmsg::Match> match_syndrome(std::string_view s) {
+  static const RE2 kOld(mlx5_message_start(true) + R"(synd 0x([0-9a-fA-F]+): (.+))");
+  static const RE2 kNew(mlx5_message_start(true) +
+                        R"(Health issue observed, (.+), severity\((\d+)\) ([A-Za-z ]+):)");
+  const re2::StringPiece in(s.data(), s.size());
+  std::string device, text, level;
+  std::string synd;
+  int severity = -1;
+  if (RE2::PartialMatch(in, kOld, &device, &synd, &text)) {
+  } else if (!RE2::PartialMatch(in, kNew, &device, &text, &severity, &level)) {
+    return std::nullopt;
   }
+  auto m = mlx5_match(s, kMlx5FirmwareSyndromeEvent, "MLX5 firmware syndrome: " + text, device);
+  m.extra_info["syndrome"] = kmsg::sanitize_utf8(text);
+  if (!synd.empty()) m.extra_info["synd"] = "0x" + synd;
+  if (severity >= 0) m.extra_info["severity"] = kmsg::sanitize_utf8(level);
+  return m;
+}
+
+// cmd.c: a firmware command that never completed. 3.x-6.x wait_func "%s(0x%x) timeout. Will
+// cause a leak of a command resource"; 5.9+ cb_timeout_handler "cmd[%d]: %s(0x%x) Async,
+// timeout. Will cause ..." (5.10+ wait_func_handle_exec_timeout's "No done completion" line
+// before it is not a second timeout).
+std::optional<kmsg::Match> match_cmd_timeout(std::string_view s) {
+  static const RE2 kRe(mlx5_message_start(true) +
+                       R"((?:cmd\[\d+\]: )?(\w+)\(0x[0-9a-fA-F]+\)(?: Async,)? timeout\. Will )"
+                       R"(cause a leak of a command resource)");
+  std::string device, command;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &device, &command))
+    return std::nullopt;
+  auto m = mlx5_match(s, kMlx5CommandTimeoutEvent,
+                      "MLX5 firmware command " + command + " timed out", device);
+  m.extra_info["command"] = kmsg::sanitize_utf8(command);
+  return m;
+}
+
+// main.c probe_one (init_one before 4.x): the adapter did not come up. 4.x "mlx5_pci_init",
+// "mlx5_load_one failed with error code %d" (dev_err), 5.x-6.x "mlx5_pci_init",
+// "mlx5_init_one failed with error code %d" (mlx5_core_err).
+std::optional<kmsg::Match> match_probe_failed(std::string_view s) {
+  static const RE2 kRe(mlx5_message_start(true) +
+                       R"((mlx5_init_one|mlx5_load_one|mlx5_pci_init) failed with error code )"
+                       R"((-?\d+))");
+  std::string device, step;
+  int err = 0;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &device, &step, &err))
+    return std::nullopt;
+  auto m =
+      mlx5_match(s, kMlx5ProbeFailedEvent,
+                 fmt::format("MLX5 adapter failed to initialise: {} error {}", step, err), device);
+  m.type = EventType::kCritical;
+  m.extra_info["error_code"] = err;
+  return m;
+}
+
+// en_main.c mlx5e_tx_timeout (4.x-6.x): netdev_err "TX timeout detected", then per stopped queue
+// 4.x "TX timeout on queue: %d, SQ: 0x%x, ..." (en_main.c), 5.1+ the same text from
+// en/reporter_tx.c through mlx5e_health_report. netdev_err begins "<driver> <device> <netdev>: "
+// (" (unregistered)" and the like after the netdev while it is not registered). Both lines get
+// one message, so the queue lines of one timeout are repeats of its first line.
+std::optional<kmsg::Match> match_tx_timeout(std::string_view s) {
+  static const RE2 kRe(std::string(kmsg::kMessageStart) +
+                       R"(mlx5_core(?:\.[a-z]+)? (\S+) (\S+)(?: \([a-z ]+\))?: TX timeout )"
+                       R"((?:detected|on queue: (\d+)))");
+  std::string device, netdev, queue;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &device, &netdev, &queue))
+    return std::nullopt;
+  auto m = mlx5_match(s, kMlx5TxTimeoutEvent, "MLX5 TX timeout on " + netdev, device);
+  m.extra_info["netdev"] = kmsg::sanitize_utf8(netdev);
+  if (!queue.empty()) m.extra_info["queue"] = std::stoi(queue);
+  return m;
+}
+
+// events.c port_module (port.c mlx5_port_module_event before 4.19): "Port module event[error]:
+// module %u, %s, %s", the status ("Cable error") and the error (mlx5_pme_error: "Power budget
+// exceeded", "Bus stuck (I2C or data shorted)", "Bad or shorted cable/module", ...). "High
+// Temperature" is port_module_high_temperature's.
+std::optional<kmsg::Match> match_port_module_error(std::string_view s) {
+  static const RE2 kRe(mlx5_message_start(true) +
+                       R"(Port module event\[error\]: module (\d+), ([^,]+), (.+?)\s*$)");
+  std::string device, status, error;
+  int module = 0;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &device, &module, &status,
+                         &error) ||
+      error == "High Temperature")
+    return std::nullopt;
+  auto m = mlx5_match(s, kMlx5PortModuleErrorEvent,
+                      fmt::format("MLX5 port module {} error: {}", module, error), device);
+  m.extra_info["module"] = module;
+  m.extra_info["error"] = kmsg::sanitize_utf8(error);
   return m;
 }
 
@@ -64,8 +209,56 @@ kmsg::ComponentRules infiniband_kernel_log_rules() {
                              R"(Port module event\[error\]: module \d+, [^,]+, High Temperature)",
                          "Overheated MLX5 adapter"),
       {{{"ACCESS_REG"}}, match_access_reg},
+      {{{"health compromised"}}, match_health_compromised},
+      {{{"Fatal error", "l err"}}, match_fatal_error},
+      {{{": synd 0x"}, {"Health issue observed", "issue obs"}}, match_syndrome},
+      {{{"cause a leak of a command", "leak of a"}}, match_cmd_timeout},
+      {{{" failed with error code", "with error"}}, match_probe_failed},
+      {{{"TX timeout "}}, match_tx_timeout},
+      {{{"Port module event[error]", "event[error]"}}, match_port_module_error},
   };
   return r;
+}
+
+KernelLogVerdict evaluate_mlx5_events(const std::vector<Event>& events,
+                                      const std::vector<TimePoint>& reboots, TimePoint now) {
+  const TimePoint last_reboot =
+      reboots.empty() ? TimePoint{} : *std::max_element(reboots.begin(), reboots.end());
+  std::vector<const Event*> faults;
+  std::map<std::string, std::vector<const Event*>> troubles;  // by name
+  for (const Event& e : events) {
+    if (e.name == kMlx5HealthCompromisedEvent || e.name == kMlx5FatalErrorEvent ||
+        e.name == kMlx5ProbeFailedEvent) {
+      faults.push_back(&e);
+    } else if ((e.name == kMlx5CommandTimeoutEvent || e.name == kMlx5TxTimeoutEvent ||
+                e.name == kMlx5PortModuleErrorEvent) &&
+               e.time > last_reboot && now - e.time <= kMlx5TroubleWindow) {
+      troubles[e.name].push_back(&e);
+    }
+  }
+  KernelLogVerdict v;
+  // A reboot after a fault's newest event reset the adapter.
+  UnresolvedFailures failures = unresolved_failures(faults, reboots);
+  if (!failures.reasons.empty()) {
+    v.health = Health::kUnhealthy;
+    v.reason = "MLX5 adapter failed: " + join(failures.reasons, "; ");
+    v.actions = SuggestedActions{
+        "an MLX5 adapter's firmware stopped or the adapter did not initialise: a reboot resets it; "
+        "inspect the adapter when it fails again after one",
+        {aggregate_actions(failures.actions).value_or(RepairAction::kRebootSystem)}};
+    return v;
+  }
+  std::vector<std::string> reasons;
+  for (const auto& [name, list] : troubles) {
+    const Event* newest = *std::max_element(
+        list.begin(), list.end(), [](const Event* a, const Event* b) { return a->time < b->time; });
+    reasons.push_back(fmt::format("{} ({}x in 24h)", newest->message, list.size()));
+  }
+  if (reasons.empty()) return v;
+  std::sort(reasons.begin(), reasons.end());
+  v.health = Health::kDegraded;
+  v.reason = "MLX5 adapter trouble: " + join(reasons, "; ");
+  return v;
 }
 
 }  // namespace gpud::components
@@ -439,6 +632,16 @@ CheckResult InfinibandComponent::check() {
     std::vector<Event> kernel_log;
     for (const Event& e : history)
       if (!is_port_change(e)) kernel_log.push_back(e);
+    // A saved log's reboots are not this host's: a scan judges its MLX5 lines without them.
+    Result<std::vector<TimePoint>> reboots = std::vector<TimePoint>{};
+    if (!ctx().scan_mode)
+      reboots = reboot_times(ctx().events, lookback_start(ctx(), std::chrono::seconds(0), now));
+    if (!reboots)
+      merge_verdict(r, unreadable_history(reboots.error()));
+    else if (ctx().scan_mode && !kernel_log.empty())  // judged as of the log's newest event
+      merge_verdict(r, evaluate_mlx5_events(kernel_log, *reboots, kernel_log.front().time));
+    else
+      merge_verdict(r, evaluate_mlx5_events(kernel_log, *reboots, now));
     append_event_summary(r, summary_of(kernel_log));
   }
   publish_metrics(snapshot);

@@ -18,9 +18,30 @@
 
 namespace gpud::components {
 
-// MLX5 adapters in the kernel log: insufficient PCIe slot power, an overheated port module, a
-// failed ACCESS_REG command.
+// MLX5 adapters in the kernel log (drivers/net/ethernet/mellanox/mlx5/core): insufficient PCIe
+// slot power, an overheated port module, a failed ACCESS_REG command; the firmware's health
+// (compromised, fatal errors, its syndrome), firmware command timeouts, a failed probe, TX
+// timeouts and port module errors.
 kmsg::ComponentRules infiniband_kernel_log_rules();
+
+inline constexpr const char* kMlx5HealthCompromisedEvent = "mlx5_health_compromised";
+inline constexpr const char* kMlx5FatalErrorEvent = "mlx5_fatal_error";
+inline constexpr const char* kMlx5FirmwareSyndromeEvent = "mlx5_firmware_syndrome";
+inline constexpr const char* kMlx5CommandTimeoutEvent = "mlx5_cmd_timeout";
+inline constexpr const char* kMlx5ProbeFailedEvent = "mlx5_probe_failed";
+inline constexpr const char* kMlx5TxTimeoutEvent = "mlx5_tx_timeout";
+inline constexpr const char* kMlx5PortModuleErrorEvent = "mlx5_port_module_error";
+// How long a command timeout, TX timeout or port module error keeps the component Degraded.
+inline constexpr std::chrono::hours kMlx5TroubleWindow{24};
+
+// The rule over the component's MLX5 kernel-log events (any order) and the host's reboots: a
+// compromised health, a fatal error or a failed probe with no reboot after it -> Unhealthy with
+// REBOOT_SYSTEM (HARDWARE_INSPECTION once it came back after reboots, evaluate_suggested_actions);
+// else a command timeout, TX timeout or port module error since the newest reboot and within
+// kMlx5TroubleWindow -> Degraded. The other events (syndromes, slot power, temperature,
+// ACCESS_REG) are listed only.
+KernelLogVerdict evaluate_mlx5_events(const std::vector<Event>& events,
+                                      const std::vector<TimePoint>& reboots, TimePoint now);
 
 // The state changes of a port the component records, and reads back as its history.
 inline constexpr const char* kIbPortDownEvent = "ib_port_down";

@@ -316,5 +316,58 @@ TEST(InfinibandComponent, MetricsPerPortAndAbsentWhenUnreadable) {
       contains(text, "accelerator_nvidia_infiniband_symbol_error{device_port=\"mlx5_3_1\""));
 }
 
+Event mlx5_event(const char* name, TimePoint t, std::string message = "MLX5 fault") {
+  Event e;
+  e.component = "accelerator-nvidia-infiniband";
+  e.time = t;
+  e.name = name;
+  e.message = std::move(message);
+  return e;
+}
+
+// A compromised or fatally failed adapter, or one that did not initialise, needs a reboot (and an
+// inspection when it failed again after reboots); a reboot after it ends the fault.
+TEST(Mlx5KernelLog, FirmwareFaultsAndFailedProbesAreUnhealthyUntilAReboot) {
+  const TimePoint t0 = Clock::from_time_t(1'700'000'000);
+  auto v = evaluate_mlx5_events(
+      {mlx5_event(kMlx5FatalErrorEvent, t0 + 1h, "MLX5 fatal error 1 (PCI reads fail)"),
+       mlx5_event(kMlx5FirmwareSyndromeEvent, t0 + 1h)},
+      {}, t0 + 2h);
+  EXPECT_EQ(v.health, Health::kUnhealthy);
+  EXPECT_EQ(v.reason, "MLX5 adapter failed: MLX5 fatal error 1 (PCI reads fail) (1x)");
+  ASSERT_TRUE(v.actions);
+  EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kRebootSystem});
+  EXPECT_EQ(
+      evaluate_mlx5_events({mlx5_event(kMlx5HealthCompromisedEvent, t0 + 1h)}, {t0 + 2h}, t0 + 3h)
+          .health,
+      Health::kHealthy);
+  auto again = evaluate_mlx5_events(
+      {mlx5_event(kMlx5ProbeFailedEvent, t0 + 2h), mlx5_event(kMlx5ProbeFailedEvent, t0 + 4h)},
+      {t0 + 1h, t0 + 3h}, t0 + 5h);
+  EXPECT_EQ(again.health, Health::kUnhealthy);
+  EXPECT_EQ(again.actions->repair_actions, std::vector{RepairAction::kHardwareInspection});
+}
+
+// Command and TX timeouts and module errors since the newest reboot, within a day: Degraded, no
+// action; older ones, the syndrome and the earlier events (power, temperature) change nothing.
+TEST(Mlx5KernelLog, TimeoutsAndModuleErrorsOfTheLastDayAreDegraded) {
+  const TimePoint t0 = Clock::from_time_t(1'700'000'000);
+  auto v = evaluate_mlx5_events(
+      {mlx5_event(kMlx5TxTimeoutEvent, t0 + 2h, "MLX5 TX timeout on eth2"),
+       mlx5_event(kMlx5TxTimeoutEvent, t0 + 3h, "MLX5 TX timeout on eth3"),
+       mlx5_event(kMlx5CommandTimeoutEvent, t0 - 1h), mlx5_event("pci_power_insufficient", t0)},
+      {t0}, t0 + 4h);
+  EXPECT_EQ(v.health, Health::kDegraded);
+  EXPECT_EQ(v.reason, "MLX5 adapter trouble: MLX5 TX timeout on eth3 (2x in 24h)");
+  EXPECT_FALSE(v.actions);
+  EXPECT_EQ(evaluate_mlx5_events({mlx5_event(kMlx5PortModuleErrorEvent, t0)}, {}, t0 + 25h).health,
+            Health::kHealthy);
+  EXPECT_EQ(evaluate_mlx5_events({mlx5_event(kMlx5FirmwareSyndromeEvent, t0),
+                                  mlx5_event("port_module_high_temperature", t0)},
+                                 {}, t0 + 1h)
+                .health,
+            Health::kHealthy);
+}
+
 }  // namespace
 }  // namespace gpud::components
