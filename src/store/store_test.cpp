@@ -15,6 +15,7 @@
 #include "store/metadata.h"
 #include "store/metric_store.h"
 #include "testing/scribble.h"
+#include "testing/temp_dir.h"
 
 namespace gpud::store {
 namespace {
@@ -23,24 +24,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gpud-store-test-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 std::unique_ptr<Database> memory_db() {
   auto db = Database::open_in_memory();
