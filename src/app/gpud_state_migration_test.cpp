@@ -29,6 +29,16 @@ void write_gpud_state(const std::string& data_dir) {
   f.metadata("machine_id", "gpud-node-1");
 }
 
+// What write_gpud_state wrote, as gpud's store holds it after the import.
+void expect_imported(const store::EventStore& events, const store::Metadata& meta) {
+  auto os = events.query("os", TimePoint::min(), TimePoint::max());
+  ASSERT_TRUE(os.ok());
+  ASSERT_EQ(os->size(), 1u);
+  EXPECT_EQ(os->front().name, "reboot");
+  EXPECT_EQ(os->front().message, "system reboot detected");
+  EXPECT_EQ(meta.get(store::kKeyMachineId).value(), std::optional<std::string>("gpud-node-1"));
+}
+
 TEST(GpudStateMigration, GpudsFileIsMovedAsideImportedOnceAndFoundAgainLater) {
   gpud::testing::TempDir dir;
   write_gpud_state(dir.path());
@@ -43,11 +53,7 @@ TEST(GpudStateMigration, GpudsFileIsMovedAsideImportedOnceAndFoundAgainLater) {
   store::EventStore events(**db);
   store::Metadata meta(**db);
   import_gpud_state_once(**found, events, meta, std::chrono::hours(24 * 14));
-  auto os = events.query("os", TimePoint::min(), TimePoint::max());
-  ASSERT_TRUE(os.ok());
-  ASSERT_EQ(os->size(), 1u);
-  EXPECT_EQ(os->front().name, "reboot");
-  EXPECT_EQ(meta.get(store::kKeyMachineId).value(), std::optional<std::string>("gpud-node-1"));
+  expect_imported(events, meta);
   auto record = meta.get(store::kKeyGpudStateImport);
   ASSERT_TRUE(record.ok() && record->has_value());
   EXPECT_EQ(nlohmann::json::parse(**record).value("events_stored", 0), 1);
@@ -85,11 +91,7 @@ TEST(GpudStateMigration, GpudsTablesInsideGpudsStoreAreImportedInPlace) {
   store::EventStore events(**db);
   store::Metadata meta(**db);
   import_gpud_state_once(**found, events, meta, std::chrono::hours(24 * 14));
-  auto os = events.query("os", TimePoint::min(), TimePoint::max());
-  ASSERT_TRUE(os.ok());
-  ASSERT_EQ(os->size(), 1u);
-  EXPECT_EQ(os->front().message, "system reboot detected");
-  EXPECT_EQ(meta.get(store::kKeyMachineId).value(), std::optional<std::string>("gpud-node-1"));
+  expect_imported(events, meta);
 }
 
 TEST(GpudStateMigration, NoGpudFileMeansNothingToImport) {

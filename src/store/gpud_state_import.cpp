@@ -46,13 +46,37 @@ constexpr std::string_view kSxidComponent = "accelerator-nvidia-error-sxid";
 constexpr std::string_view kImportedFromKey = "imported_from";
 constexpr std::string_view kImportedFromValue = "GPUd";
 
+// `path` as the path part of a file: URI: the characters a URI gives a meaning to are escaped.
+std::string uri_path(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      constexpr char kHex[] = "0123456789ABCDEF";
+      out += '%';
+      out += kHex[(static_cast<unsigned char>(c) >> 4) & 0xF];
+      out += kHex[static_cast<unsigned char>(c) & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // A read-only connection to GPUd's file that never checkpoints a WAL into it on close.
 class ReadOnlyConnection {
  public:
   static Result<ReadOnlyConnection> open(const std::string& path) {
+    // Without a -wal file everything is in the main file, and nothing writes it (GPUd is stopped:
+    // its file was moved, or gpud's store holds the lock): opened as immutable, SQLite takes no
+    // locks and creates no -wal or -shm beside it. A WAL left behind must be read, which needs
+    // SQLite's -shm index.
+    std::error_code ec;
+    const bool wal = std::filesystem::exists(path + "-wal", ec);
+    const std::string name = wal ? path : "file:" + uri_path(path) + "?immutable=1";
     sqlite3* db = nullptr;
-    int rc =
-        sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
+    int rc = sqlite3_open_v2(
+        name.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | (wal ? 0 : SQLITE_OPEN_URI),
+        nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
       sqlite3_close_v2(db);

@@ -244,12 +244,36 @@ TEST(GpudStateImport, SchemaBeforeV05AndItsMachineMetadataAreRead) {
   EXPECT_EQ(s.metadata.get(kKeyMachineId).value(), std::optional<std::string>("old-machine"));
 }
 
+// GPUd stopped cleanly (its WAL checkpointed and removed): the import leaves no file beside it.
+TEST(GpudStateImport, CleanlyClosedFileGetsNoSideFiles) {
+  TempDir dir;
+  const std::string path = dir.file("gpud state #1?.db");  // characters a URI would take apart
+  {
+    GpudStateFile f(path);
+    f.event("os", kNow - 3600, "reboot", "Warning", "clean");
+  }
+  ASSERT_FALSE(fs::exists(path + "-wal"));
+  const std::string before = read_bytes(path);
+  GpudStore s;
+  auto r = import_gpud_state(path, s.events, s.metadata, options());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->reboots_stored, 1u);
+  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_FALSE(fs::exists(path + "-wal"));
+  EXPECT_FALSE(fs::exists(path + "-shm"));
+}
+
+// GPUd killed after recording a reboot: the row is only in the -wal file.
+void write_reboot_left_in_wal(const std::string& path) {
+  GpudStateFile f(path);
+  f.event("os", kNow - 3600, "reboot", "Warning", "only in the wal");
+  f.close_leaving_wal();
+}
+
 TEST(GpudStateImport, RowsLeftInTheWalAreReadAndTheFileStaysUnchanged) {
   TempDir dir;
   const std::string path = dir.file("gpud.state");
-  GpudStateFile f(path);
-  f.event("os", kNow - 3600, "reboot", "Warning", "in the wal");
-  f.close_leaving_wal();
+  write_reboot_left_in_wal(path);
   ASSERT_GT(fs::file_size(path + "-wal"), 0u);
   const std::string main_before = read_bytes(path);
   const std::string wal_before = read_bytes(path + "-wal");
@@ -274,14 +298,17 @@ TEST(GpudStateImport, NonSqliteFileIsAnErrorAndImportsNothing) {
   EXPECT_TRUE(s.all("").empty());
 }
 
-TEST(GpudStateImport, DamagedTablePagesAreNamedAndTheRestIsImported) {
+// The schema on page 1 reads, the tables behind it do not: the import names them, never crashes.
+TEST(GpudStateImport, DamagedTablePagesAreNamedInTheReport) {
   TempDir dir;
   const std::string path = dir.file("gpud.state");
   {
     GpudStateFile f(path, /*wal=*/false);
+    f.exec("BEGIN");
     f.event("os", kNow - 10, "reboot", "Warning", "r");
     for (int i = 0; i < 400; ++i)
       f.event("memory", kNow - 20 - i, "memory_oom", "Warning", std::string(200, 'a' + i % 26));
+    f.exec("COMMIT");
   }
   // Page 1 (the schema) stays; the pages after it (the tables and indexes) are overwritten.
   {
@@ -333,9 +360,7 @@ TEST(GpudStateImport, GpudsOwnStoreIsToldApartFromGpuds) {
 TEST(GpudStateImport, MovingAsideTakesTheWalAlongAndRefusesToOverwrite) {
   TempDir dir;
   const std::string path = dir.file("gpud.state");
-  GpudStateFile f(path);
-  f.event("os", kNow - 3600, "reboot", "Warning", "only in the wal");
-  f.close_leaving_wal();
+  write_reboot_left_in_wal(path);
   auto moved = move_gpud_state_aside(path);
   ASSERT_TRUE(moved.ok()) << moved.error().message;
   EXPECT_EQ(*moved, path + ".GPUd");
