@@ -43,6 +43,10 @@ constexpr std::string_view kOwnEventsTable = "gpud_events";
 constexpr std::string_view kXidComponent = "accelerator-nvidia-error-xid";
 constexpr std::string_view kSxidComponent = "accelerator-nvidia-error-sxid";
 
+// Events written in one transaction: at most this many rows' values (each cut to the bounds
+// above) are held at once.
+constexpr size_t kImportBatch = 256;
+
 constexpr std::string_view kImportedFromKey = "imported_from";
 constexpr std::string_view kImportedFromValue = "GPUd";
 
@@ -197,6 +201,7 @@ struct TableReader {
   const GpudImportOptions& options;
   EventStore& events;
   GpudImportReport& report;
+  std::vector<Event> pending = {};  // written kImportBatch at a time, in one transaction each
 
   std::string quoted() const { return "\"" + table + "\""; }
 
@@ -247,8 +252,12 @@ struct TableReader {
     if (!row) return row.error();
     for (;;) {
       int rc = ids->step();
-      if (rc == SQLITE_DONE) return {};
-      if (rc != SQLITE_ROW) return sqlite_error(db, "read row ids");
+      if (rc == SQLITE_DONE) return flush();
+      if (rc != SQLITE_ROW) {
+        Error e = sqlite_error(db, "read row ids");
+        if (auto r = flush(); !r) return r;  // what was read before the damage is kept
+        return e;
+      }
       row->reset();
       row->bind(1, ids->int64(0));
       row->bind(2, static_cast<int64_t>(kGpudImportMaxMessageBytes));
@@ -257,20 +266,40 @@ struct TableReader {
         ++report.skipped_too_big;
         continue;
       }
-      if (rc != SQLITE_ROW) return sqlite_error(db, "read row");
+      if (rc != SQLITE_ROW) {
+        Error e = sqlite_error(db, "read row");
+        if (auto r = flush(); !r) return r;
+        return e;
+      }
       ++report.read_by_component[component];
-      if (auto r = store_row(*row); !r) return r;
+      add_row(*row);
+      if (pending.size() >= kImportBatch) {
+        if (auto r = flush(); !r) return r;
+      }
     }
   }
 
-  Result<void> store_row(const Statement& row) {
+  Result<void> flush() {
+    if (pending.empty()) return {};
+    auto added = events.insert_batch(pending);
+    if (!added) return make_error("store events: " + added.error().message);
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (!(*added)[i]) continue;
+      ++report.stored_by_component[component];
+      if (component == "os" && pending[i].name == "reboot") ++report.reboots_stored;
+    }
+    pending.clear();
+    return {};
+  }
+
+  void add_row(const Statement& row) {
     Event e;
     e.component = component;
     e.time = from_unix_seconds(row.int64(0));
     e.name = row.text(1);
     if (e.name.empty() || e.name.size() > kGpudImportMaxNameBytes) {
       ++report.skipped_malformed;
-      return {};
+      return;
     }
     // GPUd stores "" for an Xid it found no detail for; any type gpud does not know reads Unknown.
     std::string type = row.text(2);
@@ -295,13 +324,7 @@ struct TableReader {
     if (component == kXidComponent) translate_error_event(e, "xid", "XID");
     if (component == kSxidComponent) translate_error_event(e, "sxid", "SXID");
     e.extra_info[std::string(kImportedFromKey)] = std::string(kImportedFromValue);
-    auto stored = events.insert(e);
-    if (!stored) return make_error("store event: " + stored.error().message);
-    if (*stored) {
-      ++report.stored_by_component[component];
-      if (component == "os" && e.name == "reboot") ++report.reboots_stored;
-    }
-    return {};
+    pending.push_back(std::move(e));
   }
 };
 

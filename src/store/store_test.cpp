@@ -115,6 +115,28 @@ TEST(EventStore, IdenticalEventIsStoredOnce) {
   EXPECT_EQ(got.extra_info, (nlohmann::json{{"a", "x"}, {"b", 2}}));
 }
 
+TEST(EventStore, BatchSaysWhichEventsWereNewAndSkipsStoredOnes) {
+  auto db = memory_db();
+  EventStore store(*db);
+  ASSERT_TRUE(store.insert(make_event("os", 100, "reboot")).ok());
+  auto added = store.insert_batch({make_event("os", 100, "reboot"), make_event("os", 200, "reboot"),
+                                   make_event("os", 200, "reboot")});
+  ASSERT_TRUE(added.ok()) << added.error().message;
+  EXPECT_EQ(*added, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(store.query("os", TimePoint::min(), TimePoint::max())->size(), 2u);
+}
+
+TEST(EventStore, BatchOnAReadOnlyDatabaseStoresNothing) {
+  auto db = memory_db();
+  EventStore store(*db);
+  ASSERT_TRUE(db->exec("PRAGMA query_only=1").ok());
+  auto added = store.insert_batch({make_event("os", 100, "reboot"), make_event("os", 200, "x")});
+  EXPECT_FALSE(added.ok());
+  ASSERT_TRUE(db->exec("PRAGMA query_only=0").ok());
+  EXPECT_TRUE(store.query("os", TimePoint::min(), TimePoint::max())->empty());
+  EXPECT_EQ(store.backlog_size(), 0u);
+}
+
 TEST(EventStore, DifferentExtraInfoIsADifferentEvent) {
   auto db = memory_db();
   EventStore events(*db);
