@@ -6,7 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "app/gpud_flags.h"
@@ -240,6 +242,45 @@ TEST(GpudCompat, UpAcceptsGpudsLoginFlagsAndKeepsThemOutOfTheService) {
 // A node that ran GPUd: its state file sits where gpud's store goes. The first `gpud run` moves it
 // to gpud.state.GPUd, imports its reboots, events and machine id, and serves them; the verb then
 // finds nothing new, and refuses a file that is no database.
+// This host's boot time (/proc/stat's btime), as the os component reads it.
+std::optional<int64_t> host_boot_time() {
+  std::ifstream in("/proc/stat");
+  std::string key;
+  int64_t value = 0;
+  while (in >> key) {
+    if (key == "btime" && in >> value) return value;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::nullopt;
+}
+
+// GPUd recorded this boot: gpud's os component, starting after the import, does not record it
+// again.
+TEST(GpudCompat, ABootGpudRecordedIsNotRecordedAgain) {
+  const auto boot = host_boot_time();
+  ASSERT_TRUE(boot.has_value());
+  const int64_t now = to_unix_seconds(Clock::now());
+  if (now - *boot > 13 * 86400) GTEST_SKIP() << "this host booted before the events retention";
+  TempDirGuard dir{make_temp_dir()};
+  const std::string data = dir.path + "/data";
+  fs::create_directories(data);
+  {
+    gpud::testing::GpudStateFile f(data + "/gpud.state");
+    f.event("os", *boot, "reboot", "Warning", "system reboot detected (GPUd's wording)");
+  }
+  DaemonProcess d(data, {"--components", "os"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  auto res = d.get("/v1/events?components=os&startTime=" + std::to_string(*boot - 120));
+  ASSERT_TRUE(res) << d.log();
+  ASSERT_EQ(res->status, 200) << res->body;
+  int reboots = 0;
+  for (const auto& c : parse_json(res->body))
+    for (const auto& e : c["events"]) reboots += e["name"] == "reboot" ? 1 : 0;
+  EXPECT_EQ(reboots, 1) << res->body;
+  EXPECT_NE(res->body.find("GPUd's wording"), std::string::npos) << res->body;
+  EXPECT_EQ(d.stop(), 0);
+}
+
 TEST(GpudCompat, GpudsStateFileIsImportedAtTheFirstRunAndByTheVerb) {
   TempDirGuard dir{make_temp_dir()};
   const std::string data = dir.path + "/data";
