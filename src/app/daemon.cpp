@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "app/gpud_state_migration.h"
 #include "components/nvidia/gpu_health.h"
 #include "components/nvidia/xid.h"
 #include "components/registry.h"
@@ -87,6 +88,9 @@ Result<void> Daemon::start() {
     if (node_conditions_) out.push_back(node_conditions_->status());
     return out;
   };
+  // Before the store opens: a node that ran GPUd has GPUd's file where gpud's store goes.
+  auto gpud_state = find_gpud_state(config_.data_dir, !config_.db_in_memory);
+  if (!gpud_state) return gpud_state.error();
   auto runtime = build_runtime(config_, RuntimeMode::kDaemon, std::move(hooks));
   if (!runtime) return runtime.error();
   runtime_ = std::move(*runtime);
@@ -95,6 +99,10 @@ Result<void> Daemon::start() {
   history_ = std::make_unique<store::MetricStore>(db);
 
   store::Metadata meta(db);
+  // Before the components start: the os component then sees GPUd's reboots as recorded, and
+  // GPUd's machine id comes before /etc/machine-id.
+  if (*gpud_state)
+    import_gpud_state_once(**gpud_state, *runtime_->events, meta, config_.events_retention);
   host::HostFs fs(config_.host_root);
   if (auto id = meta.get(store::kKeyMachineId); id && !id->has_value()) {
     auto mid = fs.read_line("/etc/machine-id");

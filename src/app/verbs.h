@@ -35,6 +35,8 @@ void add_down(CLI::App& app, int* exit_code);
 void add_control_plane_verbs(CLI::App& app, int* exit_code);
 // metadata_cmd.cpp: the state database's key/values and reboot history; --set-key/--set-value.
 void add_metadata(CLI::App& app, int* exit_code);
+// import_gpud_state_cmd.cpp: GPUd's state file (events, reboots, machine id) into gpud's store.
+void add_import_gpud_state(CLI::App& app, int* exit_code);
 
 // Exit codes shared by the verbs.
 inline constexpr int kExitOk = 0;

@@ -199,26 +199,58 @@ EventStore::EventStore(Database& db, size_t backlog_capacity)
   m->add("", kStoreEventsDroppedTotal, 0);
 }
 
+namespace {
+
+const std::string kInsertEvent = std::string("INSERT OR IGNORE INTO gpud_events(") + kColumns +
+                                 ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+
+void bind_event(Statement& st, const Event& event) {
+  st.bind(1, event.component);
+  st.bind(2, floor_unix_seconds(event.time));
+  st.bind(3, event.name);
+  st.bind(4, to_string(event.type));
+  st.bind(5, event.message);
+  st.bind(6, dump_extra_info(event.extra_info));
+  if (event.acknowledged) {
+    st.bind(7, floor_unix_seconds(event.acknowledged->time));
+    st.bind(8, event.acknowledged->by);
+  } else {
+    st.bind_null(7);
+    st.bind_null(8);
+  }
+}
+
+}  // namespace
+
 Result<bool> EventStore::write_locked(const Event& event) {
   return db_.run_locked("insert", true, [&](sqlite3* db) -> Result<bool> {
-    auto st = Statement::prepare(db, std::string("INSERT OR IGNORE INTO gpud_events(") + kColumns +
-                                         ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    auto st = Statement::prepare(db, kInsertEvent);
     if (!st) return st.error();
-    st->bind(1, event.component);
-    st->bind(2, floor_unix_seconds(event.time));
-    st->bind(3, event.name);
-    st->bind(4, to_string(event.type));
-    st->bind(5, event.message);
-    st->bind(6, dump_extra_info(event.extra_info));
-    if (event.acknowledged) {
-      st->bind(7, floor_unix_seconds(event.acknowledged->time));
-      st->bind(8, event.acknowledged->by);
-    } else {
-      st->bind_null(7);
-      st->bind_null(8);
-    }
+    bind_event(*st, event);
     if (auto r = st->run("insert event"); !r) return r.error();
     return sqlite3_changes(db) == 1;
+  });
+}
+
+Result<std::vector<bool>> EventStore::insert_batch(const std::vector<Event>& events) {
+  std::lock_guard lock(db_.mutex());
+  flush_locked();
+  return db_.run_locked("insert", true, [&](sqlite3* db) -> Result<std::vector<bool>> {
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK)
+      return sqlite_error(db, "begin a batch of events");
+    auto st = Statement::prepare(db, kInsertEvent);
+    if (!st) return st.error();
+    std::vector<bool> added;
+    added.reserve(events.size());
+    for (const Event& e : events) {
+      st->reset();
+      bind_event(*st, e);
+      if (auto r = st->run("insert event"); !r) return r.error();
+      added.push_back(sqlite3_changes(db) == 1);
+    }
+    if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
+      return sqlite_error(db, "commit a batch of events");
+    return added;
   });
 }
 

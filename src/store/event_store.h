@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <vector>
 
 #include "core/event_digest.h"
 #include "core/event_log.h"
@@ -35,6 +36,10 @@ class EventStore : public EventLog, public EventDigestSource {
   // the order they came). True when it was new (neither stored nor waiting); an error only when
   // the backlog is full, and then the event is dropped and counted.
   Result<bool> insert(const Event& event) override;
+  // Writes the events in one transaction (an import of many: one commit, not one each), skipping
+  // those stored already; element i says whether events[i] was new. Nothing waits in the backlog:
+  // when the database cannot write, none of them is stored and the error is returned.
+  [[nodiscard]] Result<std::vector<bool>> insert_batch(const std::vector<Event>& events);
   // Stored and waiting events together.
   Result<std::vector<Event>> query(std::string_view component, TimePoint since,
                                    TimePoint until) const override;

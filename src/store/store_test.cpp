@@ -15,6 +15,7 @@
 #include "store/metadata.h"
 #include "store/metric_store.h"
 #include "testing/scribble.h"
+#include "testing/temp_dir.h"
 
 namespace gpud::store {
 namespace {
@@ -23,24 +24,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gpud-store-test-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 std::unique_ptr<Database> memory_db() {
   auto db = Database::open_in_memory();
@@ -129,6 +113,28 @@ TEST(EventStore, IdenticalEventIsStoredOnce) {
   EXPECT_EQ(got.type, EventType::kWarning);
   EXPECT_EQ(got.message, "msg");
   EXPECT_EQ(got.extra_info, (nlohmann::json{{"a", "x"}, {"b", 2}}));
+}
+
+TEST(EventStore, BatchSaysWhichEventsWereNewAndSkipsStoredOnes) {
+  auto db = memory_db();
+  EventStore store(*db);
+  ASSERT_TRUE(store.insert(make_event("os", 100, "reboot")).ok());
+  auto added = store.insert_batch({make_event("os", 100, "reboot"), make_event("os", 200, "reboot"),
+                                   make_event("os", 200, "reboot")});
+  ASSERT_TRUE(added.ok()) << added.error().message;
+  EXPECT_EQ(*added, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(store.query("os", TimePoint::min(), TimePoint::max())->size(), 2u);
+}
+
+TEST(EventStore, BatchOnAReadOnlyDatabaseStoresNothing) {
+  auto db = memory_db();
+  EventStore store(*db);
+  ASSERT_TRUE(db->exec("PRAGMA query_only=1").ok());
+  auto added = store.insert_batch({make_event("os", 100, "reboot"), make_event("os", 200, "x")});
+  EXPECT_FALSE(added.ok());
+  ASSERT_TRUE(db->exec("PRAGMA query_only=0").ok());
+  EXPECT_TRUE(store.query("os", TimePoint::min(), TimePoint::max())->empty());
+  EXPECT_EQ(store.backlog_size(), 0u);
 }
 
 TEST(EventStore, DifferentExtraInfoIsADifferentEvent) {

@@ -5,10 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "app/gpud_flags.h"
+#include "core/time_util.h"
+#include "testing/gpud_state_file.h"
 #include "tests/e2e/daemon_process.h"
 
 namespace fs = std::filesystem;
@@ -232,6 +237,93 @@ TEST(GpudCompat, UpAcceptsGpudsLoginFlagsAndKeepsThemOutOfTheService) {
   EXPECT_NE(yaml.find("\ngpu-count: 8\n"), std::string::npos) << yaml;
   EXPECT_EQ(yaml.find("lepton-token"), std::string::npos) << yaml;
   EXPECT_EQ(yaml.find("\ntoken"), std::string::npos) << yaml;
+}
+
+// A node that ran GPUd: its state file sits where gpud's store goes. The first `gpud run` moves it
+// to gpud.state.GPUd, imports its reboots, events and machine id, and serves them; the verb then
+// finds nothing new, and refuses a file that is no database.
+// This host's boot time (/proc/stat's btime), as the os component reads it.
+std::optional<int64_t> host_boot_time() {
+  std::ifstream in("/proc/stat");
+  std::string key;
+  int64_t value = 0;
+  while (in >> key) {
+    if (key == "btime" && in >> value) return value;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::nullopt;
+}
+
+// GPUd recorded this boot: gpud's os component, starting after the import, does not record it
+// again.
+TEST(GpudCompat, ABootGpudRecordedIsNotRecordedAgain) {
+  const auto boot = host_boot_time();
+  ASSERT_TRUE(boot.has_value());
+  const int64_t now = to_unix_seconds(Clock::now());
+  if (now - *boot > 13 * 86400) GTEST_SKIP() << "this host booted before the events retention";
+  TempDirGuard dir{make_temp_dir()};
+  const std::string data = dir.path + "/data";
+  fs::create_directories(data);
+  {
+    gpud::testing::GpudStateFile f(data + "/gpud.state");
+    f.event("os", *boot, "reboot", "Warning", "system reboot detected (GPUd's wording)");
+  }
+  DaemonProcess d(data, {"--components", "os"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  auto res = d.get("/v1/events?components=os&startTime=" + std::to_string(*boot - 120));
+  ASSERT_TRUE(res) << d.log();
+  ASSERT_EQ(res->status, 200) << res->body;
+  int reboots = 0;
+  for (const auto& c : parse_json(res->body))
+    for (const auto& e : c["events"]) reboots += e["name"] == "reboot" ? 1 : 0;
+  EXPECT_EQ(reboots, 1) << res->body;
+  EXPECT_NE(res->body.find("GPUd's wording"), std::string::npos) << res->body;
+  EXPECT_EQ(d.stop(), 0);
+}
+
+TEST(GpudCompat, GpudsStateFileIsImportedAtTheFirstRunAndByTheVerb) {
+  TempDirGuard dir{make_temp_dir()};
+  const std::string data = dir.path + "/data";
+  fs::create_directories(data);
+  const int64_t now = to_unix_seconds(Clock::now());
+  {
+    gpud::testing::GpudStateFile f(data + "/gpud.state");
+    f.event("os", now - 1800, "reboot", "Warning", "system reboot detected by GPUd");
+    f.event("os", now - 40 * 86400, "reboot", "Warning", "older than the retention");
+    f.metadata("machine_id", "gpud-e2e-node");
+    f.metadata("token", "lepton-token");
+  }
+  const std::string text = dir.path + "/notes.txt";
+  std::ofstream(text) << std::string(4096, 'n');
+  auto not_db = run_gpud({"import-gpud-state", "--data-dir", data, "--from", text});
+  EXPECT_EQ(not_db.exit_code, 2) << not_db.out;
+  EXPECT_NE(not_db.out.find("not a readable SQLite database"), std::string::npos) << not_db.out;
+  EXPECT_TRUE(fs::exists(data + "/gpud.state")) << "a refused import moves nothing";
+  {
+    DaemonProcess d(data, {"--components", "os"});
+    ASSERT_TRUE(d.ready()) << d.log();
+    auto res = d.get("/v1/events?components=os&startTime=" + std::to_string(now - 7200));
+    ASSERT_TRUE(res) << d.log();
+    ASSERT_EQ(res->status, 200) << res->body;
+    EXPECT_NE(res->body.find("system reboot detected by GPUd"), std::string::npos) << res->body;
+    EXPECT_EQ(res->body.find("older than the retention"), std::string::npos) << res->body;
+    EXPECT_NE(d.log().find("imported 1 events (1 reboots) from GPUd's state file"),
+              std::string::npos)
+        << d.log();
+    EXPECT_EQ(d.stop(), 0);
+  }
+  EXPECT_TRUE(fs::exists(data + "/gpud.state.GPUd"));
+  auto meta = run_gpud({"metadata", "--data-dir", data, "--output-format", "json"});
+  ASSERT_EQ(meta.exit_code, 0) << meta.out;
+  auto doc = parse_json(meta.out);
+  EXPECT_EQ(doc["metadata"].value("machine_id", ""), "gpud-e2e-node") << meta.out;
+  EXPECT_FALSE(doc["metadata"].contains("token")) << meta.out;
+
+  auto again = run_gpud({"import-gpud-state", "--data-dir", data, "--output-format", "json"});
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  auto report = parse_json(again.out);
+  EXPECT_EQ(report.value("events_stored", -1), 0) << again.out;
+  EXPECT_EQ(report["skipped"].value("older_than_retention", 0), 1) << again.out;
 }
 
 }  // namespace
