@@ -72,10 +72,7 @@ TEST(DashboardE2E, EveryPanelQueryParsesAndReturnsSeries) {
       << one_gpud_prometheus_config({source_dir + "/deploy/prometheus/gpud-alerts.yml",
                                      source_dir + "/deploy/prometheus/dcgm-compat-rules.yml"},
                                     dir + "/data", gpud.port(), "node-1");
-  ChildProcess prometheus({kPrometheus, "--config.file=" + dir + "/prometheus.yml",
-                           "--storage.tsdb.path=" + dir + "/tsdb",
-                           "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
-                          dir + "/prometheus.log");
+  ChildProcess prometheus(prometheus_command(kPrometheus, dir, prom_port), dir + "/prometheus.log");
   PrometheusApi api(prom_port);
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   ASSERT_TRUE(wait_until(deadline, [&] {

@@ -47,10 +47,7 @@ TEST(PrometheusE2E, DcgmSeriesFromGpmAndEnergyAndXidErrorsOfALostGpu) {
   std::ofstream(dir + "/prometheus.yml")
       << one_gpud_prometheus_config({source_dir + "/deploy/prometheus/dcgm-compat-rules.yml"},
                                     dir + "/data", gpud.port(), "node-1");
-  ChildProcess prometheus({kPrometheus, "--config.file=" + dir + "/prometheus.yml",
-                           "--storage.tsdb.path=" + dir + "/tsdb",
-                           "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
-                          dir + "/prometheus.log");
+  ChildProcess prometheus(prometheus_command(kPrometheus, dir, prom_port), dir + "/prometheus.log");
   PrometheusApi api(prom_port);
   auto logs = [&] { return gpud.log() + "\nprometheus:\n" + read_file(dir + "/prometheus.log"); };
 

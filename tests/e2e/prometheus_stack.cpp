@@ -109,6 +109,13 @@ std::string one_gpud_prometheus_config(const std::vector<std::string>& rule_file
   return config;
 }
 
+std::vector<std::string> prometheus_command(const std::string& prometheus, const std::string& dir,
+                                            int port) {
+  return {prometheus, "--config.file=" + dir + "/prometheus.yml",
+          "--storage.tsdb.path=" + dir + "/tsdb",
+          "--web.listen-address=127.0.0.1:" + std::to_string(port)};
+}
+
 std::string xid_kmsg_record(int seq, const std::string& pci_bus_id, int xid) {
   double uptime_s = 0;
   std::ifstream("/proc/uptime") >> uptime_s;
