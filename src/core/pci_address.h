@@ -14,4 +14,8 @@ namespace gpud {
 // "10000:3b:00.0". Text that is no PCI address comes back lower-cased, otherwise unchanged.
 std::string normalize_pci_bus_id(std::string_view id);
 
+// The same address as NVML's busId and DCGM write it: an 8-digit domain, upper-case hex
+// ("0000:5d:00.0" becomes "00000000:5D:00.0"). Text that is no PCI address comes back lower-cased.
+std::string nvml_pci_bus_id(std::string_view id);
+
 }  // namespace gpud

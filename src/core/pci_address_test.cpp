@@ -34,5 +34,14 @@ TEST(PciAddress, TextThatIsNoAddressIsOnlyLowerCased) {
   EXPECT_EQ(normalize_pci_bus_id(""), "");
 }
 
+// DCGM and dcgm-exporter write NVML's own form, which joins with their data.
+TEST(PciAddress, NvmlFormHasAnEightDigitUpperCaseDomain) {
+  EXPECT_EQ(nvml_pci_bus_id("0000:5d:00.0"), "00000000:5D:00.0");
+  EXPECT_EQ(nvml_pci_bus_id("PCI:0000:5d:00"), "00000000:5D:00.0");
+  EXPECT_EQ(nvml_pci_bus_id("10000:3b:1f.1"), "00010000:3B:1F.1");
+  EXPECT_EQ(nvml_pci_bus_id("00000000:3B:00.0"), "00000000:3B:00.0");
+  EXPECT_EQ(nvml_pci_bus_id("Unknown"), "unknown");
+}
+
 }  // namespace
 }  // namespace gpud

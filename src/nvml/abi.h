@@ -316,7 +316,9 @@ struct nvmlGpmMetricsGet_t {
   nvmlGpmSample_t sample2;
   nvmlGpmMetric_t metrics[kGpmMetricArraySize];
 };
-// nvmlGpmMetricId_t values gpud reads (0.0-100.0 percentages).
+// nvmlGpmMetricId_t values gpud reads: 0.0-100.0 percentages, but PCIE_*_PER_SEC in MiB/s.
+inline constexpr unsigned int NVML_GPM_METRIC_GRAPHICS_UTIL = 1;
+inline constexpr unsigned int NVML_GPM_METRIC_SM_UTIL = 2;
 inline constexpr unsigned int NVML_GPM_METRIC_SM_OCCUPANCY = 3;
 inline constexpr unsigned int NVML_GPM_METRIC_INTEGER_UTIL = 4;
 inline constexpr unsigned int NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5;
@@ -326,6 +328,9 @@ inline constexpr unsigned int NVML_GPM_METRIC_IMMA_TENSOR_UTIL = 9;
 inline constexpr unsigned int NVML_GPM_METRIC_FP64_UTIL = 11;
 inline constexpr unsigned int NVML_GPM_METRIC_FP32_UTIL = 12;
 inline constexpr unsigned int NVML_GPM_METRIC_FP16_UTIL = 13;
+inline constexpr unsigned int NVML_GPM_METRIC_DRAM_BW_UTIL = 10;
+inline constexpr unsigned int NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20;
+inline constexpr unsigned int NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21;
 
 static_assert(sizeof(nvmlDevice_t) == sizeof(void*));
 static_assert(sizeof(nvmlPciInfo_t) == 68);

@@ -236,6 +236,10 @@ void read_thermal_power_clocks(Reader& r) {
   r.u32(g.power_usage_mw, a.power_usage);
   r.u32(g.power_enforced_limit_mw, a.enforced_power_limit);
   r.u32(g.power_management_limit_mw, a.power_management_limit);
+  unsigned long long energy_mj = 0;
+  if (r.read(g.total_energy_mj, a.total_energy_consumption != nullptr,
+             [&] { return r.call(a.total_energy_consumption, r.d_, &energy_mj); }))
+    g.total_energy_mj.value = energy_mj;
   auto clock = [&](Field<uint32_t>& f, nvmlClockType_t t) {
     unsigned int v = 0;
     if (r.read(f, a.clock_info != nullptr, [&] { return r.call(a.clock_info, r.d_, t, &v); }))

@@ -143,6 +143,7 @@ struct GpuSnapshot {
   Field<uint32_t> power_usage_mw;
   Field<uint32_t> power_enforced_limit_mw;
   Field<uint32_t> power_management_limit_mw;
+  Field<uint64_t> total_energy_mj;  // energy since the driver was last loaded, in millijoules
   Field<uint32_t> clock_graphics_mhz;
   Field<uint32_t> clock_memory_mhz;
   Field<uint32_t> clock_sm_mhz;

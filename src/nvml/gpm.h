@@ -25,8 +25,8 @@ struct GpmGpuResult {
   // "" when sampled; else why not ("GPM not supported", "baseline sample taken", an NVML error).
   std::string status;
   bool error = false;  // status is an NVML error (not "not supported" or the first sample)
-  std::map<std::string, double>
-      values;  // GpmMetricSpec::name -> percent, for metrics that succeeded
+  // GpmMetricSpec::name -> NVML's value in the spec's unit, for the metrics that succeeded.
+  std::map<std::string, double> values;
   std::chrono::milliseconds window{0};  // the time between the two samples
 };
 

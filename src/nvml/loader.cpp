@@ -77,6 +77,7 @@ Api resolve_api(const DynamicLibrary& lib) {
   GPUD_RESOLVE(power_usage, "nvmlDeviceGetPowerUsage");
   GPUD_RESOLVE(enforced_power_limit, "nvmlDeviceGetEnforcedPowerLimit");
   GPUD_RESOLVE(power_management_limit, "nvmlDeviceGetPowerManagementLimit");
+  GPUD_RESOLVE(total_energy_consumption, "nvmlDeviceGetTotalEnergyConsumption");
   GPUD_RESOLVE(clock_info, "nvmlDeviceGetClockInfo");
   GPUD_RESOLVE(max_clock_info, "nvmlDeviceGetMaxClockInfo");
   GPUD_RESOLVE(clocks_event_reasons, "nvmlDeviceGetCurrentClocksEventReasons",

@@ -62,6 +62,7 @@ struct Api {
   PfnDevUint power_usage = nullptr;
   PfnDevUint enforced_power_limit = nullptr;
   PfnDevUint power_management_limit = nullptr;
+  PfnDevUll total_energy_consumption = nullptr;
   PfnDevClock clock_info = nullptr;
   PfnDevClock max_clock_info = nullptr;
   PfnDevUll clocks_event_reasons = nullptr;  // CurrentClocksEventReasons | ...ThrottleReasons

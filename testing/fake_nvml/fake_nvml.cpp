@@ -46,6 +46,7 @@ const char* kBuiltinGpu = R"({
   "power_usage_mw": 71000,
   "power_enforced_limit_mw": 700000,
   "power_management_limit_mw": 700000,
+  "total_energy_mj": 8123456789,
   "clocks_mhz": {"graphics": 345, "sm": 345, "memory": 2619},
   "clocks_event_reasons": 1,
   "memory": {"total": 85520809984, "reserved": 567279616, "used": 0},
@@ -69,7 +70,8 @@ const char* kBuiltinGpu = R"({
   "p2p_nvlink_status": 0,
   "gpm_metrics": {"sm_occupancy": 0, "int_util": 0, "any_tensor_util": 0, "dfma_tensor_util": 0,
                   "hmma_tensor_util": 0, "imma_tensor_util": 0, "fp64_util": 0, "fp32_util": 0,
-                  "fp16_util": 0},
+                  "fp16_util": 0, "graphics_util": 0, "sm_util": 0, "dram_bw_util": 0,
+                  "pcie_tx": 0, "pcie_rx": 0},
   "errors": {},
   "delays_ms": {}
 })";
@@ -930,6 +932,12 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMarginTemperature(nvmlDevice_t d,
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int* v) {
   return guard([&] { return value(enter("nvmlDeviceGetPowerUsage", &d), "/power_usage_mw", v); });
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d,
+                                                             unsigned long long* v) {
+  return guard([&] {
+    return value(enter("nvmlDeviceGetTotalEnergyConsumption", &d), "/total_energy_mj", v);
+  });
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int* v) {
   return guard([&] {

@@ -80,17 +80,10 @@ TEST(DashboardE2E, EveryPanelQueryParsesAndReturnsSeries) {
 
   const int prom_port = free_port();
   std::ofstream(dir + "/prometheus.yml")
-      << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
-      << "rule_files:\n  - " << source_dir << "/deploy/prometheus/gpud-alerts.yml\n  - "
-      << source_dir << "/deploy/prometheus/dcgm-compat-rules.yml\n"
-      << "scrape_configs:\n  - job_name: gpud\n    scheme: https\n    tls_config:\n"
-      << "      ca_file: " << dir << "/data/gpud.crt\n      server_name: localhost\n"
-      << "    static_configs:\n      - targets: ['127.0.0.1:" << gpud.port() << "']\n"
-      << "        labels: {node: node-1}\n";
-  ChildProcess prometheus({kPrometheus, "--config.file=" + dir + "/prometheus.yml",
-                           "--storage.tsdb.path=" + dir + "/tsdb",
-                           "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
-                          dir + "/prometheus.log");
+      << one_gpud_prometheus_config({source_dir + "/deploy/prometheus/gpud-alerts.yml",
+                                     source_dir + "/deploy/prometheus/dcgm-compat-rules.yml"},
+                                    dir + "/data", gpud.port(), "node-1");
+  ChildProcess prometheus(prometheus_command(kPrometheus, dir, prom_port), dir + "/prometheus.log");
   PrometheusApi api(prom_port);
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   ASSERT_TRUE(wait_until(deadline, [&] {

@@ -178,10 +178,7 @@ TEST(FleetE2E, OneBadGpuPagesOnceResolvesWithSetHealthyAndADeadDaemonPages) {
     config << "      - targets: ['127.0.0.1:" << nodes[i]->port() << "']\n"
            << "        labels: {node: node-" << i + 1 << "}\n";
   config.close();
-  ChildProcess prometheus({kPrometheus, "--config.file=" + dir + "/prometheus.yml",
-                           "--storage.tsdb.path=" + dir + "/tsdb",
-                           "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
-                          dir + "/prometheus.log");
+  ChildProcess prometheus(prometheus_command(kPrometheus, dir, prom_port), dir + "/prometheus.log");
   PrometheusApi api(prom_port);
   auto logs = [&] {
     return "prometheus:\n" + read_file(dir + "/prometheus.log") + "\nalertmanager:\n" +

@@ -164,14 +164,17 @@ TEST(NvmlE2E, GpuLostMidRunThenRecoveredAfterRestart) {
     for (const auto& [name, st] : last) unhealthy += st.value("health", "") == "Unhealthy";
     EXPECT_EQ(unhealthy, 1) << nlohmann::json(last).dump();
     EXPECT_EQ(last["cpu"].value("health", ""), "Healthy");
-    // GPU 3's values are gone (only its health is served), the others' stay, and NVML answers.
+    // GPU 3's values are gone (only its health and identity are served), the others' stay, and
+    // NVML answers.
     auto values_of_gpu_3 = [](const std::string& text) {
       std::istringstream lines(text);
       int n = 0;
       for (std::string line; std::getline(lines, line);)
-        // The per-GPU health and its causes name the lost GPU; no value of it is left.
+        // The per-GPU health and its causes name the lost GPU, and its identity series stays (the
+        // Xid counter of the kernel log joins to it); no value of it is left.
         n += line.find("gpu=\"3\"") != std::string::npos &&
-             line.rfind("accelerator_nvidia_gpu_health", 0) != 0;
+             line.rfind("accelerator_nvidia_gpu_health", 0) != 0 &&
+             line.rfind("accelerator_nvidia_gpu_info", 0) != 0;
       return n;
     };
     std::string metrics = d.get("/metrics")->body;
@@ -181,6 +184,10 @@ TEST(NvmlE2E, GpuLostMidRunThenRecoveredAfterRestart) {
       metrics = d.get("/metrics")->body;
     }
     EXPECT_EQ(values_of_gpu_3(metrics), 0) << metrics;
+    EXPECT_NE(metrics.find("nvml_pci_bus_id=\"00000000:5D:00.0\",pci_bus_id=\"0000:5d:00.0\",uuid="
+                           "\"GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e03\"} 1\n"),
+              std::string::npos)
+        << metrics;
     EXPECT_NE(metrics.find("accelerator_nvidia_temperature_current_celsius{gpu=\"2\""),
               std::string::npos);
     EXPECT_NE(

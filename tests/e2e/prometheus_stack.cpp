@@ -92,6 +92,30 @@ bool wait_until(std::chrono::steady_clock::time_point deadline, const std::funct
   return done();
 }
 
+std::string one_gpud_prometheus_config(const std::vector<std::string>& rule_files,
+                                       const std::string& gpud_data_dir, int gpud_port,
+                                       const std::string& node) {
+  std::string config =
+      "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+      "rule_files:\n";
+  for (const auto& f : rule_files) config += "  - " + f + "\n";
+  config +=
+      "scrape_configs:\n  - job_name: gpud\n    scheme: https\n    tls_config:\n"
+      "      ca_file: " +
+      gpud_data_dir +
+      "/gpud.crt\n      server_name: localhost\n"
+      "    static_configs:\n      - targets: ['127.0.0.1:" +
+      std::to_string(gpud_port) + "']\n        labels: {node: " + node + "}\n";
+  return config;
+}
+
+std::vector<std::string> prometheus_command(const std::string& prometheus, const std::string& dir,
+                                            int port) {
+  return {prometheus, "--config.file=" + dir + "/prometheus.yml",
+          "--storage.tsdb.path=" + dir + "/tsdb",
+          "--web.listen-address=127.0.0.1:" + std::to_string(port)};
+}
+
 std::string xid_kmsg_record(int seq, const std::string& pci_bus_id, int xid) {
   double uptime_s = 0;
   std::ifstream("/proc/uptime") >> uptime_s;

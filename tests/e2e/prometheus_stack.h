@@ -54,6 +54,17 @@ double value_of(const nlohmann::json& sample);
 // Polls `done` every 250 ms until it holds or the deadline passes; returns its last answer.
 bool wait_until(std::chrono::steady_clock::time_point deadline, const std::function<bool()>& done);
 
+// A Prometheus configuration that evaluates `rule_files` and scrapes one gpud (job "gpud", over
+// HTTPS verified with the certificate in its data dir, label node=<node>), both every second.
+std::string one_gpud_prometheus_config(const std::vector<std::string>& rule_files,
+                                       const std::string& gpud_data_dir, int gpud_port,
+                                       const std::string& node);
+
+// Prometheus's command line for <dir>/prometheus.yml, its database in <dir>/tsdb, listening on
+// 127.0.0.1:<port>.
+std::vector<std::string> prometheus_command(const std::string& prometheus, const std::string& dir,
+                                            int port);
+
 // A raw /dev/kmsg record of an Xid on the GPU at pci_bus_id ("0000:3b:00.0"), stamped now (the
 // kernel's microseconds since boot, from /proc/uptime), as a daemon following GPUD_KMSG_PATH reads
 // it.

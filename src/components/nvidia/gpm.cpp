@@ -14,8 +14,27 @@ std::vector<unsigned int> gpm_capable_gpus(const nvml::NvmlSnapshot& snapshot) {
   return out;
 }
 
-std::string gpm_metric_name(std::string_view metric) {
-  return "accelerator_nvidia_gpm_gpu_" + std::string(metric) + "_percent";
+namespace {
+
+const char* unit_suffix(nvml::GpmUnit unit) {
+  return unit == nvml::GpmUnit::kPercent ? "_percent" : "_bytes_per_second";
+}
+
+const nvml::GpmMetricSpec* spec_named(std::string_view name) {
+  for (const auto& s : nvml::kGpmMetrics)
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string gpm_metric_name(const nvml::GpmMetricSpec& spec) {
+  return std::string("accelerator_nvidia_gpm_gpu_") + spec.name + unit_suffix(spec.unit);
+}
+
+double gpm_metric_value(const nvml::GpmMetricSpec& spec, double nvml_value) {
+  constexpr double kBytesPerMebibyte = 1024.0 * 1024.0;
+  return spec.unit == nvml::GpmUnit::kPercent ? nvml_value : nvml_value * kBytesPerMebibyte;
 }
 
 NvidiaVerdict evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
@@ -48,7 +67,9 @@ NvidiaVerdict evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
       if (!r.values.empty()) {
         ++with_values;
         nlohmann::json m = nlohmann::json::object();
-        for (const auto& [k, value] : r.values) m[k + "_percent"] = value;
+        for (const auto& [k, value] : r.values)
+          if (const auto* spec = spec_named(k))
+            m[k + unit_suffix(spec->unit)] = gpm_metric_value(*spec, value);
         row.data["metrics"] = m;
         row.data["window_seconds"] = static_cast<double>(r.window.count()) / 1000.0;
         auto cell = [&](const char* k) {
@@ -90,8 +111,10 @@ GpmComponent::GpmComponent(const ComponentContext& ctx) : NvidiaComponent(ctx) {
   if (ctx.metrics == nullptr) return;
   for (const auto& spec : nvml::kGpmMetrics)
     ctx.metrics->describe(
-        gpm_metric_name(spec.name),
-        std::string("GPM ") + spec.name + " in percent, averaged between two checks");
+        gpm_metric_name(spec),
+        std::string("GPM ") + spec.name +
+            (spec.unit == nvml::GpmUnit::kPercent ? " in percent" : " in bytes per second") +
+            ", averaged between two checks");
 }
 
 CheckResult GpmComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
@@ -109,10 +132,11 @@ CheckResult GpmComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
                               [&](const auto& x) { return x.index == r.index; });
         if (g == snapshot.gpus.end()) continue;
         for (const auto& [k, v] : r.values)
-          series[gpm_metric_name(k)].emplace_back(gpu_labels(*g), v);
+          if (const auto* spec = spec_named(k))
+            series[gpm_metric_name(*spec)].emplace_back(gpu_labels(*g), gpm_metric_value(*spec, v));
       }
     for (const auto& spec : nvml::kGpmMetrics) {
-      const std::string metric = gpm_metric_name(spec.name);
+      const std::string metric = gpm_metric_name(spec);
       m->replace_series(kGpmName, metric, series[metric]);
     }
   }

@@ -1,6 +1,7 @@
 // accelerator-nvidia-gpm: GPU Performance Monitoring. Per GPM-capable GPU, the driver's SM
-// occupancy, integer / tensor / FP pipe utilisation between the previous check and this one (see
-// nvml::GpmSampler), exported as GPUd's accelerator_nvidia_gpm_gpu_*_percent gauges.
+// occupancy, integer / tensor / FP pipe utilisation (GPUd's accelerator_nvidia_gpm_gpu_*_percent
+// gauges), graphics engine, SM and DRAM bandwidth utilisation and the PCIe rates between the
+// previous check and this one (see nvml::GpmSampler).
 #pragma once
 
 #include "components/nvidia/nvidia_component.h"
@@ -18,8 +19,11 @@ NvidiaVerdict evaluate_gpm(const nvml::NvmlSnapshot& snapshot,
                            const Result<std::vector<nvml::GpmGpuResult>>* sampled = nullptr);
 // The GPU indices whose GPM support query answered yes.
 std::vector<unsigned int> gpm_capable_gpus(const nvml::NvmlSnapshot& snapshot);
-// "accelerator_nvidia_gpm_gpu_sm_occupancy_percent" for "sm_occupancy".
-std::string gpm_metric_name(std::string_view metric);
+// "accelerator_nvidia_gpm_gpu_sm_occupancy_percent" for sm_occupancy;
+// "accelerator_nvidia_gpm_gpu_pcie_tx_bytes_per_second" for a MiB/s metric (served in bytes).
+std::string gpm_metric_name(const nvml::GpmMetricSpec& spec);
+// NVML's value in the unit of gpm_metric_name: percent as is, MiB/s as bytes per second.
+double gpm_metric_value(const nvml::GpmMetricSpec& spec, double nvml_value);
 
 class GpmComponent : public NvidiaComponent {
  public:

@@ -27,8 +27,11 @@ TEST(Gpm, SupportBaselineAndSampledValues) {
   EXPECT_EQ(v.gpus[0].data["sampling"], "baseline sample taken");
   EXPECT_EQ(v.data["metrics_sampled"], false);
 
-  nvml::GpmGpuResult g0{
-      0, "", false, {{"sm_occupancy", 41.5}, {"fp32_util", 3}}, std::chrono::milliseconds(60000)};
+  nvml::GpmGpuResult g0{0,
+                        "",
+                        false,
+                        {{"sm_occupancy", 41.5}, {"fp32_util", 3}, {"pcie_tx", 2.5}},
+                        std::chrono::milliseconds(60000)};
   Result<std::vector<nvml::GpmGpuResult>> values(std::vector<nvml::GpmGpuResult>{g0});
   v = evaluate_gpm(s, &values);
   EXPECT_EQ(v.health(), Health::kHealthy);
@@ -36,7 +39,8 @@ TEST(Gpm, SupportBaselineAndSampledValues) {
   EXPECT_EQ(v.gpus[0].data["metrics"]["sm_occupancy_percent"], 41.5);
   EXPECT_EQ(v.gpus[0].data["window_seconds"], 60);
   EXPECT_EQ(v.gpus[0].cells[2], "41.5");
-  EXPECT_EQ(gpm_metric_name("sm_occupancy"), "accelerator_nvidia_gpm_gpu_sm_occupancy_percent");
+  // NVML's PCIe rates are MiB/s; gpud serves bytes per second.
+  EXPECT_EQ(v.gpus[0].data["metrics"]["pcie_tx_bytes_per_second"], 2.5 * 1048576);
 
   Result<std::vector<nvml::GpmGpuResult>> failed(
       std::vector<nvml::GpmGpuResult>{{0, "nvmlGpmSampleGet: In use", true, {}, {}}});
@@ -49,6 +53,21 @@ TEST(Gpm, SupportBaselineAndSampledValues) {
   EXPECT_EQ(v.health(), Health::kUnhealthy);
   ASSERT_EQ(v.findings.size(), 1U);
   EXPECT_EQ(v.findings[0].gpu, 0U);
+}
+
+TEST(Gpm, MetricNamesCarryTheirUnit) {
+  auto name_of = [](std::string_view stem) {
+    for (const auto& spec : nvml::kGpmMetrics)
+      if (stem == spec.name) return gpm_metric_name(spec);
+    return std::string();
+  };
+  EXPECT_EQ(name_of("sm_occupancy"), "accelerator_nvidia_gpm_gpu_sm_occupancy_percent");
+  EXPECT_EQ(name_of("graphics_util"), "accelerator_nvidia_gpm_gpu_graphics_util_percent");
+  EXPECT_EQ(name_of("dram_bw_util"), "accelerator_nvidia_gpm_gpu_dram_bw_util_percent");
+  EXPECT_EQ(name_of("pcie_rx"), "accelerator_nvidia_gpm_gpu_pcie_rx_bytes_per_second");
+  for (const auto& spec : nvml::kGpmMetrics)
+    EXPECT_EQ(gpm_metric_value(spec, 3.0), spec.unit == nvml::GpmUnit::kPercent ? 3.0 : 3145728.0)
+        << spec.name;
 }
 
 }  // namespace

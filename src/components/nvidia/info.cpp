@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/pci_address.h"
 #include "nvml/source.h"
 
 namespace gpud::components {
@@ -10,8 +11,11 @@ namespace {
 
 constexpr const char* kName = "accelerator-nvidia-info";
 constexpr const char* kInfoMetric = "accelerator_nvidia_info";
-// One series per GPU with NVML's own product name (not sanitized): what joins a GPU's uuid to its
-// model, e.g. for dcgm-exporter's modelName label (deploy/prometheus/dcgm-compat-rules.yml).
+// One series per GPU with NVML's own product name (not sanitized), the driver version and the bus
+// id as NVML writes it: what joins a GPU's uuid to dcgm-exporter's modelName,
+// DCGM_FI_DRIVER_VERSION and pci_bus_id labels (deploy/prometheus/dcgm-compat-rules.yml). A lost
+// GPU keeps its series with the identity it last answered with: its Xid counter, read from the
+// kernel log, still needs them.
 constexpr const char* kGpuInfoMetric = "accelerator_nvidia_gpu_info";
 
 std::string brand_name(int brand) {
@@ -25,6 +29,14 @@ std::string brand_name(int brand) {
 }
 
 }  // namespace
+
+Labels gpu_info_labels(const nvml::GpuSnapshot& gpu, const nvml::DriverInfo& driver) {
+  Labels l = gpu_labels(gpu);
+  l["name"] = gpu.name.ok() ? gpu.name.value : "";
+  l["driver_version"] = driver.driver_version;
+  l["nvml_pci_bus_id"] = gpu.pci_bus_id.ok() ? nvml_pci_bus_id(gpu.pci_bus_id.value) : "";
+  return l;
+}
 
 NvidiaVerdict evaluate_info(const nvml::NvmlSnapshot& snapshot) {
   std::string product = product_of(snapshot);
@@ -90,7 +102,10 @@ InfoComponent::InfoComponent(const ComponentContext& ctx) : NvidiaComponent(ctx)
     ctx.metrics->describe(kInfoMetric,
                           "NVIDIA driver and CUDA versions and the GPU product (always 1)");
   if (ctx.metrics != nullptr)
-    ctx.metrics->describe(kGpuInfoMetric, "Each GPU's identity and NVML product name (always 1)");
+    ctx.metrics->describe(
+        kGpuInfoMetric,
+        "Each GPU's identity, NVML product name, driver version and NVML-form bus "
+        "id (always 1); a lost GPU keeps the identity it last answered with");
 }
 
 CheckResult InfoComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
@@ -102,10 +117,9 @@ CheckResult InfoComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
                         {"product", nvml::sanitize_product_name(product_of(snapshot))}});
     ctx().metrics->clear_series(kName, kGpuInfoMetric);
     for (const auto& g : snapshot.gpus) {
-      if (!g.checkable()) continue;  // no series for a GPU that does not answer
-      Labels l = gpu_labels(g);
-      l["name"] = g.name.ok() ? g.name.value : "";
-      ctx().metrics->set(kName, kGpuInfoMetric, 1, l);
+      // A GPU that does not answer and never did since gpud started has no identity to serve.
+      if (!g.checkable() && !g.identity_from_last_good) continue;
+      ctx().metrics->set(kName, kGpuInfoMetric, 1, gpu_info_labels(g, snapshot.driver));
     }
   }
   return render_verdict(name(), evaluate_info(snapshot));

@@ -12,6 +12,10 @@ namespace gpud::components {
 // The rule over one snapshot (pure; unit tests call it): Healthy, but Unhealthy + REBOOT_SYSTEM
 // for each GPU that is lost or requires a reset.
 NvidiaVerdict evaluate_info(const nvml::NvmlSnapshot& snapshot);
+// The labels of a GPU's accelerator_nvidia_gpu_info series: uuid, gpu and pci_bus_id as on every
+// per-GPU series, NVML's product name, the driver version and the bus id in NVML's (and DCGM's)
+// form ("00000000:5D:00.0").
+Labels gpu_info_labels(const nvml::GpuSnapshot& gpu, const nvml::DriverInfo& driver);
 
 class InfoComponent : public NvidiaComponent {
  public:

@@ -325,6 +325,67 @@ TEST(GpuStateScenarios, AGpuLostMidRunIsNamedWithItsLastKnownIdentity) {
   EXPECT_TRUE(contains(t.summary(), "not checked: GPU 3 (0000:5d:00.0) lost")) << t.summary();
 }
 
+// The lost GPU's readings go (a value that could not be read is absent), but its identity series
+// stays with the identity it last answered with: the Xid counter read from the kernel log, and
+// dcgm-exporter's DCGM_FI_DEV_XID_ERRORS built on it, still name the GPU.
+TEST(GpuStateScenarios, ALostGpuKeepsItsIdentitySeriesAndLosesItsReadings) {
+  LiveScenario scenario("lost-series");
+  scenario.use("h100x8-healthy.json");
+  GpuStateRig rig(scenario.path.string(), false, 5s, 0, 0ms);
+  for (const auto& name : gpu_state_components()) rig.check(name);
+  const std::string gpu3_info =
+      "accelerator_nvidia_gpu_info{driver_version=\"550.54.15\",gpu=\"3\",gpud_component="
+      "\"accelerator-nvidia-info\",name=\"NVIDIA H100 80GB HBM3\",nvml_pci_bus_id="
+      "\"00000000:5D:00.0\",pci_bus_id=\"0000:5d:00.0\",uuid=\"GPU-1d2e3f40-5a6b-7c8d-9e0f-"
+      "1a2b3c4d5e03\"} 1\n";
+  std::string before = rig.metrics.prometheus_text();
+  ASSERT_TRUE(contains(before, gpu3_info)) << before;
+  ASSERT_TRUE(contains(before, "accelerator_nvidia_power_total_energy_milli_joules{gpu=\"3\""));
+  scenario.use("h100x8-gpu-lost.json");
+  for (const auto& name : gpu_state_components()) rig.check(name);
+  std::string after = rig.metrics.prometheus_text();
+  EXPECT_TRUE(contains(after, gpu3_info)) << after;
+  for (const char* reading : {"accelerator_nvidia_temperature_current_celsius{gpu=\"3\"",
+                              "accelerator_nvidia_power_current_usage_milli_watts{gpu=\"3\"",
+                              "accelerator_nvidia_power_total_energy_milli_joules{gpu=\"3\""})
+    EXPECT_FALSE(contains(after, reading)) << reading;
+  EXPECT_TRUE(contains(after, "accelerator_nvidia_power_total_energy_milli_joules{gpu=\"2\""));
+}
+
+// The dcgm-exporter sources through the fake library's real entry points: GPM's graphics, SM,
+// DRAM and tensor utilisation in percent and its PCIe rates turned from MiB/s to bytes per second,
+// and NVML's total energy in millijoules.
+TEST(GpuStateScenarios, BusyGpuServesGpmRatesAndTotalEnergy) {
+  GpuStateRig rig("h100x8-busy.json", false, 5s, 0, 0ms);
+  GpmComponent gpm(rig.ctx);
+  rig.check("accelerator-nvidia-power");
+  gpm.check();
+  gpm.check();  // the first check only takes the baseline sample
+  const std::string text = rig.metrics.prometheus_text();
+  const std::string gpu1 =
+      "{gpu=\"1\",gpud_component=\"accelerator-nvidia-gpm\",pci_bus_id=\"0000:2a:00.0\",uuid="
+      "\"GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e01\"} ";
+  for (const char* sample : {"graphics_util_percent", "sm_util_percent", "sm_occupancy_percent",
+                             "any_tensor_util_percent", "dram_bw_util_percent",
+                             "pcie_tx_bytes_per_second", "pcie_rx_bytes_per_second"})
+    EXPECT_TRUE(contains(text, std::string("accelerator_nvidia_gpm_gpu_") + sample + gpu1))
+        << sample << "\n"
+        << text;
+  EXPECT_TRUE(contains(text, "accelerator_nvidia_gpm_gpu_graphics_util_percent" + gpu1 + "97\n"));
+  EXPECT_TRUE(contains(text, "accelerator_nvidia_gpm_gpu_dram_bw_util_percent" + gpu1 + "42.5\n"));
+  EXPECT_TRUE(contains(
+      text, "accelerator_nvidia_gpm_gpu_pcie_tx_bytes_per_second" + gpu1 + "1610612736\n"));
+  EXPECT_TRUE(
+      contains(text, "accelerator_nvidia_gpm_gpu_pcie_rx_bytes_per_second" + gpu1 + "25690112\n"));
+  EXPECT_TRUE(contains(text, "# TYPE accelerator_nvidia_power_total_energy_milli_joules counter"));
+  EXPECT_TRUE(
+      contains(text,
+               "accelerator_nvidia_power_total_energy_milli_joules{gpu=\"1\",gpud_component="
+               "\"accelerator-nvidia-power\",pci_bus_id=\"0000:2a:00.0\",uuid=\"GPU-"
+               "1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e01\"} 93500000123\n"))
+      << text;
+}
+
 // A hung driver is one finding too: accelerator-nvidia-info names the GPU and the call that did
 // not return; the others say they checked nothing and why, and no per-GPU value is served.
 TEST(GpuStateScenarios, HungDriverIsOneFindingThatNamesTheCall) {
@@ -675,8 +736,9 @@ TEST(GpuStateScenarios, PrometheusTextHasEveryMetricWithGpuLabels) {
             std::string::npos);
   EXPECT_NE(text.find("driver_version=\"550.54.15\""), std::string::npos);
   // Each GPU's NVML name, unsanitized (the info series' product is "NVIDIA-H100-80GB-HBM3").
-  EXPECT_NE(text.find("accelerator_nvidia_gpu_info{gpu=\"2\",gpud_component=\"accelerator-nvidia-"
-                      "info\",name=\"NVIDIA H100 80GB HBM3\",pci_bus_id=\"0000:3a:00.0\",uuid="
+  EXPECT_NE(text.find("accelerator_nvidia_gpu_info{driver_version=\"550.54.15\",gpu=\"2\","
+                      "gpud_component=\"accelerator-nvidia-info\",name=\"NVIDIA H100 80GB HBM3\","
+                      "nvml_pci_bus_id=\"00000000:3A:00.0\",pci_bus_id=\"0000:3a:00.0\",uuid="
                       "\"GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e02\"} 1"),
             std::string::npos)
       << text.substr(0, 4000);

@@ -28,6 +28,9 @@ constexpr GpuMetric kMetrics[] = {
      read_metric<&nvml::GpuSnapshot::power_enforced_limit_mw>},
     {"accelerator_nvidia_power_used_percent", "GPU power usage in percent of the enforced limit",
      MetricKind::kGauge, used_percent},
+    {"accelerator_nvidia_power_total_energy_milli_joules",
+     "Energy the GPU consumed since the driver was last loaded, in millijoules",
+     MetricKind::kCounter, read_metric<&nvml::GpuSnapshot::total_energy_mj>},
 };
 
 }  // namespace
@@ -41,11 +44,13 @@ NvidiaVerdict evaluate_power(const nvml::NvmlSnapshot& snapshot) {
     v.usable(g, g.power_usage_mw, "power usage");
     v.usable(g, g.power_enforced_limit_mw, "enforced power limit");
     v.usable(g, g.power_management_limit_mw, "power management limit");
+    v.usable(g, g.total_energy_mj, "total energy consumption");
     auto pct = used_percent(g);
     GpuRow& row = v.gpus.emplace_back(g);
     row.data["usage_milli_watts"] = field_json(g.power_usage_mw);
     row.data["enforced_limit_milli_watts"] = field_json(g.power_enforced_limit_mw);
     row.data["management_limit_milli_watts"] = field_json(g.power_management_limit_mw);
+    row.data["total_energy_milli_joules"] = field_json(g.total_energy_mj);
     row.data["used_percent"] =
         pct ? nlohmann::json(fmt::format("{:.2f}", *pct)) : nlohmann::json(nullptr);
     row.data["get_power_usage_supported"] = g.power_usage_mw.supported();

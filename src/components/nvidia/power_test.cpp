@@ -38,5 +38,21 @@ TEST(Power, NvmlErrorIsUnhealthy) {
   EXPECT_EQ(v.gpus[1].data["used_percent"], nullptr);
 }
 
+// A GPU without the energy counter (before Volta) is not judged on it; a failed read is a reason.
+TEST(Power, TotalEnergyIsReportedAndItsFailedReadIsAReason) {
+  auto s = h100x(2);
+  s.gpus[0].total_energy_mj = ok<uint64_t>(8123456789);
+  s.gpus[1].total_energy_mj = not_supported<uint64_t>();
+  auto v = evaluate_power(s);
+  EXPECT_EQ(v.health(), Health::kHealthy);
+  EXPECT_EQ(v.gpus[0].data["total_energy_milli_joules"], 8123456789ULL);
+  EXPECT_EQ(v.gpus[1].data["total_energy_milli_joules"], nullptr);
+  s.gpus[1].total_energy_mj = errored<uint64_t>("Unknown Error");
+  v = evaluate_power(s);
+  EXPECT_EQ(v.health(), Health::kUnhealthy);
+  ASSERT_EQ(v.findings.size(), 1U);
+  EXPECT_EQ(v.findings[0].gpu, 1U);
+}
+
 }  // namespace
 }  // namespace gpud::components
