@@ -74,7 +74,7 @@ struct Walk {
 
 std::vector<Event> pstore_panic_events(const host::HostFs& fs, TimePoint now,
                                        const PstoreLimits& limits) {
-  Walk walk{fs, now, limits};
+  Walk walk{fs, now, limits, 0, {}};
   for (const char* root : {kSystemdPstoreDir, kSysfsPstoreDir}) walk.dir(root, 0);
   return std::move(walk.events);
 }
