@@ -266,9 +266,17 @@ TEST(FleetE2E, OneBadGpuPagesOnceResolvesWithSetHealthyAndADeadDaemonPages) {
                    receiver.of("node-2", "resolved")[0].received - set_healthy)
                    .count()
             << " ms\n";
-  const Json resolved = receiver.of("node-2", "resolved")[0].body;
-  ASSERT_TRUE(alert_named(resolved, "GpuFatalXid").is_object()) << resolved.dump(1);
-  for (const Json& a : resolved["alerts"]) EXPECT_EQ(a.value("status", ""), "resolved");
+  // The rules see the Xid component Healthy and the GPU's health come back on different
+  // evaluations, so on a loaded machine the alerts may resolve in two notifications of the group:
+  // GpuFatalXid's resolution arrives within a group interval, and each carries resolved alerts only.
+  auto fatal_xid_resolved = [&] {
+    for (const auto& n : receiver.of("node-2", "resolved"))
+      if (alert_named(n.body, "GpuFatalXid").is_object()) return true;
+    return false;
+  };
+  ASSERT_TRUE(wait_until(SteadyClock::now() + 10s, fatal_xid_resolved)) << receiver.all().dump(1);
+  for (const auto& n : receiver.of("node-2", "resolved"))
+    for (const Json& a : n.body["alerts"]) EXPECT_EQ(a.value("status", ""), "resolved");
 
   // Node 3's daemon dies: GpudDown for node 3 (its `for: 5m` scaled to 5 s).
   nodes[2]->stop(SIGKILL);
