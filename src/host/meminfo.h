@@ -20,7 +20,7 @@ struct MemInfo {
   uint64_t swap_total_bytes = 0;
   uint64_t swap_free_bytes = 0;
   // The vmalloc address space and what is mapped in it; absent when the line is. VmallocUsed
-  // reads 0 on kernels 4.4 to 5.2, which stopped counting it.
+  // reads 0 on kernels that do not count it (4.4 stopped; later kernels count vmalloc pages again).
   std::optional<uint64_t> vmalloc_total_bytes;
   std::optional<uint64_t> vmalloc_used_bytes;
   // Kernels before 3.14 have no MemAvailable; available is then estimated as free + buffers +
