@@ -1,14 +1,16 @@
-// Test helper: a fresh directory under the system's temporary directory, removed with its contents
-// when the object goes.
+// Test helper: a fresh directory under the system's temporary directory, removed with everything in
+// it when the object goes; used as a data dir, or as a host root whose files a test writes and
+// rewrites between checks.
 #pragma once
 
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <system_error>
 
-namespace gpud::testing {
+namespace gpud::testing_support {
 
 class TempDir {
  public:
@@ -23,13 +25,22 @@ class TempDir {
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
+
+  // Empty when mkdtemp failed.
+  const std::string& path() const { return path_; }
+  // <dir>/<name>
   std::string file(const std::string& name) const {
     return (std::filesystem::path(path_) / name).string();
   }
-  const std::string& path() const { return path_; }
+  // Writes (or replaces) <dir>/<relative>, creating its parent directories.
+  void write(const std::string& relative, const std::string& content) const {
+    const std::filesystem::path p = std::filesystem::path(path_) / relative;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << content;
+  }
 
  private:
   std::string path_;
 };
 
-}  // namespace gpud::testing
+}  // namespace gpud::testing_support

@@ -40,7 +40,7 @@ void expect_imported(const store::EventStore& events, const store::Metadata& met
 }
 
 TEST(GpudStateMigration, GpudsFileIsMovedAsideImportedOnceAndFoundAgainLater) {
-  gpud::testing::TempDir dir;
+  gpud::testing_support::TempDir dir;
   write_gpud_state(dir.path());
   auto found = find_gpud_state(dir.path(), /*store_on_disk=*/true);
   ASSERT_TRUE(found.ok()) << found.error().message;
@@ -68,7 +68,7 @@ TEST(GpudStateMigration, GpudsFileIsMovedAsideImportedOnceAndFoundAgainLater) {
 }
 
 TEST(GpudStateMigration, InMemoryStoreReadsGpudsFileWhereItIs) {
-  gpud::testing::TempDir dir;
+  gpud::testing_support::TempDir dir;
   write_gpud_state(dir.path());
   auto found = find_gpud_state(dir.path(), /*store_on_disk=*/false);
   ASSERT_TRUE(found.ok());
@@ -79,7 +79,7 @@ TEST(GpudStateMigration, InMemoryStoreReadsGpudsFileWhereItIs) {
 // `gpud metadata` before the first `gpud run` opens GPUd's file as gpud's store, adding gpud's
 // tables to it: GPUd's tables in it are still imported, in place.
 TEST(GpudStateMigration, GpudsTablesInsideGpudsStoreAreImportedInPlace) {
-  gpud::testing::TempDir dir;
+  gpud::testing_support::TempDir dir;
   write_gpud_state(dir.path());
   auto db = store::Database::open(dir.file("gpud.state"));
   ASSERT_TRUE(db.ok()) << db.error().message;
@@ -95,7 +95,7 @@ TEST(GpudStateMigration, GpudsTablesInsideGpudsStoreAreImportedInPlace) {
 }
 
 TEST(GpudStateMigration, NoGpudFileMeansNothingToImport) {
-  gpud::testing::TempDir dir;
+  gpud::testing_support::TempDir dir;
   auto none = find_gpud_state(dir.path(), true);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
@@ -108,7 +108,7 @@ TEST(GpudStateMigration, NoGpudFileMeansNothingToImport) {
 }
 
 TEST(GpudStateMigration, UnreadableGpudFileIsRecordedAsAFailureAndTheStartGoesOn) {
-  gpud::testing::TempDir dir;
+  gpud::testing_support::TempDir dir;
   std::ofstream(dir.file("gpud.state.GPUd")) << std::string(8192, 'z');
   auto found = find_gpud_state(dir.path(), true);
   ASSERT_TRUE(found.ok());

@@ -24,25 +24,38 @@ std::string HostFs::path(std::string_view absolute) const {
   return out;
 }
 
-Result<std::string> HostFs::read(std::string_view absolute, size_t max_bytes) const {
-  std::string p = path(absolute);
-  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error("open " + p + ": " + std::strerror(errno));
-  std::string out;
+namespace {
+
+// Reads path in 64 KiB chunks, each passed to on_chunk, until the end or until on_chunk returns
+// false.
+Result<void> read_chunks(const std::string& path,
+                         const std::function<bool(std::string_view)>& on_chunk) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error("open " + path + ": " + std::strerror(errno));
   char buf[65536];
-  while (out.size() < max_bytes) {
+  for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
       int err = errno;
       ::close(fd);
-      return make_error("read " + p + ": " + std::strerror(err));
+      return make_error("read " + path + ": " + std::strerror(err));
     }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    if (n == 0 || !on_chunk(std::string_view(buf, static_cast<size_t>(n)))) break;
   }
   ::close(fd);
-  if (out.size() > max_bytes) out.resize(max_bytes);
+  return {};
+}
+
+}  // namespace
+
+Result<std::string> HostFs::read(std::string_view absolute, size_t max_bytes) const {
+  std::string out;
+  auto r = read_chunks(path(absolute), [&](std::string_view chunk) {
+    out.append(chunk.substr(0, max_bytes - out.size()));
+    return out.size() < max_bytes;
+  });
+  if (!r) return r.error();
   return out;
 }
 
@@ -63,6 +76,32 @@ Result<int64_t> HostFs::read_int(std::string_view absolute) const {
   if (ec != std::errc() || p != r->data() + r->size())
     return make_error("parse " + path(absolute) + ": not an integer: \"" + *r + "\"");
   return v;
+}
+
+Result<void> HostFs::for_each_line(std::string_view absolute,
+                                   const std::function<void(std::string_view)>& on_line,
+                                   size_t max_bytes, size_t max_line) const {
+  const std::string p = path(absolute);
+  std::string line;  // the line being assembled across chunks, at most max_line bytes
+  size_t total = 0;
+  auto r = read_chunks(p, [&](std::string_view chunk) {
+    total += chunk.size();
+    if (total > max_bytes) return false;
+    while (!chunk.empty()) {
+      size_t nl = chunk.find('\n');
+      line.append(chunk.substr(0, nl).substr(0, max_line - line.size()));
+      if (nl == std::string_view::npos) break;
+      on_line(line);
+      line.clear();
+      chunk.remove_prefix(nl + 1);
+    }
+    return true;
+  });
+  if (!r) return r.error();
+  if (total > max_bytes)
+    return make_error(p + ": longer than " + std::to_string(max_bytes) + " bytes");
+  if (!line.empty()) on_line(line);
+  return {};
 }
 
 bool HostFs::exists(std::string_view absolute) const {

@@ -2,6 +2,7 @@
 // fixture trees and a containerised gpud can read /host/proc.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,14 @@ class HostFs {
   // The first line, trimmed; for one-value files like /proc/sys/fs/file-max.
   Result<std::string> read_line(std::string_view absolute) const;
   Result<int64_t> read_int(std::string_view absolute) const;
+  // Passes each line (without its newline) to on_line, reading in fixed chunks so memory stays
+  // bounded however long the file is (/proc/vmallocinfo holds a line per mapping: megabytes on a
+  // busy host). A line longer than max_line is passed cut there. Fails when the file cannot be
+  // read or holds more than max_bytes: a caller adding up lines must not report a partial sum.
+  [[nodiscard]] Result<void> for_each_line(std::string_view absolute,
+                                           const std::function<void(std::string_view)>& on_line,
+                                           size_t max_bytes = 256 << 20,
+                                           size_t max_line = 4 << 10) const;
   bool exists(std::string_view absolute) const;
   // Entry names of a directory (no "." / ".."), unsorted.
   Result<std::vector<std::string>> list(std::string_view absolute) const;

@@ -16,6 +16,7 @@ double MemInfo::used_percent() const {
 Result<MemInfo> parse_meminfo(std::string_view text) {
   MemInfo out;
   bool have_total = false, have_available = false;
+  uint64_t vmalloc_total = 0, vmalloc_used = 0;
   for (std::string_view line : split_lines(text)) {
     auto colon = line.find(':');
     if (colon == std::string_view::npos) continue;
@@ -29,7 +30,9 @@ Result<MemInfo> parse_meminfo(std::string_view text) {
         {"Shmem", &out.shmem_bytes},
         {"SReclaimable", &out.sreclaimable_bytes},
         {"SwapTotal", &out.swap_total_bytes},
-        {"SwapFree", &out.swap_free_bytes}};
+        {"SwapFree", &out.swap_free_bytes},
+        {"VmallocTotal", &vmalloc_total},
+        {"VmallocUsed", &vmalloc_used}};
     uint64_t* dst = nullptr;
     for (const auto& [name, field] : fields)
       if (key == name) dst = field;
@@ -42,6 +45,8 @@ Result<MemInfo> parse_meminfo(std::string_view text) {
       return make_error("/proc/meminfo: bad value for " + std::string(key));
     if (f.size() >= 2 && (f[1] == "kB" || f[1] == "KB" || f[1] == "kb")) v *= 1024;
     *dst = v;
+    if (dst == &vmalloc_total) out.vmalloc_total_bytes = v;
+    if (dst == &vmalloc_used) out.vmalloc_used_bytes = v;
   }
   if (!have_total) return make_error("/proc/meminfo: no MemTotal");
   if (!have_available) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "core/result.h"
@@ -18,6 +19,10 @@ struct MemInfo {
   uint64_t sreclaimable_bytes = 0;
   uint64_t swap_total_bytes = 0;
   uint64_t swap_free_bytes = 0;
+  // The vmalloc address space and what is mapped in it; absent when the line is. VmallocUsed
+  // reads 0 on kernels that do not count it (4.4 stopped; later kernels count vmalloc pages again).
+  std::optional<uint64_t> vmalloc_total_bytes;
+  std::optional<uint64_t> vmalloc_used_bytes;
   // Kernels before 3.14 have no MemAvailable; available is then estimated as free + buffers +
   // cached.
   bool available_estimated = false;

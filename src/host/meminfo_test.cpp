@@ -39,6 +39,17 @@ TEST(MemInfo, OldKernelWithoutMemAvailableEstimatesFromFreeBuffersCached) {
   EXPECT_EQ(r->swap_total_bytes, 8388604ULL * 1024);
 }
 
+TEST(MemInfo, VmallocTotalAndUsedInBytesAbsentWithoutTheirLines) {
+  auto r = parse_meminfo(fixture("debian12"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->vmalloc_total_bytes, 34359738367ULL * 1024);
+  EXPECT_EQ(r->vmalloc_used_bytes, 14412ULL * 1024);
+  r = parse_meminfo("MemTotal: 1000 kB\nMemAvailable: 250 kB\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->vmalloc_total_bytes.has_value());
+  EXPECT_FALSE(r->vmalloc_used_bytes.has_value());
+}
+
 TEST(MemInfo, MissingMemTotalIsAnError) {
   EXPECT_FALSE(parse_meminfo("MemFree: 100 kB\n").ok());
   EXPECT_FALSE(parse_meminfo("").ok());

@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::GpudStateFile;
-using testing::TempDir;
+using testing_support::TempDir;
 using namespace std::chrono_literals;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-using testing::TempDir;
+using testing_support::TempDir;
 
 std::unique_ptr<Database> memory_db() {
   auto db = Database::open_in_memory();

@@ -6,6 +6,7 @@
 #include "components/kernel_log_support.h"
 #include "core/log.h"
 #include "host/bytes.h"
+#include "host/vmallocinfo.h"
 #include "kmsg/parser.h"
 
 namespace gpud::components {
@@ -25,6 +26,10 @@ nlohmann::json to_json(const MemorySnapshot& s) {
   j["swap_total_bytes"] = s.swap_total_bytes;
   j["swap_free_bytes"] = s.swap_free_bytes;
   j["available_estimated"] = s.available_estimated;
+  // GPUd's names for these three; each absent when it could not be read.
+  if (s.vmalloc_total_bytes) j["vm_alloc_total_bytes"] = *s.vmalloc_total_bytes;
+  if (s.vmalloc_used_bytes) j["vm_alloc_used_bytes"] = *s.vmalloc_used_bytes;
+  if (s.bpf_jit_buffer_bytes) j["bpf_jit_buffer_bytes"] = *s.bpf_jit_buffer_bytes;
   return j;
 }
 
@@ -47,6 +52,11 @@ CheckResult evaluate_memory(const Result<MemorySnapshot>& snapshot) {
                          human_bytes(s.available_bytes),
                          s.available_estimated ? " (estimated as free + buffers + cached)" : "",
                          human_bytes(s.free_bytes));
+  if (s.vmalloc_used_bytes && s.vmalloc_total_bytes)
+    r.detail += fmt::format("vmalloc used: {} of {}\n", human_bytes(*s.vmalloc_used_bytes),
+                            human_bytes(*s.vmalloc_total_bytes));
+  if (s.bpf_jit_buffer_bytes)
+    r.detail += fmt::format("BPF JIT buffer: {}\n", human_bytes(*s.bpf_jit_buffer_bytes));
   return r;
 }
 
@@ -59,29 +69,71 @@ MemoryComponent::MemoryComponent(const ComponentContext& ctx)
     m.describe("memory_used_bytes", "Host memory in use (total - available) in bytes");
     m.describe("memory_free_bytes", "Unused host memory (MemFree) in bytes");
     m.describe("memory_used_percent", "Host memory in use in percent of total");
+    m.describe("memory_vm_alloc_total_bytes", "Size of the vmalloc address space (VmallocTotal)");
+    m.describe("memory_vm_alloc_used_bytes", "Memory mapped in vmalloc space (VmallocUsed)");
+    m.describe("memory_bpf_jit_buffer_bytes",
+               "Bytes the BPF JIT holds in vmalloc space (/proc/vmallocinfo)");
   }
+}
+
+namespace {
+constexpr const char* kMemoryMetrics[] = {
+    "memory_total_bytes",         "memory_available_bytes",     "memory_used_bytes",
+    "memory_free_bytes",          "memory_used_percent",        "memory_vm_alloc_total_bytes",
+    "memory_vm_alloc_used_bytes", "memory_bpf_jit_buffer_bytes"};
+}  // namespace
+
+void MemoryComponent::publish(const Result<MemorySnapshot>& snapshot) {
+  if (ctx().metrics == nullptr) return;
+  MetricRegistry& m = *ctx().metrics;
+  // What was not read this time is absent, never the last value read.
+  if (!snapshot) {
+    for (const char* name : kMemoryMetrics) m.clear_series("memory", name);
+    return;
+  }
+  auto set_or_clear = [&](const char* name, std::optional<double> v) {
+    if (v)
+      m.set("memory", name, *v);
+    else
+      m.clear_series("memory", name);
+  };
+  auto as_double = [](const std::optional<uint64_t>& v) -> std::optional<double> {
+    if (!v) return std::nullopt;
+    return static_cast<double>(*v);
+  };
+  m.set("memory", "memory_total_bytes", static_cast<double>(snapshot->total_bytes));
+  m.set("memory", "memory_available_bytes", static_cast<double>(snapshot->available_bytes));
+  m.set("memory", "memory_used_bytes", static_cast<double>(snapshot->used_bytes()));
+  m.set("memory", "memory_free_bytes", static_cast<double>(snapshot->free_bytes));
+  m.set("memory", "memory_used_percent", snapshot->used_percent());
+  set_or_clear("memory_vm_alloc_total_bytes", as_double(snapshot->vmalloc_total_bytes));
+  set_or_clear("memory_vm_alloc_used_bytes", as_double(snapshot->vmalloc_used_bytes));
+  set_or_clear("memory_bpf_jit_buffer_bytes", as_double(snapshot->bpf_jit_buffer_bytes));
 }
 
 CheckResult MemoryComponent::check() {
   Result<MemorySnapshot> snapshot = [&]() -> Result<MemorySnapshot> {
     auto text = fs_.read("/proc/meminfo");
     if (!text) return text.error();
-    return host::parse_meminfo(*text);
-  }();
-  if (snapshot) {
-    if (snapshot->available_estimated && !warned_estimate_.exchange(true))
-      logger("memory")->warn(
-          "/proc/meminfo has no MemAvailable (kernel < 3.14); estimating it as "
-          "free + buffers + cached");
-    if (ctx().metrics != nullptr) {
-      MetricRegistry& m = *ctx().metrics;
-      m.set("memory", "memory_total_bytes", static_cast<double>(snapshot->total_bytes));
-      m.set("memory", "memory_available_bytes", static_cast<double>(snapshot->available_bytes));
-      m.set("memory", "memory_used_bytes", static_cast<double>(snapshot->used_bytes()));
-      m.set("memory", "memory_free_bytes", static_cast<double>(snapshot->free_bytes));
-      m.set("memory", "memory_used_percent", snapshot->used_percent());
+    auto meminfo = host::parse_meminfo(*text);
+    if (!meminfo) return meminfo.error();
+    MemorySnapshot s{*meminfo};
+    // GPUd turns a failed read as root Unhealthy and reports 0 otherwise; here the value is
+    // absent and health is /proc/meminfo's alone: the JIT's usage is a hint, not a fault.
+    auto bpf_jit = host::read_bpf_jit_bytes(fs_);
+    if (bpf_jit) {
+      s.bpf_jit_buffer_bytes = *bpf_jit;
+      bpf_jit_failing_ = false;
+    } else if (!bpf_jit_failing_.exchange(true)) {
+      logger("memory")->warn("no BPF JIT buffer size: {}", bpf_jit.error().message);
     }
-  }
+    return s;
+  }();
+  if (snapshot && snapshot->available_estimated && !warned_estimate_.exchange(true))
+    logger("memory")->warn(
+        "/proc/meminfo has no MemAvailable (kernel < 3.14); estimating it as "
+        "free + buffers + cached");
+  publish(snapshot);
   CheckResult r = evaluate_memory(snapshot);
   // OOM kills from the kernel log are listed; they do not change health (GPUd's behaviour).
   append_kernel_log_events(r, ctx(), name());

@@ -1,8 +1,11 @@
-// The "memory" component: host memory totals from /proc/meminfo. Kernel-log OOM events come later.
+// The "memory" component: host memory totals from /proc/meminfo, the BPF JIT's share of vmalloc
+// from /proc/vmallocinfo, and the kernel log's OOM kills.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "components/component.h"
 #include "host/host_fs.h"
@@ -16,11 +19,16 @@ namespace gpud::components {
 // total-vm:...", "oom-kill:constraint=...", "Memory cgroup out of memory: ..."), one event a kill.
 kmsg::ComponentRules memory_kernel_log_rules();
 
-using MemorySnapshot = host::MemInfo;
+struct MemorySnapshot : host::MemInfo {
+  // Bytes the BPF JIT holds in vmalloc; absent when /proc/vmallocinfo cannot be read (it is
+  // root-only) or parsed.
+  std::optional<uint64_t> bpf_jit_buffer_bytes;
+};
 
 nlohmann::json to_json(const MemorySnapshot& s);
 
-// Pure rule: Healthy with the numbers, or Unhealthy with the error when collection failed.
+// Pure rule: Healthy with the numbers, or Unhealthy with the error when /proc/meminfo could not be
+// read. The vmalloc and BPF JIT values are reported, never judged (GPUd sets no threshold on them).
 CheckResult evaluate_memory(const Result<MemorySnapshot>& snapshot);
 
 class MemoryComponent : public Component {
@@ -33,8 +41,13 @@ class MemoryComponent : public Component {
   bool can_set_healthy() const override { return true; }
 
  private:
+  void publish(const Result<MemorySnapshot>& snapshot);
+
   host::HostFs fs_;
   std::atomic<bool> warned_estimate_{false};
+  // Set while /proc/vmallocinfo fails, so that a failing read logs once, and again after it
+  // recovered and failed anew.
+  std::atomic<bool> bpf_jit_failing_{false};
 };
 
 }  // namespace gpud::components

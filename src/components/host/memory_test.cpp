@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "components/kernel_log_support.h"
 #include "components/kernel_log_test_util.h"
@@ -12,6 +14,7 @@
 #include "store/database.h"
 #include "store/event_store.h"
 #include "testing/peak_rss.h"
+#include "testing/temp_dir.h"
 
 namespace gpud::components {
 namespace {
@@ -69,6 +72,69 @@ TEST(MemoryComponent, ReportsFixtureAndPublishesMetrics) {
   EXPECT_NE(text.find("memory_total_bytes{gpud_component=\"memory\"} 25276026880"),
             std::string::npos)
       << text;
+}
+
+// GPUd (leptonai/gpud 4a8de33a3f02e207f39e9023d67125592d599731, components/memory/component.go)
+// reports VmallocTotal and VmallocUsed as "vm_alloc_total_bytes" / "vm_alloc_used_bytes" and the
+// BPF JIT's vmalloc areas as "bpf_jit_buffer_bytes" in the state's data, with no threshold on any.
+TEST(MemoryComponent, ReportsVmallocAndBpfJitBytesUnderGpudsNamesAndAsGauges) {
+  Config cfg;
+  cfg.host_root = fixture_root("bpf-jit");
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  MemoryComponent c(ctx);
+  CheckResult r = c.check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_EQ(data["vm_alloc_total_bytes"].get<uint64_t>(), 34359738367ULL * 1024);
+  EXPECT_EQ(data["vm_alloc_used_bytes"].get<uint64_t>(), 14412ULL * 1024);
+  EXPECT_EQ(data["bpf_jit_buffer_bytes"].get<uint64_t>(), 2134016u);
+  EXPECT_NE(r.detail.find("BPF JIT buffer: 2.0 MiB"), std::string::npos) << r.detail;
+  const std::string text = metrics.prometheus_text();
+  for (const char* line : {"memory_vm_alloc_used_bytes{gpud_component=\"memory\"} 14757888\n",
+                           "memory_bpf_jit_buffer_bytes{gpud_component=\"memory\"} 2134016\n",
+                           "memory_vm_alloc_total_bytes{gpud_component=\"memory\"} "})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+}
+
+TEST(MemoryComponent, UnreadableVmallocinfoLeavesBpfJitAbsentAndHealthAlone) {
+  testing_support::TempDir root;
+  ASSERT_FALSE(root.path().empty());
+  std::ifstream meminfo(fixture_root("debian12") + "/proc/meminfo");
+  root.write("proc/meminfo", std::string(std::istreambuf_iterator<char>(meminfo), {}));
+  root.write("proc/vmallocinfo",
+             "0xffffffffc0107000-0xffffffffc0109000    8192 bpf_jit_alloc_exec+0xe/0x20 pages=1 "
+             "vmalloc N1=1\n");
+  Config cfg;
+  cfg.host_root = root.path();
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  MemoryComponent c(ctx);
+  CheckResult r = c.check();
+  ASSERT_NE(metrics.prometheus_text().find("memory_bpf_jit_buffer_bytes{gpud_component=\"memory\"} "
+                                           "8192\n"),
+            std::string::npos);
+
+  // A JIT line without its size: the sum is unknown, not the last one, nor a partial one.
+  root.write("proc/vmallocinfo",
+             "0xffffffffc0107000-0xffffffffc0109000 bpf_jit_alloc_exec+0xe/0x20 pages=1\n");
+  r = c.check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  EXPECT_FALSE(data.contains("bpf_jit_buffer_bytes")) << data.dump();
+  EXPECT_TRUE(data.contains("vm_alloc_used_bytes"));
+  std::string text = metrics.prometheus_text();
+  EXPECT_EQ(text.find("memory_bpf_jit_buffer_bytes{"), std::string::npos) << text;
+  EXPECT_NE(text.find("memory_vm_alloc_used_bytes{"), std::string::npos) << text;
+
+  // /proc/meminfo gone: every memory gauge goes with it.
+  std::filesystem::remove(root.path() + "/proc/meminfo");
+  r = c.check();
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  text = metrics.prometheus_text();
+  for (const char* name : {"memory_total_bytes{", "memory_used_percent{",
+                           "memory_vm_alloc_used_bytes{", "memory_bpf_jit_buffer_bytes{"})
+    EXPECT_EQ(text.find(name), std::string::npos) << name << "\n" << text;
 }
 
 TEST(MemoryComponent, OldKernelIsHealthyWithEstimate) {

@@ -210,7 +210,13 @@ OsComponent::OsComponent(const ComponentContext& ctx) : Component(ctx), fs_(ctx.
                 "Number of processes in D state for the persistence threshold of checks");
     m->describe("os_allocated_file_handles", "Allocated file handles (/proc/sys/fs/file-nr)");
     m->describe("os_allocated_file_handles_percent",
-                "Allocated file handles as a percentage of min(file-max, 10000000)");
+                "Allocated file handles as a percentage of file-max");
+    m->describe("os_limit", "System-wide file handle limit (/proc/sys/fs/file-max)");
+    m->describe("os_threshold_allocated_file_handles",
+                "Cap on the file handle limit that allocated file handles are judged against");
+    m->describe("os_threshold_allocated_file_handles_percent",
+                "Allocated file handles as a percentage of min(file-max, "
+                "os_threshold_allocated_file_handles): what the health rule judges");
     m->describe("os_threshold_running_pids", "PID limit the running PIDs are measured against");
     m->describe("os_threshold_running_pids_percent", "Running PIDs as a percentage of pid_max");
     m->describe("os_uptime_seconds", "Seconds since boot");
@@ -301,8 +307,21 @@ CheckResult OsComponent::check() {
     const bool fds_known = snap.info.file_handles_allocated.has_value();
     set_or_clear("os_allocated_file_handles",
                  fds_known ? std::optional<double>(static_cast<double>(fds)) : std::nullopt);
+    const bool file_max_known = snap.info.file_max && *snap.info.file_max > 0;
+    // GPUd's os_allocated_file_handles_percent is of file-max itself, often 2^63-1 and so near 0;
+    // the rule judges against file-max capped at file_handles_cap (GPUd's threshold gauges).
     set_or_clear("os_allocated_file_handles_percent",
-                 fds_known ? std::optional<double>(percent(fds, fd_limit)) : std::nullopt);
+                 fds_known && file_max_known
+                     ? std::optional<double>(percent(fds, *snap.info.file_max))
+                     : std::nullopt);
+    set_or_clear("os_limit", file_max_known
+                                 ? std::optional<double>(static_cast<double>(*snap.info.file_max))
+                                 : std::nullopt);
+    m->set(kName, "os_threshold_allocated_file_handles",
+           static_cast<double>(thresholds_.file_handles_cap));
+    set_or_clear(
+        "os_threshold_allocated_file_handles_percent",
+        fds_known && fd_limit > 0 ? std::optional<double>(percent(fds, fd_limit)) : std::nullopt);
     m->set(kName, "os_threshold_running_pids", static_cast<double>(pid_limit));
     m->set(kName, "os_threshold_running_pids_percent", percent(snap.processes, pid_limit));
     set_or_clear("os_uptime_seconds", snap.info.uptime_seconds);

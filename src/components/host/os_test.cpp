@@ -273,6 +273,9 @@ TEST(OsComponent, CheckReportsSnapshotAndMetrics) {
   EXPECT_EQ(m.at("os_blocked_processes_persistent"), 0);
   EXPECT_EQ(m.at("os_allocated_file_handles"), 1500);
   EXPECT_DOUBLE_EQ(m.at("os_allocated_file_handles_percent"), 1.5);
+  EXPECT_EQ(m.at("os_limit"), 100000);
+  EXPECT_EQ(m.at("os_threshold_allocated_file_handles"), 10000000);
+  EXPECT_DOUBLE_EQ(m.at("os_threshold_allocated_file_handles_percent"), 1.5);
   EXPECT_EQ(m.at("os_threshold_running_pids"), 32768);
   EXPECT_DOUBLE_EQ(m.at("os_threshold_running_pids_percent"), 100.0 * 6 / 32768);
   EXPECT_FALSE(m.contains("os_uptime_seconds"));  // the fixture has no /proc/uptime
@@ -291,6 +294,32 @@ TEST(OsComponent, WhatCannotBeReadHasNoGauge) {
   EXPECT_FALSE(m.contains("os_uptime_seconds"));
   EXPECT_FALSE(m.contains("os_allocated_file_handles"));
   EXPECT_FALSE(m.contains("os_allocated_file_handles_percent"));
+  EXPECT_FALSE(m.contains("os_limit"));
+  EXPECT_FALSE(m.contains("os_threshold_allocated_file_handles_percent"));
+}
+
+// GPUd's file-handle gauges (leptonai/gpud 4a8de33a3f02e207f39e9023d67125592d599731,
+// components/os/metrics.go and component.go): os_limit is file-max,
+// os_allocated_file_handles_percent is of file-max, os_threshold_allocated_file_handles is the
+// 10,000,000 cap (its DefaultMaxAllocatedFileHandles) and
+// os_threshold_allocated_file_handles_percent is of min(cap, file-max). With file-max at 2^63-1 the
+// first percent is ~0 and the second is the one that moves.
+TEST(OsComponent, FileHandleGaugesUnderGpudsNamesWithAnUnboundedFileMax) {
+  BootRoot root;
+  root.set_btime(1700000000);
+  std::filesystem::create_directories(root.path() + "/proc/sys/fs");
+  std::ofstream(root.path() + "/proc/sys/fs/file-nr") << "2500000\t0\t9223372036854775807\n";
+  std::ofstream(root.path() + "/proc/sys/fs/file-max") << "9223372036854775807\n";
+  Harness h(root.path());
+  OsComponent os(h.ctx);
+  os.check();
+  std::map<std::string, double> m;
+  for (const MetricSample& s : h.metrics.snapshot(0)) m[s.name] = s.value;
+  EXPECT_EQ(m.at("os_allocated_file_handles"), 2500000);
+  EXPECT_DOUBLE_EQ(m.at("os_limit"), 9223372036854775807.0);
+  EXPECT_LT(m.at("os_allocated_file_handles_percent"), 1e-9);
+  EXPECT_EQ(m.at("os_threshold_allocated_file_handles"), 10000000);
+  EXPECT_DOUBLE_EQ(m.at("os_threshold_allocated_file_handles_percent"), 25.0);
 }
 
 TEST(OsComponent, DStateMustPersistForFiveChecks) {
