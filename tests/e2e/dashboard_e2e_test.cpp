@@ -10,8 +10,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <thread>
 #include <regex>
+#include <thread>
 
 #include "tests/e2e/daemon_process.h"
 #include "tests/e2e/prometheus_stack.h"
@@ -186,8 +186,8 @@ TEST(DashboardE2E, ALostGpuAndAHungDriverReadRightPerNode) {
     const std::string scenario = set_scenario(i, "h100x8-healthy.json");
     std::vector<std::string> flags{"--nvml-lib", GPUD_FAKE_NVML, "--nvidia-check-interval", "1s"};
     if (i > 1)
-      flags.insert(flags.end(), {"--tls-cert", dir + "/node-1/gpud.crt", "--tls-key",
-                                 dir + "/node-1/gpud.key"});
+      flags.insert(flags.end(),
+                   {"--tls-cert", dir + "/node-1/gpud.crt", "--tls-key", dir + "/node-1/gpud.key"});
     nodes.push_back(std::make_unique<DaemonProcess>(
         dir + "/node-" + std::to_string(i), flags, true,
         std::vector<std::string>{"FAKE_NVML_SCENARIO=" + scenario,
@@ -215,11 +215,12 @@ TEST(DashboardE2E, ALostGpuAndAHungDriverReadRightPerNode) {
   auto deadline = std::chrono::steady_clock::now() + 60s;
   ASSERT_TRUE(wait_until(deadline, [&] {
     return !prometheus.running() ||
-           api.query("count(accelerator_nvidia_gpu_health{health=\"Healthy\"} == 1) == 24").size() ==
-               1;
+           api.query("count(accelerator_nvidia_gpu_health{health=\"Healthy\"} == 1) == 24")
+                   .size() == 1;
   })) << read_file(dir + "/prometheus.log");
   ASSERT_TRUE(prometheus.running()) << read_file(dir + "/prometheus.log");
-  Json gpu3 = api.query("accelerator_nvidia_gpu_health{node=\"node-2\",gpu=\"3\",health=\"Healthy\"}");
+  Json gpu3 =
+      api.query("accelerator_nvidia_gpu_health{node=\"node-2\",gpu=\"3\",health=\"Healthy\"}");
   ASSERT_EQ(gpu3.size(), 1u) << gpu3.dump();
   const std::string bus3 = gpu3[0]["metric"].value("pci_bus_id", "");
   ASSERT_FALSE(bus3.empty());
@@ -228,14 +229,20 @@ TEST(DashboardE2E, ALostGpuAndAHungDriverReadRightPerNode) {
   set_scenario(2, "h100x8-gpu-lost.json");
   set_scenario(3, "h100x8-hung-driver.json");
   deadline = std::chrono::steady_clock::now() + 60s;
-  ASSERT_TRUE(wait_until(deadline, [&] {
-    return api.query("accelerator_nvidia_gpu_health{node=\"node-2\",gpu=\"3\",health=\"Unhealthy\"} "
-                     "== 1")
-                   .size() == 1 &&
-           api.query("accelerator_nvidia_nvml_up{node=\"node-3\"} == 0").size() == 1 &&
-           api.query("count(accelerator_nvidia_temperature_current_celsius{node=\"node-2\"}) == 7")
-                   .size() == 1;
-  })) << nodes[1]->log() << nodes[2]->log();
+  ASSERT_TRUE(wait_until(
+      deadline,
+      [&] {
+        return api.query(
+                      "accelerator_nvidia_gpu_health{node=\"node-2\",gpu=\"3\",health="
+                      "\"Unhealthy\"} "
+                      "== 1")
+                       .size() == 1 &&
+               api.query("accelerator_nvidia_nvml_up{node=\"node-3\"} == 0").size() == 1 &&
+               api.query(
+                      "count(accelerator_nvidia_temperature_current_celsius{node=\"node-2\"}) == 7")
+                       .size() == 1;
+      }))
+      << nodes[1]->log() << nodes[2]->log();
   std::this_thread::sleep_for(3s);  // a few more scrapes and evaluations of the new state
 
   // Each panel as the node's own dashboard shows it.

@@ -268,7 +268,8 @@ TEST(FleetE2E, OneBadGpuPagesOnceResolvesWithSetHealthyAndADeadDaemonPages) {
             << " ms\n";
   // The rules see the Xid component Healthy and the GPU's health come back on different
   // evaluations, so on a loaded machine the alerts may resolve in two notifications of the group:
-  // GpuFatalXid's resolution arrives within a group interval, and each carries resolved alerts only.
+  // GpuFatalXid's resolution arrives within a group interval, and each carries resolved alerts
+  // only.
   auto fatal_xid_resolved = [&] {
     for (const auto& n : receiver.of("node-2", "resolved"))
       if (alert_named(n.body, "GpuFatalXid").is_object()) return true;

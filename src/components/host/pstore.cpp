@@ -49,8 +49,8 @@ struct Walk {
       auto record = kmsg::parse_line_view(line);
       if (!record) continue;
       const std::string_view message = record->message;
-      if (first_line.empty() && (kmsg::contains(message, "Kernel panic") ||
-                                 kmsg::contains(message, "Kernel Panic")))
+      if (first_line.empty() &&
+          (kmsg::contains(message, "Kernel panic") || kmsg::contains(message, "Kernel Panic")))
         first_line = kmsg::log_line_excerpt(message);
       for (kmsg::Match& m : matcher.feed(message)) {
         if (m.name != "kernel_panic") continue;
