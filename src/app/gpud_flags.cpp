@@ -49,8 +49,7 @@ constexpr auto kFlags = std::to_array<GpudFlag>({
     {"events-retention-period", kRS, true, U::kImplemented, ""},
     {"gpu-count", kAll, true, U::kImplemented, ""},
     {"infiniband-expected-port-states", kRS, true, U::kImplemented, ""},
-    {"infiniband-flap-auto-clear-window", kGpudRun, true, U::kNotYetUsed,
-     "InfiniBand port flaps stay reported until `gpud set-healthy`"},
+    {"infiniband-flap-auto-clear-window", kGpudRun, true, U::kImplemented, ""},
     {"nvlink-expected-link-states", kRS, true, U::kImplemented, ""},
     {"nfs-checker-configs", kRS, true, U::kImplemented, ""},
     {"xid-reboot-threshold", kRS, true, U::kImplemented, ""},
@@ -107,7 +106,6 @@ std::string_view use_name(GpudFlagUse use) {
     case U::kImplemented: return "implemented";
     case U::kControlPlane: return "control plane";
     case U::kHostCommand: return "host command";
-    case U::kNotYetUsed: return "not yet used";
     case U::kRefused: return "refused";
   }
   return "";
@@ -126,12 +124,10 @@ void add_gpud_flags(CLI::App& cmd, GpudVerb verb, GpudFlagsGiven& given) {
           ->group(kGpudRefusedGroup);
       continue;
     }
-    std::vector<std::string>* list = f.use == U::kControlPlane  ? &given.control_plane
-                                     : f.use == U::kHostCommand ? &given.host_command
-                                                                : &given.not_yet_used;
-    std::string note = f.use == U::kControlPlane  ? "no managed control plane in gpud"
-                       : f.use == U::kHostCommand ? "gpud reads the host itself"
-                                                  : std::string(f.instead);
+    std::vector<std::string>* list =
+        f.use == U::kControlPlane ? &given.control_plane : &given.host_command;
+    std::string note = f.use == U::kControlPlane ? "no managed control plane in gpud"
+                                                 : "gpud reads the host itself";
     auto record = [list, name] {
       if (std::find(list->begin(), list->end(), name) == list->end()) list->push_back(name);
     };
@@ -157,14 +153,6 @@ std::vector<std::string> gpud_flag_warnings(const GpudFlagsGiven& given) {
         "statfs under --host-root, and containerd's socket, directly (in a container, mount the "
         "host and give --host-root); ignored: " +
         join(given.host_command, ", "));
-  if (!given.not_yet_used.empty()) {
-    std::string what;
-    for (const auto& name : given.not_yet_used)
-      for (const GpudFlag& f : kFlags)
-        if (name == "--" + std::string(f.name))
-          what += (what.empty() ? "" : "; ") + name + ": " + std::string(f.instead);
-    lines.push_back("accepted but not used by gpud yet: " + what);
-  }
   return lines;
 }
 

@@ -18,7 +18,6 @@ enum class GpudFlagUse {
   kImplemented,   // gpud's own flag of that name, with GPUd's meaning (docs/CLI.md)
   kControlPlane,  // accepted with a warning: gpud has no managed control plane
   kHostCommand,   // accepted with a warning: gpud reads /proc, /sys and sockets itself
-  kNotYetUsed,    // accepted with a warning: the check it tunes is not in gpud yet
   kRefused,       // GPUd's test injector: refused, naming the fake-NVML scenario to use
 };
 
@@ -27,13 +26,13 @@ struct GpudFlag {
   unsigned verbs;         // GpudVerb bits
   bool takes_value;       // false: a boolean flag (`--pprof`, `--pprof=false`)
   GpudFlagUse use;
-  // kNotYetUsed: what gpud does meanwhile; kRefused: what to use instead.
+  // kRefused: what to use instead.
   std::string_view instead;
 };
 
 // Every flag of GPUd's `run`, `scan` and `up` (GPUd's cmd/gpud/command/command.go).
 std::span<const GpudFlag> gpud_flags();
-// "implemented", "control plane", "host command", "not yet used", "refused": the words of
+// "implemented", "control plane", "host command", "refused": the words of
 // docs/CLI.md's table.
 std::string_view use_name(GpudFlagUse use);
 
@@ -45,7 +44,6 @@ inline constexpr const char* kGpudRefusedGroup = "GPUd test injectors (refused; 
 struct GpudFlagsGiven {
   std::vector<std::string> control_plane;
   std::vector<std::string> host_command;
-  std::vector<std::string> not_yet_used;
 };
 
 // Registers on `cmd` GPUd's flags of `verb` that are not gpud's own: the accepted ones record that

@@ -12,7 +12,20 @@
 namespace gpud::app {
 namespace {
 
-std::string mark(Health h) { return h == Health::kHealthy ? "✔" : "✘"; }
+// "⊘": Healthy only in that nothing was found, because something kept the component from
+// checking (extra_info.not_checked: NVML hung or missing, a GPU lost); never the healthy mark.
+constexpr const char* kNotCheckedMark = "⊘";
+
+template <typename NotChecked>
+std::string mark(Health h, NotChecked not_checked) {
+  if (h != Health::kHealthy) return "✘";
+  return not_checked() ? kNotCheckedMark : "✔";
+}
+
+bool not_checked(const CheckResult& r) {
+  return std::any_of(r.states.begin(), r.states.end(),
+                     [](const HealthState& s) { return s.extra_info.count("not_checked") != 0; });
+}
 
 std::string str(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
@@ -136,12 +149,15 @@ std::string scan_text(const nlohmann::json& mi, const std::vector<ScanEntry>& en
 
   size_t width = 0;
   for (const auto& e : entries) width = std::max(width, e.component.size());
-  int degraded = 0, unhealthy = 0;
+  int degraded = 0, unhealthy = 0, unchecked = 0;
   for (const auto& e : entries) {
     Health h = e.result.health();
     if (h == Health::kDegraded) ++degraded;
     if (h == Health::kUnhealthy) ++unhealthy;
-    out << mark(h) << " " << pad(e.component, width) << "  " << e.result.summary() << "\n";
+    const bool partly = h == Health::kHealthy && not_checked(e.result);
+    if (partly) ++unchecked;
+    out << mark(h, [partly] { return partly; }) << " " << pad(e.component, width) << "  "
+        << e.result.summary() << "\n";
   }
   bool header = false;
   std::vector<const ScanEntry*> details;
@@ -173,7 +189,9 @@ std::string scan_text(const nlohmann::json& mi, const std::vector<ScanEntry>& en
   occurrences_text(out, occurrences);
   out << "\n"
       << (degraded + unhealthy == 0 ? "✔" : "✘") << " scan complete: " << entries.size()
-      << " components, " << degraded << " degraded, " << unhealthy << " unhealthy\n";
+      << " components, " << degraded << " degraded, " << unhealthy << " unhealthy";
+  if (unchecked > 0) out << ", " << unchecked << " not (fully) checked (" << kNotCheckedMark << ")";
+  out << "\n";
   return out.str();
 }
 
@@ -184,8 +202,12 @@ std::string states_text(const nlohmann::json& states) {
   for (const auto& c : states) {
     std::string worst = "Healthy";
     std::string reasons;
+    bool unchecked = false;
     if (auto it = c.find("states"); it != c.end() && it->is_array()) {
       for (const auto& s : *it) {
+        if (auto x = s.find("extra_info");
+            x != s.end() && x->is_object() && x->contains("not_checked"))
+          unchecked = true;
         auto h = parse_health(str(s, "health")).value_or(Health::kUnhealthy);
         if (severity(h) > severity(parse_health(worst).value_or(Health::kHealthy)))
           worst = std::string(to_string(h));
@@ -193,8 +215,9 @@ std::string states_text(const nlohmann::json& states) {
         if (!r.empty()) reasons += (reasons.empty() ? "" : "; ") + r;
       }
     }
-    out << (worst == "Healthy" ? "✔" : "✘") << " " << pad(str(c, "component"), width) << "  "
-        << pad(worst, 12) << " " << reasons << "\n";
+    const Health h = parse_health(worst).value_or(Health::kUnhealthy);
+    out << mark(h, [unchecked] { return unchecked; }) << " " << pad(str(c, "component"), width)
+        << "  " << pad(worst, 12) << " " << reasons << "\n";
   }
   return out.str();
 }

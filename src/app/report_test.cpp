@@ -121,6 +121,36 @@ TEST(ScanReport, SummarisesEveryXidCodePerGpu) {
   EXPECT_TRUE(scan_json({}, sample_entries())["kernel_log_summary"].empty());
 }
 
+// A component that could not check (NVML hung, a GPU lost) is Healthy only in that it found
+// nothing: its line gets the not-checked mark, never the healthy one (issue #31).
+TEST(ScanReport, AComponentThatCouldNotCheckIsMarkedNotChecked) {
+  auto entries = sample_entries();
+  ScanEntry blocked{"accelerator-nvidia-ecc",
+                    single_state("accelerator-nvidia-ecc", Health::kHealthy,
+                                 "not checked: NVML call timed out (see accelerator-nvidia-info)"),
+                    {}};
+  blocked.result.states[0].extra_info["not_checked"] =
+      R"(["all GPUs: NVML call timed out, see accelerator-nvidia-info"])";
+  entries.push_back(blocked);
+  std::string text = scan_text({}, entries);
+  EXPECT_NE(text.find("⊘ accelerator-nvidia-ecc "), std::string::npos) << text;
+  EXPECT_EQ(text.find("✔ accelerator-nvidia-ecc"), std::string::npos) << text;
+  EXPECT_NE(text.find("✔ cpu "), std::string::npos) << text;
+  EXPECT_NE(text.find("3 components, 1 degraded, 0 unhealthy, 1 not (fully) checked (⊘)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(scan_text({}, sample_entries()).find("not (fully) checked"), std::string::npos);
+
+  nlohmann::json states = nlohmann::json::parse(R"([
+    {"component":"cpu","states":[{"health":"Healthy","reason":"ok"}]},
+    {"component":"accelerator-nvidia-ecc","states":[{"health":"Healthy","reason":"not checked",
+      "extra_info":{"not_checked":"[\"all GPUs: hung\"]"}}]}
+  ])");
+  std::string status = states_text(states);
+  EXPECT_NE(status.find("⊘ accelerator-nvidia-ecc"), std::string::npos) << status;
+  EXPECT_NE(status.find("✔ cpu"), std::string::npos) << status;
+}
+
 TEST(StatusReport, WorstStatePerComponent) {
   nlohmann::json states = nlohmann::json::parse(R"([
     {"component":"cpu","states":[{"health":"Healthy","reason":"ok"}]},

@@ -87,6 +87,19 @@ void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample
   cmd->add_option("--nfs-host-root", c.nfs_host_root,
                   "The root the NFS probe's volume paths are under (default: --host-root), e.g. "
                   "/proc/1/root in a privileged hostPID container");
+  cmd->add_option_function<std::string>(
+         "--infiniband-flap-auto-clear-window",
+         [flags](const std::string& s) {
+           auto d = parse_duration(s);
+           if (!d || d->count() < 0)
+             throw CLI::ValidationError("--infiniband-flap-auto-clear-window",
+                                        "invalid duration \"" + s + "\"");
+           flags->config.infiniband_flap_auto_clear_window =
+               std::chrono::duration_cast<std::chrono::seconds>(*d);
+         },
+         "An InfiniBand port flap clears by itself once the port has been up this long (Go "
+         "duration); 0: it stays until `gpud set-healthy`")
+      ->default_str("0s");
   add_gpud_flags(*cmd, kGpudRun, flags->gpud_flags_given);
   cmd->add_option("--log-level,-l", c.log_level, "debug, info, warn or error")
       ->capture_default_str();

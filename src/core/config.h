@@ -109,6 +109,9 @@ struct Config {
   // Hidden (tests): the check interval and how long a port stays down before it is a drop.
   std::chrono::seconds infiniband_check_interval{30};
   std::chrono::seconds infiniband_drop_window{std::chrono::minutes(4)};
+  // --infiniband-flap-auto-clear-window (GPUd's): 0, flaps stay until set-healthy; above 0, a flap
+  // clears once its port has been up this long.
+  std::chrono::seconds infiniband_flap_auto_clear_window{0};
   // kubelet: its read-only HTTP port (off by default, as on current clusters) and its
   // authenticated HTTPS port on 127.0.0.1 (0: not asked), the bearer token's file for the latter
   // ("": the service-account token) and the CA its certificate must verify against ("": the

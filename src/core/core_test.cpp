@@ -398,6 +398,33 @@ TEST(HealthTransition, NamesTheWorstStatesReasonsAndActionsAndItsLevel) {
   EXPECT_FALSE(health_transition("x", &before, before));
 }
 
+// At the same health, a new reason (a second GPU failing) is logged; numbers moving is not.
+TEST(Scheduler, AChangeOfReasonAtTheSameHealthIsLoggedAndMovingNumbersAreNot) {
+  auto unhealthy = [](const std::string& reason) {
+    return single_state("x", Health::kUnhealthy, reason,
+                        SuggestedActions{"reboot", {RepairAction::kRebootSystem}});
+  };
+  const CheckResult one = unhealthy("GPU 3 (0000:5d:00.0) lost");
+  const CheckResult two = unhealthy("GPU 3 (0000:5d:00.0) lost; GPU 5 (0000:9a:00.0) lost");
+  auto t = health_transition("accelerator-nvidia-info", &one, two);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->line,
+            "component accelerator-nvidia-info: still Unhealthy, now: GPU 3 (0000:5d:00.0) lost; "
+            "GPU 5 (0000:9a:00.0) lost (suggested: REBOOT_SYSTEM)");
+  EXPECT_TRUE(t->warning());
+  // Only a duration moved: not a change.
+  const CheckResult down_a_while = unhealthy("mlx5_3 port 1 down 4m10s");
+  EXPECT_FALSE(health_transition("x", &down_a_while, unhealthy("mlx5_3 port 1 down 12m0s")));
+  // Another action at the same reasons is one.
+  CheckResult inspect = one;
+  inspect.states[0].suggested_actions->repair_actions = {RepairAction::kHardwareInspection};
+  EXPECT_TRUE(health_transition("x", &one, inspect));
+  // A Healthy component's reason changing is not logged.
+  const CheckResult ok1 = single_state("x", Health::kHealthy, "cpu usage 3%");
+  const CheckResult ok2 = single_state("x", Health::kHealthy, "all fine");
+  EXPECT_FALSE(health_transition("x", &ok1, ok2));
+}
+
 TEST(Scheduler, PublishesComponentHealthGaugeOnePerHealthValue) {
   Config cfg;
   MetricRegistry metrics;

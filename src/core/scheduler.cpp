@@ -272,24 +272,64 @@ std::optional<HealthTransition> Scheduler::cache_locked(const std::string& name,
   return transition;
 }
 
+namespace {
+
+// The reasons and actions of a result's states of health `h`.
+struct Said {
+  std::string reasons;
+  std::vector<std::string> actions;
+};
+Said said_at(const CheckResult& r, Health h) {
+  Said out;
+  for (const HealthState& s : r.states) {
+    if (s.health != h) continue;
+    if (!s.reason.empty()) out.reasons += (out.reasons.empty() ? "" : "; ") + s.reason;
+    if (s.suggested_actions)
+      for (RepairAction a : s.suggested_actions->repair_actions)
+        if (std::find(out.actions.begin(), out.actions.end(), to_string(a)) == out.actions.end())
+          out.actions.emplace_back(to_string(a));
+  }
+  return out;
+}
+
+// `text` with every run of digits as one '#': "down 4m10s" and "down 5m0s" read the same.
+std::string digits_as_one(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_digits = false;
+  for (char c : text) {
+    const bool digit = c >= '0' && c <= '9';
+    if (!digit || !in_digits) out.push_back(digit ? '#' : c);
+    in_digits = digit;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::optional<HealthTransition> health_transition(std::string_view component,
                                                   const CheckResult* previous,
                                                   const CheckResult& current) {
   HealthTransition t;
   t.from = previous != nullptr ? previous->health() : Health::kInitializing;
   t.to = current.health();
-  if (t.to == t.from || t.to == Health::kInitializing) return std::nullopt;
+  if (t.to == Health::kInitializing) return std::nullopt;
   if (t.from == Health::kInitializing && t.to == Health::kHealthy) return std::nullopt;
-  std::string reasons;
-  std::vector<std::string> actions;
-  for (const HealthState& s : current.states) {
-    if (s.health != t.to) continue;
-    if (!s.reason.empty()) reasons += (reasons.empty() ? "" : "; ") + s.reason;
-    if (s.suggested_actions)
-      for (RepairAction a : s.suggested_actions->repair_actions)
-        if (std::find(actions.begin(), actions.end(), to_string(a)) == actions.end())
-          actions.emplace_back(to_string(a));
+  const Said now = said_at(current, t.to);
+  if (t.to == t.from) {
+    if (!t.warning()) return std::nullopt;
+    const Said before = said_at(*previous, t.from);
+    if (before.actions == now.actions &&
+        digits_as_one(before.reasons) == digits_as_one(now.reasons))
+      return std::nullopt;
+    t.line =
+        fmt::format("component {}: still {}, now: {}", component, to_string(t.to), now.reasons);
+    if (!now.actions.empty())
+      t.line += fmt::format(" (suggested: {})", fmt::join(now.actions, ", "));
+    return t;
   }
+  const std::string& reasons = now.reasons;
+  const std::vector<std::string>& actions = now.actions;
   t.line = fmt::format("component {}: {} -> {}", component, to_string(t.from), to_string(t.to));
   if (!reasons.empty()) t.line += ": " + reasons;
   if (!actions.empty()) t.line += fmt::format(" (suggested: {})", fmt::join(actions, ", "));

@@ -34,7 +34,11 @@ inline constexpr std::string_view kSuggestedActionMetric = "gpud_component_sugge
 // The line a change of a component's health is logged with, or nullopt when it is not logged:
 // "<component>: Healthy -> Unhealthy: <reason> (suggested: REBOOT_SYSTEM)", the reasons and actions
 // being those of the worst states. A component's first result is logged only when it is not Healthy
-// (start-up is not a transition); Initializing results are not transitions either.
+// (start-up is not a transition); Initializing results are not transitions either. A Degraded or
+// Unhealthy component whose reasons or actions change at the same health is logged too
+// ("<component>: still Unhealthy, now: <reasons>"): a second GPU failing, another fault. Numbers
+// alone changing (a duration, a count, a temperature) is not a change: the reasons are compared
+// with every run of digits read as one.
 struct HealthTransition {
   Health from = Health::kInitializing;
   Health to = Health::kInitializing;

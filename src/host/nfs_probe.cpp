@@ -163,7 +163,10 @@ const MountInfo* containing_mount(const MountTable& table, std::string_view path
   return best;
 }
 
-bool nfs_fs_type(std::string_view fs_type) { return fs_type.starts_with("nfs"); }
+bool network_fs_type(std::string_view fs_type) {
+  return fs_type.starts_with("nfs") || fs_type == "lustre" || fs_type == "wekafs" ||
+         fs_type == "virtiofs";
+}
 
 Result<NfsProbe> run_nfs_probe(const HostFs& fs, const Config::NfsChecker& checker,
                                const std::string& machine_id, std::chrono::milliseconds deadline) {

@@ -25,8 +25,9 @@ Result<std::vector<Config::NfsChecker>> parse_nfs_checker_configs(std::string_vi
 // The mount that holds `path`: the one with the longest mount point that is `path` or one of its
 // parent directories (later mounts hide earlier ones on the same point). nullptr for none.
 const MountInfo* containing_mount(const MountTable& table, std::string_view path);
-// NFS and the file systems GPUd treats like it (nfs, nfs4, ...).
-bool nfs_fs_type(std::string_view fs_type);
+// NFS and the network file systems GPUd treats like it (its DefaultNFSFsTypeFunc): nfs, nfs4, ...,
+// lustre (Azure Managed Lustre, FSx for Lustre), wekafs and virtiofs.
+bool network_fs_type(std::string_view fs_type);
 
 struct NfsProbe {
   std::vector<std::string> members;  // the machine ids whose files were read, this one first

@@ -53,9 +53,11 @@ TEST(NfsCheckerConfigs, TheMountHoldingAPathIsTheLongestParent) {
   EXPECT_EQ(containing_mount(t, "/mnt/nfs")->fs_type, "nfs4");
   EXPECT_EQ(containing_mount(t, "/mnt/nfs2/x")->fs_type, "ext4") << "not a path prefix of /mnt/nfs";
   EXPECT_EQ(containing_mount(t, "/home")->mount_point, "/");
-  EXPECT_TRUE(nfs_fs_type("nfs"));
-  EXPECT_TRUE(nfs_fs_type("nfs4"));
-  EXPECT_FALSE(nfs_fs_type("ext4"));
+  EXPECT_TRUE(network_fs_type("nfs"));
+  EXPECT_TRUE(network_fs_type("nfs4"));
+  for (const char* t : {"lustre", "wekafs", "virtiofs"}) EXPECT_TRUE(network_fs_type(t)) << t;
+  for (const char* t : {"ext4", "xfs", "tmpfs", "fuse.sshfs", "lustre_fake", ""})
+    EXPECT_FALSE(network_fs_type(t)) << t;
 }
 
 struct Volume {

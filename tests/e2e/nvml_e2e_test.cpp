@@ -287,6 +287,29 @@ TEST(NvmlE2E, HungDriverStopsNeitherHealthzNorHostComponents) {
   std::filesystem::remove_all(dir);
 }
 
+// `gpud machine-info` lists the GPUs as /machine-info serves them, from the NVML it is given.
+TEST(NvmlE2E, MachineInfoVerbListsTheGpus) {
+  setenv("FAKE_NVML_SCENARIO", fixture("h100x8-healthy.json").c_str(), 1);
+  auto json = run_gpud({"machine-info", "--json", "--nvml-lib", GPUD_FAKE_NVML});
+  auto plain = run_gpud({"machine-info", "--nvml-lib", GPUD_FAKE_NVML});
+  unsetenv("FAKE_NVML_SCENARIO");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  auto doc = parse_json(json.out);
+  ASSERT_TRUE(doc.is_object()) << json.out;
+  ASSERT_EQ(doc["gpuInfo"]["gpus"].size(), 8u) << json.out;
+  EXPECT_EQ(doc["gpuInfo"]["product"], "NVIDIA-H100-80GB-HBM3");
+  EXPECT_FALSE(doc["gpuInfo"]["gpus"][0]["uuid"].get<std::string>().empty());
+  EXPECT_FALSE(doc["gpuDriverVersion"].get<std::string>().empty());
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  const std::string bus = doc["gpuInfo"]["gpus"][7]["busID"].get<std::string>();
+  EXPECT_NE(plain.out.find("gpuInfo.gpus[7].busID: " + bus), std::string::npos) << plain.out;
+
+  // No NVML: the document without gpuInfo, and the plain listing says why.
+  auto none = run_gpud({"machine-info", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"});
+  ASSERT_EQ(none.exit_code, 0) << none.out;
+  EXPECT_NE(none.out.find("gpuInfo: none listed (NVML not found"), std::string::npos) << none.out;
+}
+
 // With the default 10 s deadline the hung driver's 15 s call is cut at the deadline: the scan
 // ends within deadline + 2 s, exits 1, and prints the root cause first.
 TEST(NvmlE2E, ScanOnAHungDriverEndsWithinTheDefaultDeadline) {

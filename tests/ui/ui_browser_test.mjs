@@ -396,7 +396,13 @@ async function lostGpu(page, port, useScenario) {
                        'accelerator-nvidia-bad-envs', 'accelerator-nvidia-infiniband',
                        'accelerator-nvidia-nccl', 'accelerator-nvidia-peermem',
                        'accelerator-nvidia-gpu-counts'].includes(c.dataset.component));
-    return lead && lead.dataset.health === 'Unhealthy' && affected.length >= 10 && !outside.length;
+    // What the lost GPU kept from checking is grey "Partly checked", never a green Healthy badge.
+    const green = [...affected].filter((c) => c.dataset.health === 'Healthy' ||
+                                              c.querySelector('.badge').textContent === 'Healthy');
+    const grey = [...affected].filter((c) => c.dataset.health === 'NotChecked' &&
+                                             c.querySelector('.badge').textContent === 'Partly checked');
+    return lead && lead.dataset.health === 'Unhealthy' && affected.length >= 10 && !outside.length &&
+           !green.length && grey.length >= 1;
   }, owner, { timeout: 30_000 }).then(() => true, () => false);
   if (!seen) {
     const rows = await page.$$eval('#gpu-table tbody tr', (rs) =>

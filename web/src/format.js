@@ -1,6 +1,8 @@
 // Small pure helpers shared by the page's sections.
 
-export const HEALTH_ORDER = { Unhealthy: 0, Degraded: 1, Initializing: 2, Healthy: 3 };
+// NotChecked: Healthy only because something kept the component from checking (the page's own
+// label; the API says Healthy with extra_info.not_checked).
+export const HEALTH_ORDER = { Unhealthy: 0, Degraded: 1, Initializing: 2, NotChecked: 3, Healthy: 4 };
 
 export function healthRank(h) {
   return h in HEALTH_ORDER ? HEALTH_ORDER[h] : 2;

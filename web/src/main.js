@@ -80,20 +80,24 @@ function renderComponents() {
     const states = c.states || [];
     const worst = worstHealth(states);
     const main = states.find((s) => s.health === worst) || states[0] || {};
-    return { name: c.component, health: worst, state: main };
+    // Healthy only because something kept it from checking (NVML hung or missing, a GPU lost): a
+    // grey "not checked" card, never a green one.
+    const unchecked = worst === 'Healthy' ? notChecked(main) : undefined;
+    return { name: c.component, health: unchecked ? 'NotChecked' : worst, state: main, unchecked };
   });
   comps.sort((a, b) => healthRank(a.health) - healthRank(b.health) || a.name.localeCompare(b.name));
 
-  const counts = { Unhealthy: 0, Degraded: 0, Initializing: 0, Healthy: 0 };
+  const counts = { Unhealthy: 0, Degraded: 0, Initializing: 0, NotChecked: 0, Healthy: 0 };
   for (const c of comps) counts[c.health] = (counts[c.health] || 0) + 1;
   const overall = counts.Unhealthy ? 'Unhealthy' : counts.Degraded ? 'Degraded'
-                : counts.Initializing ? 'Initializing' : 'Healthy';
+                : counts.Initializing || counts.NotChecked ? 'Initializing' : 'Healthy';
   const o = $('overall');
   o.dataset.health = overall;
   const parts = [];
   if (counts.Unhealthy) parts.push(`${counts.Unhealthy} unhealthy`);
   if (counts.Degraded) parts.push(`${counts.Degraded} degraded`);
   if (counts.Initializing) parts.push(`${counts.Initializing} initializing`);
+  if (counts.NotChecked) parts.push(`${counts.NotChecked} not checked`);
   o.textContent = parts.length ? `${parts.join(', ')} of ${comps.length} components`
                                : `all ${comps.length} components healthy`;
   $('components-count').textContent = `${comps.length}`;
@@ -126,24 +130,37 @@ function renderComponents() {
   $('components').replaceChildren(...children);
 }
 
+// What a state could not check, from its extra_info.not_checked (a JSON list of "<what>, see
+// <owner>"): 'all' when nothing was checked ("all GPUs: …"), 'part' when some GPUs were not,
+// undefined when everything was.
+function notChecked(s) {
+  const list = notCheckedList(s);
+  if (!list || !list.length) return undefined;
+  return String(list[0]).startsWith('all GPUs') ? 'all' : 'part';
+}
+
+function notCheckedList(s) {
+  const raw = s && s.extra_info && s.extra_info.not_checked;
+  if (typeof raw !== 'string') return undefined;
+  try {
+    const list = JSON.parse(raw);
+    return Array.isArray(list) ? list : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 // The component a state points at as the reason it could not check something, from its
 // extra_info.not_checked ("GPU 3 (0000:5d:00.0) lost, see accelerator-nvidia-info"; "all GPUs: <NVML
 // error>" is NVML's, whose faults accelerator-nvidia-info reports); undefined when none.
 function rootCauseOf(s) {
-  const raw = s && s.extra_info && s.extra_info.not_checked;
-  if (typeof raw !== 'string') return undefined;
-  let list;
-  try {
-    list = JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
-  if (!Array.isArray(list) || !list.length) return undefined;
+  const list = notCheckedList(s);
+  if (!list || !list.length) return undefined;
   const m = /see (\S+)$/.exec(String(list[0]));
   return m ? m[1] : 'accelerator-nvidia-info';
 }
 
-function card({ name, health, state: s }, compact = false) {
+function card({ name, health, state: s, unchecked }, compact = false) {
   const actions = s.suggested_actions || {};
   const repair = Array.isArray(actions.repair_actions) ? actions.repair_actions : [];
   const stale = staleness(name, s);
@@ -153,7 +170,10 @@ function card({ name, health, state: s }, compact = false) {
                                 (stale ? ` (stale: ${stale})` : '') },
     el('header', {},
        el('h3', { text: shortName(name) }),
-       el('span', { class: 'badge', 'data-health': health, text: stale ? `${health} · stale` : health })),
+       el('span', { class: 'badge', 'data-health': health,
+                    text: (unchecked === 'all' ? 'Not checked' : unchecked === 'part' ? 'Partly checked'
+                                                                                     : health) +
+                          (stale ? ' · stale' : '') })),
     compact ? null : el('p', { class: 'reason', text: s.reason || s.error || '' }),
     !compact && (repair.length || actions.description)
       ? el('p', { class: 'action' },

@@ -4,16 +4,30 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 
 #include "core/log.h"
 #include "core/reboot_rules.h"
 #include "host/bytes.h"
 #include "host/mountinfo.h"
+#include "host/nfs_probe.h"
 
 namespace gpud::components {
 
 using host::human_bytes;
+
+namespace {
+
+void add_usage(nlohmann::json& j, const host::FsUsage& u) {
+  j["total_bytes"] = u.total_bytes;
+  j["free_bytes"] = u.free_bytes;
+  j["available_bytes"] = u.available_bytes;
+  j["used_bytes"] = u.used_bytes;
+  j["used_percent"] = u.used_percent();
+}
+
+}  // namespace
 
 nlohmann::json to_json(const DiskSnapshot& s) {
   nlohmann::json mounts = nlohmann::json::array();
@@ -24,18 +38,21 @@ nlohmann::json to_json(const DiskSnapshot& s) {
     j["device"] = m.device;
     j["fs_type"] = m.fs_type;
     j["major_minor"] = m.major_minor;
-    if (m.usage) {
-      j["total_bytes"] = m.usage->total_bytes;
-      j["free_bytes"] = m.usage->free_bytes;
-      j["available_bytes"] = m.usage->available_bytes;
-      j["used_bytes"] = m.usage->used_bytes;
-      j["used_percent"] = m.usage->used_percent();
-    }
+    if (m.usage) add_usage(j, *m.usage);
     if (!m.error.empty()) j["error"] = m.error;
     mounts.push_back(std::move(j));
   }
+  nlohmann::json network = nlohmann::json::array();
+  for (const NetworkMount& m : s.network_mounts) {
+    nlohmann::json j{{"mount_point", m.mount_point}, {"source", m.source}, {"fs_type", m.fs_type}};
+    if (m.usage) add_usage(j, *m.usage);
+    if (!m.error.empty()) j["error"] = m.error;
+    if (m.timed_out) j["timeouts_in_a_row"] = m.timeouts_in_a_row;
+    network.push_back(std::move(j));
+  }
   nlohmann::json out;
   out["mounts"] = std::move(mounts);
+  if (!s.network_mounts.empty()) out["network_mounts"] = std::move(network);
   out["mount_table_read"] = s.mount_table_read;
   if (!s.mount_table_error.empty()) out["mount_table_error"] = s.mount_table_error;
   return out;
@@ -73,6 +90,11 @@ CheckResult evaluate_disk(const DiskSnapshot& s) {
     usages.push_back(fmt::format("{} {:.1f}% used, {} free", m.mount_point, m.usage->used_percent(),
                                  human_bytes(m.usage->available_bytes)));
   }
+  for (const NetworkMount& m : s.network_mounts)
+    if (m.timed_out && m.timeouts_in_a_row >= kNetworkMountTimeoutChecks)
+      problems.push_back(fmt::format(
+          "{} stat timed out (possible connection issue) has failed continuously for {} checks",
+          m.mount_point, m.timeouts_in_a_row));
 
   Health health = problems.empty() ? Health::kHealthy : Health::kDegraded;
   std::string reason;
@@ -105,13 +127,25 @@ CheckResult evaluate_disk(const DiskSnapshot& s) {
     }
     d += "\n";
   }
+  for (const NetworkMount& m : s.network_mounts) {
+    d += fmt::format("{}: {} on {}", m.mount_point, m.fs_type, m.source);
+    if (m.usage)
+      d += fmt::format(" total {}, used {} ({:.1f}%), available {}",
+                       human_bytes(m.usage->total_bytes), human_bytes(m.usage->used_bytes),
+                       m.usage->used_percent(), human_bytes(m.usage->available_bytes));
+    else
+      d += " error: " + m.error +
+           (m.timed_out ? fmt::format(" ({} check(s) in a row)", m.timeouts_in_a_row) : "");
+    d += "\n";
+  }
   return r;
 }
 
 DiskComponent::DiskComponent(const ComponentContext& ctx)
     : Component(ctx),
       fs_(ctx.config->host_root),
-      tracked_(tracked_mount_points(ctx.config->mount_points)) {
+      tracked_(tracked_mount_points(ctx.config->mount_points)),
+      network_mounts_(!ctx.config->nfs_checkers.empty()) {
   if (ctx.metrics != nullptr) {
     MetricRegistry& m = *ctx.metrics;
     m.describe("disk_total_bytes", "Size of the filesystem at mount_point in bytes");
@@ -159,7 +193,38 @@ DiskSnapshot DiskComponent::collect() {
       m.error = usage.error().message;
     s.mounts.push_back(std::move(m));
   }
+  if (network_mounts_ && s.mount_table_read) collect_network_mounts(table, s);
   return s;
+}
+
+void DiskComponent::collect_network_mounts(const host::MountTable& table, DiskSnapshot& s) {
+  std::lock_guard lock(network_mu_);  // one check counts at a time
+  std::map<std::string, int> timeouts;
+  for (const host::MountInfo& info : table.mounts) {
+    if (!host::network_fs_type(info.fs_type)) continue;
+    const std::string& mp = info.mount_point;
+    if (std::find(tracked_.begin(), tracked_.end(), mp) != tracked_.end()) continue;
+    // A mount point mounted twice (stacked) is statted once, as its top mount.
+    if (host::find_mount(table, mp) != &info) continue;
+    NetworkMount m;
+    m.mount_point = mp;
+    m.source = info.source;
+    m.fs_type = info.fs_type;
+    auto usage = host::stat_fs_usage(fs_, mp);
+    if (usage) {
+      m.usage = *usage;
+    } else {
+      m.error = usage.error().message;
+      m.timed_out = usage.error().code == ETIMEDOUT;
+    }
+    if (m.timed_out) {
+      auto it = network_timeouts_.find(mp);
+      m.timeouts_in_a_row = (it == network_timeouts_.end() ? 0 : it->second) + 1;
+      timeouts[mp] = m.timeouts_in_a_row;
+    }
+    s.network_mounts.push_back(std::move(m));
+  }
+  network_timeouts_ = std::move(timeouts);
 }
 
 void DiskComponent::publish_metrics(const DiskSnapshot& s) {

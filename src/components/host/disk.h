@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "components/kernel_log_support.h"
 #include "host/fs_usage.h"
 #include "host/host_fs.h"
+#include "host/mountinfo.h"
 #include "kmsg/rules.h"
 
 namespace gpud::components {
@@ -34,9 +36,27 @@ struct TrackedMount {
   std::string error;                   // statvfs failure
 };
 
+// A network file system in the mount table (host::network_fs_type: NFS, Lustre, WekaFS, virtiofs)
+// that is not a tracked mount point, statted with the mount deadline as GPUd's disk component does
+// once NFS checks are configured.
+struct NetworkMount {
+  std::string mount_point;
+  std::string source;  // "172.16.0.100@tcp:/lustrefs"
+  std::string fs_type;
+  std::optional<host::FsUsage> usage;
+  std::string error;
+  bool timed_out = false;
+  int timeouts_in_a_row = 0;  // this check's included; 0 when it answered
+};
+
+// GPUd's nfsStatTimeoutConsecutiveThreshold: a network mount whose statfs timed out this many
+// checks in a row makes the disk Degraded.
+inline constexpr int kNetworkMountTimeoutChecks = 5;
+
 struct DiskSnapshot {
-  std::vector<TrackedMount> mounts;  // in tracking order, "/" first
-  bool mount_table_read = true;      // false: mountinfo unreadable, "mounted" is unknown
+  std::vector<TrackedMount> mounts;          // in tracking order, "/" first
+  std::vector<NetworkMount> network_mounts;  // in mount-table order
+  bool mount_table_read = true;              // false: mountinfo unreadable, "mounted" is unknown
   std::string mount_table_error;
 };
 
@@ -46,8 +66,9 @@ nlohmann::json to_json(const DiskSnapshot& s);
 // paths ignored.
 std::vector<std::string> tracked_mount_points(const std::vector<std::string>& configured);
 
-// Pure rule: Degraded when "/" has < 500 MiB available, a tracked mount point is not mounted, or
-// statvfs failed; else Healthy.
+// Pure rule: Degraded when "/" has < 500 MiB available, a tracked mount point is not mounted,
+// statvfs failed, or a network mount's statfs timed out kNetworkMountTimeoutChecks checks in a
+// row; else Healthy. A network mount's space and other stat errors are shown, not judged (GPUd).
 CheckResult evaluate_disk(const DiskSnapshot& snapshot);
 
 // Kernel-log disk errors (RAID failure, read-only remount, NVMe, buffer I/O, ...) of the last 14
@@ -69,6 +90,7 @@ class DiskComponent : public Component {
 
  private:
   DiskSnapshot collect();
+  void collect_network_mounts(const host::MountTable& table, DiskSnapshot& s);
   void publish_metrics(const DiskSnapshot& s);
 
   host::HostFs fs_;
@@ -76,6 +98,11 @@ class DiskComponent : public Component {
   std::atomic<bool> warned_mount_table_{false};
   std::mutex metrics_mu_;
   std::vector<std::string> published_;  // mount points with metric series, to drop stale ones
+  // Network mounts are statted only with --nfs-checker-configs (GPUd's condition).
+  bool network_mounts_ = false;
+  // Mount point -> statfs timeouts in a row; only mounts still in the table are kept.
+  std::mutex network_mu_;
+  std::map<std::string, int> network_timeouts_;
 };
 
 }  // namespace gpud::components

@@ -1,6 +1,15 @@
 #include "components/host/disk.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "testing/hung_mount.h"
+#include "testing/temp_dir.h"
 
 namespace gpud::components {
 namespace {
@@ -186,6 +195,120 @@ TEST(DiskComponent, MissingMountTableStillStatsRoot) {
   EXPECT_EQ(data["mount_table_read"], false);
   EXPECT_GT(data["mounts"][0]["total_bytes"].get<uint64_t>(), 0u);
   EXPECT_EQ(r.states[0].reason.find("not mounted"), std::string::npos);
+}
+
+Config::NfsChecker a_checker() {
+  Config::NfsChecker c;
+  c.volume_path = "/mnt/nfs";
+  c.dir_name = ".gpud-nfs";
+  c.file_contents = "ok";
+  return c;
+}
+
+// GPUd's disk component lists the NFS-like partitions (pkg/disk DefaultNFSFsTypeFunc: nfs*, lustre,
+// wekafs, virtiofs) once NFS checks are configured, and stats each with a timeout.
+TEST(DiskComponent, WithNfsChecksConfiguredNetworkMountsAreListedWithTheirUsage) {
+  Config cfg;
+  cfg.host_root = fixture_root("network-mounts");
+  cfg.nfs_checkers = {a_checker()};
+  DiskComponent c(ComponentContext{&cfg, nullptr, nullptr, false});
+  CheckResult r = c.check();
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  ASSERT_TRUE(data.contains("network_mounts")) << data.dump();
+  const auto& n = data["network_mounts"];
+  ASSERT_EQ(n.size(), 4u) << n.dump();
+  EXPECT_EQ(n[0]["mount_point"], "/lustre/fs1");
+  EXPECT_EQ(n[0]["fs_type"], "lustre");
+  EXPECT_EQ(n[0]["source"], "172.16.0.100@tcp:/lustrefs");
+  EXPECT_GT(n[0]["total_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(n[1]["fs_type"], "wekafs");
+  EXPECT_EQ(n[2]["fs_type"], "virtiofs");
+  EXPECT_EQ(n[3]["mount_point"], "/mnt/nfs");
+  EXPECT_FALSE(n[3].contains("total_bytes")) << "a value that could not be read is absent";
+  EXPECT_NE(n[3]["error"].get<std::string>().find("statvfs"), std::string::npos) << n[3];
+  EXPECT_NE(r.detail.find("/lustre/fs1: lustre on 172.16.0.100@tcp:/lustrefs total"),
+            std::string::npos)
+      << r.detail;
+
+  // Without NFS checks (GPUd's default) network file systems are not statted at all.
+  cfg.nfs_checkers.clear();
+  DiskComponent quiet(ComponentContext{&cfg, nullptr, nullptr, false});
+  data = nlohmann::json::parse(quiet.check().states[0].extra_info.at("data"));
+  EXPECT_FALSE(data.contains("network_mounts")) << data.dump();
+}
+
+NetworkMount timed_out(int in_a_row) {
+  NetworkMount m;
+  m.mount_point = "/lustre/fs1";
+  m.fs_type = "lustre";
+  m.error = "mount /lustre/fs1 did not answer within 5 s";
+  m.timed_out = true;
+  m.timeouts_in_a_row = in_a_row;
+  return m;
+}
+
+TEST(DiskRule, ANetworkMountTimingOutFiveChecksInARowIsDegraded) {
+  DiskSnapshot s;
+  s.mounts = {mounted("/", 100 * kGiB, 50 * kGiB)};
+  s.network_mounts = {timed_out(kNetworkMountTimeoutChecks - 1)};
+  EXPECT_EQ(evaluate_disk(s).health(), Health::kHealthy);
+  s.network_mounts = {timed_out(kNetworkMountTimeoutChecks)};
+  auto r = evaluate_disk(s);
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_EQ(r.states[0].reason,
+            "/lustre/fs1 stat timed out (possible connection issue) has failed continuously "
+            "for 5 checks");
+  // Another stat error, or a full network file system, is shown but not judged (as GPUd).
+  NetworkMount full;
+  full.mount_point = "/mnt/nfs";
+  full.usage = host::FsUsage{};
+  full.usage->total_bytes = 100 * kGiB;
+  NetworkMount gone = timed_out(0);
+  gone.timed_out = false;
+  gone.error = "statvfs /mnt/nfs: Stale file handle";
+  s.network_mounts = {full, gone};
+  EXPECT_EQ(evaluate_disk(s).health(), Health::kHealthy);
+}
+
+// The count across checks, on a mount whose statfs does not answer: the host root's mount table
+// says Lustre is on /lustre/fs1, which leads to a FUSE mount that never answers.
+TEST(DiskComponent, ANetworkMountThatDoesNotAnswerCountsChecksInARowUntilItAnswers) {
+  gpud::testing::HungMount hung(120);
+  if (!hung.why_not().empty()) GTEST_SKIP() << hung.why_not();
+  testing_support::TempDir tmp("gpud-disk-network");
+  ASSERT_FALSE(tmp.path().empty());
+  const std::filesystem::path root = tmp.path();
+  std::filesystem::create_directories(root / "proc/self");
+  std::filesystem::create_directories(root / "lustre");
+  std::ofstream(root / "proc/self/mountinfo")
+      << "22 1 259:2 / / rw,relatime - ext4 /dev/nvme0n1p2 rw\n"
+         "40 22 0:60 / /lustre/fs1 rw,relatime - lustre 172.16.0.100@tcp:/lustrefs rw\n";
+  std::filesystem::create_directory_symlink(hung.path(), root / "lustre/fs1");
+  Config cfg;
+  cfg.host_root = root.string();
+  cfg.nfs_checkers = {a_checker()};
+  DiskComponent c(ComponentContext{&cfg, nullptr, nullptr, false});
+  // The first check waits out the deadline; the later ones answer at once while it is blocked.
+  for (int n = 1; n < kNetworkMountTimeoutChecks; ++n) {
+    auto r = c.check();
+    EXPECT_EQ(r.health(), Health::kHealthy) << n << ": " << r.summary();
+    EXPECT_NE(r.detail.find(std::to_string(n) + " check(s) in a row"), std::string::npos)
+        << r.detail;
+  }
+  auto r = c.check();
+  EXPECT_EQ(r.health(), Health::kDegraded);
+  EXPECT_EQ(r.states[0].reason,
+            "/lustre/fs1 stat timed out (possible connection issue) has failed continuously "
+            "for 5 checks");
+  // The file system goes away (its daemon killed): the blocked call returns, and a stat that
+  // fails without a timeout ends the count.
+  hung.release();
+  for (int i = 0; i < 100 && r.health() != Health::kHealthy; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    r = c.check();
+  }
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
 }
 
 }  // namespace

@@ -130,10 +130,11 @@ NfsProbeVerdict probe_nfs_volumes(const host::HostFs& fs,
   for (const auto& c : checkers) {
     if (text) {
       const host::MountInfo* m = host::containing_mount(table, c.volume_path);
-      if (m == nullptr || !host::nfs_fs_type(m->fs_type)) {
-        out.problems.push_back(
-            fmt::format("NFS check of {} skipped: it is on {}, not NFS", c.volume_path,
-                        m == nullptr ? "no mount" : m->fs_type + " " + m->mount_point));
+      if (m == nullptr || !host::network_fs_type(m->fs_type)) {
+        out.problems.push_back(fmt::format(
+            "NFS check of {} skipped: it is on {}, not NFS (or Lustre, WekaFS, "
+            "virtiofs)",
+            c.volume_path, m == nullptr ? "no mount" : m->fs_type + " " + m->mount_point));
         continue;
       }
     }

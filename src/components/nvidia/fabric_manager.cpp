@@ -173,7 +173,11 @@ NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
         // The first GPU's issue names the product for all of them.
         v.add(g, Health::kUnhealthy,
               (unhealthy_gpus++ == 0 ? product + " with unhealthy fabric state: " : "") + "GPU " +
-                  g.uuid.value + ": " + s);
+                  g.uuid.value + ": " + s,
+              RepairAction::kRebootSystem);
+        v.action_description =
+            "reboot the system: the GPU registers with the fabric again at boot; a fabric still "
+            "degraded after a reboot needs the NVSwitch trays and NVLink cabling inspected";
       }
       if (training) {
         row.data["training_elapsed_seconds"] = probe.training_elapsed->count();

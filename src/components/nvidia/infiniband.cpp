@@ -468,7 +468,22 @@ CheckResult evaluate_infiniband(const Result<host::InfinibandSnapshot>& snapshot
     if (n < policy.flap_cycles) continue;
     std::string device = key.substr(0, key.rfind('_'));
     std::string port = key.substr(key.rfind('_') + 1);
-    flaps.push_back(fmt::format("{} port {} ({} down-active cycles{})", device, port, n,
+    std::string since;
+    if (policy.flap_auto_clear.count() > 0) {
+      // GPUd's opt-in window, judged per port: the port is up now and its newest change is its
+      // return; a port down, in between or unread keeps the flap reported.
+      const Event* newest = latest.at(key);
+      const auto up_for = std::chrono::duration_cast<std::chrono::seconds>(now - newest->time);
+      const bool up_now = std::any_of(s.ports.begin(), s.ports.end(), [&](const auto& p) {
+        return p.device_port() == key && port_up(p);
+      });
+      if (up_now && newest->name == kIbPortUpEvent) {
+        if (up_for >= policy.flap_auto_clear) continue;
+        since = fmt::format(", active again {} ago, clears after {}", format_duration(up_for),
+                            format_duration(policy.flap_auto_clear));
+      }
+    }
+    flaps.push_back(fmt::format("{} port {} ({} down-active cycles{}{})", device, port, n, since,
                                 gpus_text(nearest, device)));
   }
   if (!drops.empty()) reasons.push_back("device(s) down too long: " + join(drops, "; "));
@@ -524,6 +539,7 @@ InfinibandComponent::InfinibandComponent(const ComponentContext& ctx)
   policy_.at_least_ports = ctx.config->infiniband_expected_ports;
   policy_.at_least_rate_gbps = ctx.config->infiniband_expected_rate_gbps;
   policy_.drop_window = ctx.config->infiniband_drop_window;
+  policy_.flap_auto_clear = ctx.config->infiniband_flap_auto_clear_window;
   if (ctx.metrics != nullptr) {
     MetricRegistry& m = *ctx.metrics;
     m.describe("accelerator_nvidia_infiniband_link_downed",

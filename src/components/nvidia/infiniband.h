@@ -57,6 +57,10 @@ struct InfinibandPolicy {
   std::chrono::seconds drop_sticky{std::chrono::minutes(10)};
   // Down-then-active cycles (in the history kept since the last set-healthy) that make a flap.
   int flap_cycles = 3;
+  // --infiniband-flap-auto-clear-window. 0 (GPUd's default): a flap stays reported until
+  // set-healthy. Above 0: a flapping port is reported while it is not up, and until it has been up
+  // this long since its newest return; then it clears by itself.
+  std::chrono::seconds flap_auto_clear{0};
   bool expects_ports() const { return at_least_ports > 0 && at_least_rate_gbps > 0; }
 };
 
@@ -84,7 +88,8 @@ std::vector<Event> port_transitions(const host::InfinibandSnapshot& snapshot,
 // No adapters -> Healthy (unless ports are expected); too few InfiniBand ports LinkUp at the rate
 // -> Unhealthy naming the ports that are not (state, physical state, nearest GPUs); a drop (down
 // >= drop_window with link_downed unchanged; reported while down and drop_sticky after) or a flap
-// (>= flap_cycles down-then-up cycles) -> Unhealthy + HARDWARE_INSPECTION; a value that could not
+// (>= flap_cycles down-then-up cycles; with flap_auto_clear, only while the port is not up or came
+// back less than flap_auto_clear ago) -> Unhealthy + HARDWARE_INSPECTION; a value that could not
 // be read -> Degraded with what and why, never Healthy.
 CheckResult evaluate_infiniband(const Result<host::InfinibandSnapshot>& snapshot,
                                 const std::vector<Event>& history, const NearestGpus& nearest,

@@ -227,6 +227,45 @@ TEST(InfinibandRule, ThreeDownActiveCyclesAreAFlapStickyUntilTheHistoryGoes) {
   EXPECT_EQ(r.health(), Health::kHealthy);
 }
 
+// GPUd's --infiniband-flap-auto-clear-window
+// (components/accelerator/nvidia/infiniband/component.go, flapAutoClearWindow): a flap is surfaced
+// while its port is not up, and until it has been up the window long; judged per port here.
+TEST(InfinibandRule, WithAnAutoClearWindowAFlapClearsOnceItsPortHasBeenUpThatLong) {
+  Player p;
+  InfinibandPolicy policy;
+  policy.flap_auto_clear = 10min;
+  CheckResult r;
+  for (int n = 0; n <= 6; ++n) {
+    auto s = snapshot_of(fixture("h100-ndr-flap/0" + std::to_string(n) + "/infiniband"));
+    p.play(s, kT0 + n * 30s);
+  }
+  ASSERT_EQ(p.history[0].name, kIbPortUpEvent);
+  const TimePoint back = p.history[0].time;
+  auto flap = snapshot_of(fixture("h100-ndr-flap/06/infiniband"));
+  r = judge(flap, policy, p.history, back + 9min + 59s);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+  EXPECT_EQ(action_of(r), RepairAction::kHardwareInspection);
+  EXPECT_EQ(r.states[0].reason,
+            "device(s) flapping between ACTIVE<>DOWN: mlx5_2 port 1 (3 down-active cycles, "
+            "active again 9m59s ago, clears after 10m0s, nearest GPU 0000:4b:00.0)");
+  r = judge(flap, policy, p.history, back + 10min);
+  EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
+  // Without the window (GPUd's default) the same flap is still reported.
+  r = judge(flap, InfinibandPolicy{}, p.history, back + 10min);
+  EXPECT_EQ(r.health(), Health::kUnhealthy);
+
+  // A port down again keeps the flap reported however long ago it last came back.
+  auto down = snapshot_of(fixture("h100-ndr-flap/05/infiniband"));
+  r = judge(down, policy, p.history, back + 72h);
+  EXPECT_EQ(r.health(), Health::kUnhealthy) << r.summary();
+  EXPECT_TRUE(contains(r.summary(), "(3 down-active cycles, nearest GPU")) << r.summary();
+  // Once the down is recorded, the newest change is not a return: reported as well.
+  p.play(down, back + 72h);
+  ASSERT_EQ(p.history[0].name, kIbPortDownEvent);
+  r = judge(flap, policy, p.history, back + 72h + 1min);
+  EXPECT_EQ(r.health(), Health::kUnhealthy) << r.summary();
+}
+
 TEST(InfinibandRule, NearestGpusShareTheAdaptersPcieSwitch) {
   auto s = node("h100-ndr-healthy");
   auto n = nearest_of(s);

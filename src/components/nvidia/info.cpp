@@ -122,7 +122,91 @@ CheckResult InfoComponent::evaluate(const nvml::NvmlSnapshot& snapshot) {
       ctx().metrics->set(kName, kGpuInfoMetric, 1, gpu_info_labels(g, snapshot.driver));
     }
   }
+  record_gpu_changes(snapshot);
   return render_verdict(name(), evaluate_info(snapshot));
+}
+
+void InfoComponent::seed_locked() {
+  if (seeded_) return;
+  seeded_ = true;
+  if (ctx().events == nullptr) return;
+  const TimePoint now = Clock::now();
+  auto events =
+      ctx().events->query(name(), now - config().events_retention, now + std::chrono::minutes(1));
+  if (!events) return;  // nothing known: changes are recorded from here on
+  bool nvml_seen = false;
+  std::map<std::string, bool> gpu_seen;
+  for (const Event& e : *events) {  // newest first
+    if (e.name == kNvmlNotAnsweringEvent || e.name == kNvmlUnusableEvent ||
+        e.name == kNvmlRecoveredEvent) {
+      if (nvml_seen) continue;
+      nvml_seen = true;
+      if (e.name != kNvmlRecoveredEvent) nvml_fault_ = e.name;
+    } else if (e.name == kGpuLostEvent || e.name == kGpuRequiresResetEvent ||
+               e.name == kGpuRecoveredEvent) {
+      const std::string bus = e.extra_info.value("device_bus_id", "");
+      if (bus.empty() || gpu_seen[bus]) continue;
+      gpu_seen[bus] = true;
+      if (e.name != kGpuRecoveredEvent) gpu_condition_[bus] = e.name;
+    }
+  }
+}
+
+void InfoComponent::record_gpu_changes(const nvml::NvmlSnapshot& snapshot) {
+  std::lock_guard lock(changes_mu_);
+  seed_locked();
+  const TimePoint now = snapshot.time == TimePoint{} ? Clock::now() : snapshot.time;
+  if (nvml_fault_) {
+    Event e;
+    e.time = now;
+    e.name = kNvmlRecoveredEvent;
+    e.type = EventType::kInfo;
+    e.message = "NVML answers again (" + std::to_string(snapshot.gpus.size()) + " GPU(s))";
+    record(std::move(e));
+    nvml_fault_.reset();
+  }
+  for (const auto& g : snapshot.gpus) {
+    // A GPU that never answered since gpud started has no bus id to follow it by.
+    const std::string bus = g.pci_bus_id.value;
+    if (bus.empty()) continue;
+    const std::string condition = g.lost             ? kGpuLostEvent
+                                  : g.reset_required ? kGpuRequiresResetEvent
+                                                     : "";
+    auto it = gpu_condition_.find(bus);
+    const std::string before = it == gpu_condition_.end() ? "" : it->second;
+    if (condition == before) continue;
+    Event e;
+    e.time = now;
+    e.name = condition.empty() ? kGpuRecoveredEvent : condition;
+    e.type = condition.empty() ? EventType::kInfo : EventType::kCritical;
+    e.message = gpu_label(g) + " " + g.uuid.value +
+                (g.lost             ? " lost: NVML cannot reach it"
+                 : g.reset_required ? " requires a reset"
+                                    : " answers again");
+    e.extra_info = {{"gpu_index", g.index}, {"device_bus_id", bus}, {"device_uuid", g.uuid.value}};
+    record(std::move(e));
+    if (condition.empty())
+      gpu_condition_.erase(bus);
+    else
+      gpu_condition_[bus] = condition;
+  }
+}
+
+void InfoComponent::judge_without_snapshot(CheckResult& r) {
+  if (r.health() != Health::kUnhealthy) return;  // NVML missing where no GPU is expected
+  // NVML loaded and initialised, but the collection did not answer: a hung call.
+  const bool hung = ctx().nvidia != nullptr && source().status() == nvml::NvmlStatus::kReady;
+  const std::string name = hung ? kNvmlNotAnsweringEvent : kNvmlUnusableEvent;
+  std::lock_guard lock(changes_mu_);
+  seed_locked();
+  if (nvml_fault_ == name) return;
+  Event e;
+  e.time = Clock::now();
+  e.name = name;
+  e.type = EventType::kCritical;
+  e.message = r.states.empty() ? name : r.states.front().reason;
+  record(std::move(e));
+  nvml_fault_ = name;
 }
 
 }  // namespace gpud::components

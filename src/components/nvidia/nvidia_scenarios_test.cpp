@@ -325,6 +325,41 @@ TEST(GpuStateScenarios, AGpuLostMidRunIsNamedWithItsLastKnownIdentity) {
   EXPECT_TRUE(contains(t.summary(), "not checked: GPU 3 (0000:5d:00.0) lost")) << t.summary();
 }
 
+// Every health change of NVML's fault owner is an event (issue #31): a GPU lost and its return,
+// each with the GPU's index, bus id and UUID; a restart records nothing it already recorded.
+TEST(GpuStateScenarios, AGpuLostAndItsReturnAreEventsOfTheOwnerRecordedOnce) {
+  LiveScenario scenario("lost-events");
+  scenario.use("h100x8-healthy.json");
+  GpuStateRig rig(scenario.path.string(), false, 5s, 0, 0ms);
+  auto owner_events = [&rig] {
+    return rig.events->query("accelerator-nvidia-info", TimePoint{}, Clock::now() + 1h).value();
+  };
+  rig.check("accelerator-nvidia-info");
+  EXPECT_TRUE(owner_events().empty()) << "healthy from the start: nothing changed";
+  scenario.use("h100x8-gpu-lost.json");
+  rig.check("accelerator-nvidia-info");
+  rig.check("accelerator-nvidia-info");
+  auto ev = owner_events();
+  ASSERT_EQ(ev.size(), 1U);
+  EXPECT_EQ(ev[0].name, kGpuLostEvent);
+  EXPECT_EQ(ev[0].type, EventType::kCritical);
+  EXPECT_EQ(ev[0].extra_info["gpu_index"], 3);
+  EXPECT_EQ(ev[0].extra_info["device_bus_id"], "0000:5d:00.0");
+  EXPECT_EQ(ev[0].extra_info["device_uuid"], "GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e03");
+  EXPECT_TRUE(contains(ev[0].message, "GPU 3 (0000:5d:00.0)")) << ev[0].message;
+  // A restart: a new owner over the same store reads back what is recorded.
+  InfoComponent restarted(rig.ctx);
+  restarted.check();
+  EXPECT_EQ(owner_events().size(), 1U);
+  scenario.use("h100x8-healthy.json");
+  rig.check("accelerator-nvidia-info");
+  ev = owner_events();
+  ASSERT_EQ(ev.size(), 2U);
+  EXPECT_EQ(ev[0].name, kGpuRecoveredEvent);
+  EXPECT_EQ(ev[0].type, EventType::kInfo);
+  EXPECT_EQ(ev[0].extra_info["device_bus_id"], "0000:5d:00.0");
+}
+
 // The lost GPU's readings go (a value that could not be read is absent), but its identity series
 // stays with the identity it last answered with: the Xid counter read from the kernel log, and
 // dcgm-exporter's DCGM_FI_DEV_XID_ERRORS built on it, still name the GPU.
@@ -411,6 +446,21 @@ TEST(GpuStateScenarios, HungDriverIsOneFindingThatNamesTheCall) {
   EXPECT_FALSE(contains(text, "gpu=\"0\"")) << text;
   EXPECT_TRUE(
       contains(text, "accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 0\n"));
+}
+
+// NVML not answering is one event of the owner, however many checks see it.
+TEST(GpuStateScenarios, AHungDriverIsOneEventOfTheOwner) {
+  GpuStateRig rig("h100x8-hung-driver.json", false, 300ms);
+  for (int i = 0; i < 3; ++i) rig.check("accelerator-nvidia-info");
+  auto ev = rig.events->query("accelerator-nvidia-info", TimePoint{}, Clock::now() + 1h).value();
+  ASSERT_EQ(ev.size(), 1U);
+  EXPECT_EQ(ev[0].name, kNvmlNotAnsweringEvent);
+  EXPECT_EQ(ev[0].type, EventType::kCritical);
+  EXPECT_EQ(ev[0].message, "GPU 2: nvmlDeviceGetPowerUsage did not return within 300 ms");
+  // The others record nothing of it: the fault is reported once, by its owner.
+  rig.check("accelerator-nvidia-temperature");
+  EXPECT_TRUE(
+      rig.events->query("accelerator-nvidia-temperature", TimePoint{}, Clock::now() + 1h)->empty());
 }
 
 // A driver that hangs after serving values: every per-GPU series goes (those a component sets in
@@ -863,6 +913,8 @@ TEST(LinksAndSetupScenarios, NvlinkDownIsDegradedOrUnhealthyWithExpectation) {
     auto v = h.verdicts["accelerator-nvidia-nvlink"];
     EXPECT_EQ(v.health, Health::kDegraded);
     EXPECT_TRUE(contains(v.reason, "GPU 0 (0000:18:00.0): link(s) 3, 7 inactive")) << v.reason;
+    // GPUd's setNVLinkSuggestedActions: inactive links suggest a reboot.
+    EXPECT_EQ(v.actions, std::vector<RepairAction>{RepairAction::kRebootSystem});
     for (const auto& [name, o] : h.verdicts) {
       if (name != "accelerator-nvidia-nvlink") {
         EXPECT_EQ(o.health, Health::kHealthy) << name;
@@ -875,6 +927,7 @@ TEST(LinksAndSetupScenarios, NvlinkDownIsDegradedOrUnhealthyWithExpectation) {
   auto v = h.verdicts["accelerator-nvidia-nvlink"];
   EXPECT_EQ(v.health, Health::kUnhealthy);
   EXPECT_TRUE(contains(v.reason, "require >=8 GPUs with all links active; got 7")) << v.reason;
+  EXPECT_EQ(v.actions, std::vector<RepairAction>{RepairAction::kRebootSystem});
 }
 
 TEST(LinksAndSetupScenarios, PersistenceOffIsUnhealthyWithEvents) {
@@ -882,7 +935,7 @@ TEST(LinksAndSetupScenarios, PersistenceOffIsUnhealthyWithEvents) {
   auto v = h.verdicts["accelerator-nvidia-persistence-mode"];
   EXPECT_EQ(v.health, Health::kUnhealthy);
   EXPECT_EQ(v.reason, "all 8 GPU(s) disabled persistence mode");
-  EXPECT_TRUE(v.actions.empty());
+  EXPECT_EQ(v.actions, std::vector<RepairAction>{RepairAction::kCheckUserAppAndGpu});
   EXPECT_EQ(std::count_if(h.events_.events.begin(), h.events_.events.end(),
                           [](const Event& e) { return e.name == "persistence_mode_disabled"; }),
             8);
@@ -896,6 +949,7 @@ TEST(LinksAndSetupScenarios, FabricDegradedIsUnhealthy) {
   EXPECT_TRUE(contains(v.reason, "state=In Progress")) << v.reason;
   EXPECT_TRUE(contains(v.reason, "summary=Limited Capacity")) << v.reason;
   EXPECT_TRUE(contains(v.reason, "degraded bandwidth")) << v.reason;
+  EXPECT_EQ(v.actions, std::vector<RepairAction>{RepairAction::kRebootSystem});
 }
 
 TEST(LinksAndSetupScenarios, GpuLostIsNotTheirFinding) {

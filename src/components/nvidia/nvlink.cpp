@@ -76,6 +76,9 @@ NvidiaVerdict evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_g
                               const std::vector<Event>& post_rx_detect_failures) {
   NvidiaVerdict v;
   v.columns = {"UUID", "LINKS", "INACTIVE", "REPLAY", "RECOVERY", "CRC", "P2P OK"};
+  v.action_description =
+      "reboot the system: the links train again at boot; links still down after a reboot need "
+      "the NVLink bridges or NVSwitch trays inspected";
   // NVLink P2P over every GPU pair.
   std::map<unsigned int, int> p2p_ok_peers;
   size_t pairs_probed = 0, pairs_ok = 0;
@@ -134,10 +137,11 @@ NvidiaVerdict evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_g
     }
     ++supported;
     if (s.all_active) ++active;
+    // GPUd's setNVLinkSuggestedActions: inactive links suggest a reboot.
     if (!s.inactive.empty())
       inactive.push_back({g.index, Health::kDegraded,
                           gpu_label(g) + ": link(s) " + join_links(s.inactive) + " inactive",
-                          std::nullopt, /*nvml_error=*/false});
+                          RepairAction::kRebootSystem, /*nvml_error=*/false});
     row.cells = {g.uuid.value,
                  std::to_string(g.nvlinks.value.size()),
                  s.inactive.empty() ? "-" : join_links(s.inactive),
@@ -195,7 +199,7 @@ NvidiaVerdict evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_g
       for (const auto& f : inactive) parts.push_back(f.reason);
       reason += " (" + join(parts, "; ") + ")";
     }
-    v.add(Health::kUnhealthy, reason);
+    v.add(Health::kUnhealthy, reason, RepairAction::kRebootSystem);
     return v;
   }
   if (supported == 0) {

@@ -30,12 +30,18 @@ NvidiaVerdict evaluate_persistence_mode(const nvml::NvmlSnapshot& snapshot) {
                         /*nvml_error=*/false});
   }
   auto disabled = persistence_mode_disabled(snapshot);
+  // Nothing is broken and a reboot does not enable it: the node's setup is what to fix.
+  const auto fix = RepairAction::kCheckUserAppAndGpu;
+  v.action_description =
+      "enable persistence mode: systemctl enable --now nvidia-persistenced (or nvidia-smi -pm 1); "
+      "without it the driver tears the GPUs down between jobs";
   if (!disabled.empty() && disabled.size() == snapshot.gpus.size()) {
     v.add(Health::kUnhealthy,
-          "all " + std::to_string(disabled.size()) + " GPU(s) disabled persistence mode");
+          "all " + std::to_string(disabled.size()) + " GPU(s) disabled persistence mode", fix);
   } else {
     for (const auto* g : disabled)
-      v.add(*g, Health::kUnhealthy, g->uuid.value + " persistence mode supported but not enabled");
+      v.add(*g, Health::kUnhealthy, g->uuid.value + " persistence mode supported but not enabled",
+            fix);
   }
   // Errors come after the disabled GPUs in the reason.
   v.findings.insert(v.findings.end(), errors.begin(), errors.end());
