@@ -289,6 +289,20 @@ struct nvmlGpuFabricInfoV_t {  // nvmlGpuFabricInfo_v3_t (v2: the same without h
   unsigned char healthSummary;
 };
 
+// nvmlPlatformInfo_v2_t (nvmlDeviceGetPlatformInfo, R570+: the GB200/GB300 tray's identity). v1
+// has the same size and offsets (rackGuid where v2 has chassisSerialNumber).
+inline constexpr int NVML_PLATFORM_INFO_ID_LEN = 16;
+struct nvmlPlatformInfo_t {
+  unsigned int version;
+  unsigned char ibGuid[NVML_PLATFORM_INFO_ID_LEN];
+  unsigned char chassisSerialNumber[NVML_PLATFORM_INFO_ID_LEN];  // not NUL-terminated when full
+  unsigned char slotNumber;
+  unsigned char trayIndex;
+  unsigned char hostId;
+  unsigned char peerType;
+  unsigned char moduleId;
+};
+
 struct nvmlGpmSupport_t {
   unsigned int version;
   unsigned int isSupportedDevice;
@@ -342,6 +356,8 @@ static_assert(sizeof(nvmlProcessInfo_v1_t) == 16);
 static_assert(sizeof(nvmlEventData_t) == 32);
 static_assert(sizeof(nvmlGpuFabricInfo_t) == 28);
 static_assert(sizeof(nvmlGpuFabricInfoV_t) == 40);
+static_assert(sizeof(nvmlPlatformInfo_t) == 44);
+static_assert(offsetof(nvmlPlatformInfo_t, chassisSerialNumber) == 20);
 static_assert(sizeof(nvmlTemperature_t) == 12);
 static_assert(sizeof(nvmlMarginTemperature_t) == 8);
 static_assert(sizeof(nvmlGpmMetric_t) == 40);
@@ -358,11 +374,13 @@ inline constexpr unsigned int nvmlMarginTemperature_v1 =
 inline constexpr unsigned int nvmlGpuFabricInfo_v3 =
     struct_version(sizeof(nvmlGpuFabricInfoV_t), 3);
 inline constexpr unsigned int nvmlGpuFabricInfo_v2 = struct_version(36, 2);
+inline constexpr unsigned int nvmlPlatformInfo_v2 = struct_version(sizeof(nvmlPlatformInfo_t), 2);
 inline constexpr unsigned int NVML_GPM_SUPPORT_VERSION = 1;
 static_assert(nvmlMemory_v2 == 0x02000028);
 static_assert(nvmlTemperature_v1 == 0x0100000C);
 static_assert(nvmlGpuFabricInfo_v3 == 0x03000028);
 static_assert(nvmlGpuFabricInfo_v2 == 0x02000024);
+static_assert(nvmlPlatformInfo_v2 == 0x0200002c);
 static_assert(nvmlMarginTemperature_v1 == 0x01000008);
 
 // ---- function pointer types ----
@@ -406,6 +424,7 @@ using PfnDevNvLinkErrorCounter = nvmlReturn_t (*)(nvmlDevice_t, unsigned int,
                                                   nvmlNvLinkErrorCounter_t, unsigned long long*);
 using PfnDevFabricInfo = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpuFabricInfo_t*);
 using PfnDevFabricInfoV = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpuFabricInfoV_t*);
+using PfnDevPlatformInfo = nvmlReturn_t (*)(nvmlDevice_t, nvmlPlatformInfo_t*);
 using PfnDevGpmSupport = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSupport_t*);
 using PfnP2PStatus = nvmlReturn_t (*)(nvmlDevice_t, nvmlDevice_t, nvmlGpuP2PCapsIndex_t,
                                       nvmlGpuP2PStatus_t*);

@@ -163,6 +163,17 @@ void read_identity(Reader& r) {
   r.str(g.serial, a.serial, NVML_DEVICE_SERIAL_BUFFER_SIZE);
   r.u32(g.minor_number, a.minor_number);
   r.u32(g.board_id, a.board_id);
+  nvmlPlatformInfo_t platform{};
+  platform.version = nvmlPlatformInfo_v2;
+  if (r.read(g.chassis_serial, a.platform_info != nullptr,
+             [&] { return r.call(a.platform_info, r.d_, &platform); })) {
+    std::string serial;
+    for (unsigned char c : platform.chassisSerialNumber) {
+      if (c == '\0') break;
+      if (c >= 0x20 && c < 0x7f) serial.push_back(static_cast<char>(c));
+    }
+    g.chassis_serial.value = std::move(serial);
+  }
   nvmlPciInfo_t pci{};
   Field<nvmlPciInfo_t> pf;
   if (r.read(pf, a.pci_info != nullptr, [&] { return r.call(a.pci_info, r.d_, &pci); })) {

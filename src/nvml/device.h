@@ -123,6 +123,9 @@ struct GpuSnapshot {
   Field<std::string> uuid;        // "GPU-..."
   Field<std::string> pci_bus_id;  // normalised "0000:3b:00.0"
   Field<std::string> serial;
+  // nvmlDeviceGetPlatformInfo's chassisSerialNumber (GB200/GB300 trays, R570+; NOT_SUPPORTED or
+  // absent elsewhere), printable ASCII only.
+  Field<std::string> chassis_serial;
   Field<uint32_t> minor_number;  // /dev/nvidia<minor>
   Field<uint32_t> board_id;
   Field<std::pair<int, int>> cuda_compute_capability;

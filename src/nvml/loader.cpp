@@ -108,6 +108,7 @@ Api resolve_api(const DynamicLibrary& lib) {
   GPUD_RESOLVE(gsp_firmware_version, "nvmlDeviceGetGspFirmwareVersion");
   GPUD_RESOLVE(fabric_info_v, "nvmlDeviceGetGpuFabricInfoV");
   GPUD_RESOLVE(fabric_info, "nvmlDeviceGetGpuFabricInfo");
+  GPUD_RESOLVE(platform_info, "nvmlDeviceGetPlatformInfo");
   GPUD_RESOLVE(gpm_query_device_support, "nvmlGpmQueryDeviceSupport");
   GPUD_RESOLVE(p2p_status, "nvmlDeviceGetP2PStatus");
   GPUD_RESOLVE(gpm_sample_alloc, "nvmlGpmSampleAlloc");

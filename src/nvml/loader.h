@@ -94,6 +94,7 @@ struct Api {
   PfnDevStringNoLen gsp_firmware_version = nullptr;
   PfnDevFabricInfoV fabric_info_v = nullptr;
   PfnDevFabricInfo fabric_info = nullptr;
+  PfnDevPlatformInfo platform_info = nullptr;
   PfnDevGpmSupport gpm_query_device_support = nullptr;
   PfnP2PStatus p2p_status = nullptr;
 

@@ -195,6 +195,13 @@ void NvidiaSource::fill_machine_info(nlohmann::json& info) {
   // gives it; absent off a fabric (no fabric state, or the all-zero UUID of a GPU in none).
   info.erase("clusterUUID");
   info.erase("cliqueID");
+  // GPUd's chassisSerial: the tray's, from the first GPU that reports one (GB200/GB300).
+  info.erase("chassisSerial");
+  for (const auto& g : (*snap)->gpus) {
+    if (!g.chassis_serial.ok() || g.chassis_serial.value.empty()) continue;
+    info["chassisSerial"] = g.chassis_serial.value;
+    break;
+  }
   for (const auto& g : (*snap)->gpus) {
     if (!g.fabric.ok() || g.fabric.value.cluster_uuid.empty() ||
         g.fabric.value.cluster_uuid == "00000000-0000-0000-0000-000000000000")

@@ -735,6 +735,31 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t d, nvmlGpuFabr
     return NVML_SUCCESS;
   });
 }
+// "platform": {"chassis_serial", "slot", "tray", "host_id", "module_id"}; absent or null:
+// NOT_SUPPORTED (every GPU before GB200). A serial of 16 characters fills the array without a NUL,
+// as NVML's.
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPlatformInfo(nvmlDevice_t d, nvmlPlatformInfo_t* p) {
+  return guard([&] {
+    Call c = enter("nvmlDeviceGetPlatformInfo", &d);
+    if (c.ret != NVML_SUCCESS) return c.ret;
+    if (p == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (p->version != nvmlPlatformInfo_v2 && p->version != struct_version(sizeof(*p), 1))
+      return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    const json* info = get(c.gpu, "/platform");
+    if (info == nullptr) return NVML_ERROR_NOT_SUPPORTED;
+    const unsigned int version = p->version;
+    *p = nvmlPlatformInfo_t{};
+    p->version = version;
+    const std::string serial = info->value("chassis_serial", "");
+    std::memcpy(p->chassisSerialNumber, serial.data(),
+                std::min(serial.size(), sizeof(p->chassisSerialNumber)));
+    p->slotNumber = static_cast<unsigned char>(info->value("slot", 0U));
+    p->trayIndex = static_cast<unsigned char>(info->value("tray", 0U));
+    p->hostId = static_cast<unsigned char>(info->value("host_id", 0U));
+    p->moduleId = static_cast<unsigned char>(info->value("module_id", 0U));
+    return NVML_SUCCESS;
+  });
+}
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t d, nvmlGpuFabricInfo_t* f) {
   return guard([&] {
     Call c = enter("nvmlDeviceGetGpuFabricInfo", &d);

@@ -1001,6 +1001,24 @@ TEST(NvidiaMachineInfo, FabricIdentityUnderGpudsNamesAndAbsentOffAFabric) {
   EXPECT_FALSE(info.contains("clusterUUID")) << info.dump();
   EXPECT_FALSE(info.contains("cliqueID")) << info.dump();
   EXPECT_EQ(info["gpuInfo"]["gpus"].size(), 8u);
+  EXPECT_FALSE(info.contains("chassisSerial")) << "an H100 or A100 has no platform info";
+}
+
+// GPUd's chassisSerial from nvmlDeviceGetPlatformInfo (GB200/GB300 trays): the first GPU's serial,
+// a full 16 bytes without a NUL read whole, bytes that are not printable dropped.
+TEST(NvidiaMachineInfo, ChassisSerialFromPlatformInfo) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("gpud-platform-" + std::to_string(getpid()) + ".json");
+  auto scenario = nlohmann::json::parse(std::ifstream(fixture_dir() + "h100x8-healthy.json"));
+  // GPU 0 reports an empty serial, GPU 1 none (NOT_SUPPORTED), GPU 2 a full one.
+  scenario["gpus"] = {{"0", {{"platform", {{"chassis_serial", ""}}}}},
+                      {"2", {{"platform", {{"chassis_serial", "1821425000123ABC"}, {"tray", 1}}}}}};
+  std::ofstream(path) << scenario.dump();
+  GpuStateRig rig(path.string());
+  nlohmann::json info = nlohmann::json::object();
+  rig.source->fill_machine_info(info);
+  EXPECT_EQ(info.value("chassisSerial", ""), "1821425000123ABC") << info.dump();
+  std::filesystem::remove(path);
 }
 
 }  // namespace
