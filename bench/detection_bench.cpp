@@ -61,9 +61,16 @@ void BM_XidLineToUnhealthy(benchmark::State& state) {
   const std::string kmsg = dir + "/kmsg";
   { std::ofstream(kmsg).flush(); }
   const std::string addr = "127.0.0.1:18800";
-  std::vector<std::string> args{
-      bin,           "run",   "--listen-address", addr, "--data-dir", dir + "/data",
-      "--log-level", "error", "--nvml-lib",       lib};
+  std::vector<std::string> args{bin,
+                                "run",
+                                "--listen-address",
+                                addr,
+                                "--data-dir",
+                                dir + "/data",
+                                "--log-level",
+                                "error",
+                                "--nvml-lib",
+                                std::filesystem::absolute(lib).string()};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

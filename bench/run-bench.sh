@@ -26,7 +26,8 @@ cpu_seconds() { awk -v t="$clk_tck" '{printf "%.3f", ($14+$15)/t}' "/proc/$1/sta
 hwm_kib() { awk '/^VmHWM/{print $2}' "/proc/$1/status"; }
 
 src_dir=$(cd "$(dirname "$0")/.." && pwd)
-bench_env=(GPUD_BINARY=$gpud GPUD_FAKE_NVML=$build/libnvidia-ml.so.1 GPUD_SOURCE_DIR=$src_dir)
+# Absolute: the daemon resolves --nvml-lib on its own (a relative path would load no library).
+bench_env=(GPUD_BINARY=$gpud GPUD_FAKE_NVML=$(cd "$build" && pwd)/libnvidia-ml.so.1 GPUD_SOURCE_DIR=$src_dir)
 # A counter of a benchmark from gpud_bench's JSON output file ("?" when absent).
 counter_of() {
   python3 -c 'import json,sys

@@ -83,7 +83,7 @@ void BM_StartupToHealthzOnHungDriver(benchmark::State& state) {
     return;
   }
   run_starts(
-      state, 18700, {"--nvml-lib", lib},
+      state, 18700, {"--nvml-lib", std::filesystem::absolute(lib).string()},
       std::string("FAKE_NVML_SCENARIO=") + src + "/testing/fixtures/nvml/h100x8-hung-driver.json");
 }
 BENCHMARK(BM_StartupToHealthzOnHungDriver)
