@@ -55,6 +55,11 @@ void BM_XidLineToUnhealthy(benchmark::State& state) {
     state.SkipWithError("GPUD_BINARY, GPUD_FAKE_NVML or GPUD_SOURCE_DIR not set");
     return;
   }
+  const std::string scenario = std::string(src) + "/testing/fixtures/nvml/h100x8-healthy.json";
+  if (!std::filesystem::exists(lib) || !std::filesystem::exists(scenario)) {
+    state.SkipWithError("the fake NVML library or the healthy scenario is missing");
+    return;
+  }
   const std::string dir = "/tmp/gpud-bench-detection-" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -75,8 +80,7 @@ void BM_XidLineToUnhealthy(benchmark::State& state) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::string kmsg_env = "GPUD_KMSG_PATH=" + kmsg;
-  std::string scenario_env =
-      std::string("FAKE_NVML_SCENARIO=") + src + "/testing/fixtures/nvml/h100x8-healthy.json";
+  std::string scenario_env = "FAKE_NVML_SCENARIO=" + scenario;
   pid_t pid = ::fork();
   if (pid == 0) {
     ::putenv(kmsg_env.data());

@@ -82,9 +82,15 @@ void BM_StartupToHealthzOnHungDriver(benchmark::State& state) {
     state.SkipWithError("GPUD_FAKE_NVML or GPUD_SOURCE_DIR not set");
     return;
   }
-  run_starts(
-      state, 18700, {"--nvml-lib", std::filesystem::absolute(lib).string()},
-      std::string("FAKE_NVML_SCENARIO=") + src + "/testing/fixtures/nvml/h100x8-hung-driver.json");
+  // Without the library or the scenario the fake would not hang, and the figure would be a plain
+  // start's.
+  const std::string scenario = std::string(src) + "/testing/fixtures/nvml/h100x8-hung-driver.json";
+  if (!std::filesystem::exists(lib) || !std::filesystem::exists(scenario)) {
+    state.SkipWithError("the fake NVML library or the hung-driver scenario is missing");
+    return;
+  }
+  run_starts(state, 18700, {"--nvml-lib", std::filesystem::absolute(lib).string()},
+             "FAKE_NVML_SCENARIO=" + scenario);
 }
 BENCHMARK(BM_StartupToHealthzOnHungDriver)
     ->UseManualTime()
