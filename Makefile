@@ -78,7 +78,7 @@ deb: build
 	@ls -1 $(BUILD)/packages/*.deb
 
 bench: deps-test build
-	cmake --build $(BUILD) -j $(JOBS) --target gpud_bench
+	cmake --build $(BUILD) -j $(JOBS) --target gpud_bench fake_nvml
 	./bench/run-bench.sh $(BUILD)
 
 clean:

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "app/gpud_state_migration.h"
 #include "components/nvidia/gpu_health.h"
@@ -129,15 +130,31 @@ Result<void> Daemon::start() {
   for (Component* c : runtime_->registry.supported()) c->start();
 
   machine_info_ = host::collect_machine_info(fs);
-  // Takes the first NVML snapshot when NVML is ready, before the kernel log is followed: the ring
-  // re-read then names each bus id's GPU (identify_bus reads that snapshot, never NVML), so a
-  // record re-read after a restart becomes the identical row and is not stored twice. NVML opens
-  // on its own thread: a driver whose init hangs delays this by kNvmlStartWait at most, and the
-  // NVIDIA components show Initializing until it answers (watch_nvidia).
+  // Takes the first NVML snapshot when NVML answers in time, before the kernel log is followed:
+  // the ring re-read then names each bus id's GPU (identify_bus reads that snapshot, never NVML),
+  // so a record re-read after a restart becomes the identical row and is not stored twice. NVML
+  // opens and collects on threads of its own: a driver whose init or calls hang delays this by
+  // kNvmlStartWait at most; the NVIDIA components show Initializing ("not checked: NVML is not
+  // answering") until it answers, and the loop fills machine info then (watch_nvidia).
   nvidia_expected_ = runtime_->nvidia_pci_present || config_.gpu_count > 0;
-  runtime_->nvidia->wait_opened(kNvmlStartWait);
-  nvidia_ready_ = runtime_->nvidia->status() == nvml::NvmlStatus::kReady;
-  runtime_->nvidia->fill_machine_info(machine_info_);
+  nvml::NvidiaSource& nvidia = *runtime_->nvidia;
+  nvidia.set_answer_wait(kNvmlAnswerWait);
+  nvidia.set_on_answer([this] {
+    {
+      std::lock_guard lock(mu_);
+      nvidia_answered_ = true;
+    }
+    cv_.notify_all();
+  });
+  const auto nvml_until = std::chrono::steady_clock::now() + kNvmlStartWait;
+  nvidia.wait_opened(kNvmlStartWait);
+  if (nvidia.status() == nvml::NvmlStatus::kReady) {
+    nvml_seen_ready_ = true;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        nvml_until - std::chrono::steady_clock::now());
+    if (left.count() > 0) (void)nvidia.snapshot_within(left);
+  }
+  nvidia_ready_ = nvidia.fill_machine_info(machine_info_, /*collect=*/false);
   machine_info_at_ = Clock::now();
 
   metrics.describe("gpud_sqlite_db_size_bytes", "Size of the state database (gpud.state) in bytes");
@@ -155,7 +172,9 @@ Result<void> Daemon::start() {
   scheduler_->start(components::checked_first(), kFirstChecksWait);
   scheduler_->wait_first_checks(kFirstChecksWait);
   start_kernel_log();
-  maybe_start_xid_watcher();
+  // Its set-up calls queue behind a stuck call on the NVML worker for the whole deadline: it
+  // starts once NVML has answered a collection (here, or later from the loop).
+  if (nvidia_ready_) maybe_start_xid_watcher();
 
   server::ServerDeps deps;
   deps.config = &config_;
@@ -297,7 +316,8 @@ void Daemon::start_kernel_log() {
     follower_.reset();
     return;
   }
-  logger("kmsg")->info("following {}", opts.path);
+  // "inotify" or "poll": a new record is read when it arrives; "timer": every idle_poll.
+  logger("kmsg")->info("following {} (woken by {})", opts.path, follower_->wake_source());
 }
 
 components::KernelLogCounters Daemon::kernel_log_counters() {
@@ -387,21 +407,40 @@ Result<void> Daemon::make_node_conditions() {
 
 void Daemon::watch_nvidia() {
   nvml::NvidiaSource& nvidia = *runtime_->nvidia;
+  bool answered = false;
+  {
+    std::lock_guard lock(mu_);
+    answered = std::exchange(nvidia_answered_, false);
+  }
+  // The NVIDIA checks told "not answering" (and the Xid check, which names the GPU's product) judge
+  // again now that a collection ended, well or with the hang's error.
+  if (answered)
+    for (Component* c : runtime_->registry.supported()) {
+      const auto tags = c->tags();
+      if (std::find(tags.begin(), tags.end(), "nvidia") != tags.end())
+        scheduler_->trigger(c->name());
+    }
   if (nvidia.opening()) return;
   // A driver missing or failing at start is tried again, often where GPUs are expected; a node
   // whose driver loads later recovers on its own.
   if (nvidia.status() != nvml::NvmlStatus::kReady)
     nvidia.maybe_reload(nvidia_expected_ ? kNvmlRetryExpected : kNvmlRetry);
-  if (nvidia_ready_ || nvidia.status() != nvml::NvmlStatus::kReady) return;
-  nvidia_ready_ = true;
+  if (nvidia.status() != nvml::NvmlStatus::kReady) return;
+  if (!nvml_seen_ready_) {  // initialised after start: every component is checked again
+    nvml_seen_ready_ = true;
+    for (Component* c : runtime_->registry.supported()) scheduler_->trigger(c->name());
+  }
+  if (nvidia_ready_) return;
+  // Machine info and the Xid watcher wait for NVML's first answer; machine info is read from the
+  // last good snapshot (never a collection on this thread).
   auto info = host::collect_machine_info(host::HostFs(config_.host_root));
-  nvidia.fill_machine_info(info);
+  if (!nvidia.fill_machine_info(info, /*collect=*/false)) return;
+  nvidia_ready_ = true;
   {
     std::lock_guard lock(mu_);
     machine_info_ = std::move(info);
   }
   maybe_start_xid_watcher();
-  for (Component* c : runtime_->registry.supported()) scheduler_->trigger(c->name());
 }
 
 void Daemon::housekeeping(TimePoint now) {
@@ -439,7 +478,8 @@ void Daemon::loop() {
     // Events waiting for the store are retried every few seconds, so that they are stored soon
     // after space comes back, not at the next sample only.
     auto wake = std::min(next, std::chrono::steady_clock::now() + kStoreRetryInterval);
-    if (cv_.wait_until(lock, wake, [this] { return stopping_; })) break;
+    cv_.wait_until(lock, wake, [this] { return stopping_ || nvidia_answered_; });
+    if (stopping_) break;
     lock.unlock();
     const bool usable_before_retry = runtime_->db->health().usable;
     runtime_->events->retry();
@@ -466,6 +506,8 @@ void Daemon::stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  // NVML's collection thread calls it: not after this.
+  if (runtime_) runtime_->nvidia->set_on_answer(nullptr);
   if (loop_thread_.joinable()) loop_thread_.join();
   if (node_conditions_) node_conditions_->stop();
   // A plugin's script may run for minutes (its timeout); the API's workers and the scheduler's

@@ -40,8 +40,8 @@ class Daemon {
 
   // One pass of the background housekeeping: sample metrics into history, enforce retention.
   void housekeeping(TimePoint now);
-  // NVML opened late (a slow init) or loaded after a retry: machine info, the Xid watcher and a
-  // check of every component now. Retries a missing or failed NVML.
+  // NVML opened late (a slow init) or loaded after a retry: a check of every component now;
+  // NVML's first answer: machine info and the Xid watcher. Retries a missing or failed NVML.
   void watch_nvidia();
   // Each GPU's health over the components' latest states (GET /v1/gpus, the per-GPU metric).
   std::vector<components::GpuHealth> gpu_health() const;
@@ -90,7 +90,12 @@ class Daemon {
   nlohmann::json machine_info_;
   TimePoint machine_info_at_{};
   bool nvidia_expected_ = false;  // NVIDIA GPUs on the PCI bus, or --gpu-count > 0
-  bool nvidia_ready_ = false;     // NVML was seen ready (machine info and Xid watcher done)
+  bool nvml_seen_ready_ = false;  // NVML was seen initialised
+  // NVML answered a collection: machine info has the GPUs, the Xid watcher is started.
+  bool nvidia_ready_ = false;
+  // Set by NVML's on_answer (a collection ended after a check was told "not answering"): the loop
+  // re-checks the NVIDIA components and fills machine info now.
+  bool nvidia_answered_ = false;  // guarded by mu_
   TimePoint last_retention_{};
   // NVIDIA devices in sysfs (normalized bus ids), re-read at most once a minute on a miss; used
   // only from identify_bus, which the dispatcher calls under its own lock.
@@ -100,8 +105,14 @@ class Daemon {
 
 // How often the daemon retries events that wait for the store (a full disk, a replaced database).
 inline constexpr std::chrono::seconds kStoreRetryInterval{5};
-// How long start() waits for NVML before following the kernel log and serving.
-inline constexpr std::chrono::seconds kNvmlStartWait{3};
+// How long start() waits for NVML (its init and first collection) before following the kernel log
+// and serving: a driver that answers by then has its GPUs in /machine-info and names the GPUs of
+// the ring's Xid lines from the start; one that does not delays /healthz by this much at most.
+inline constexpr std::chrono::milliseconds kNvmlStartWait{500};
+// How long an NVIDIA check waits for a collection in progress before it says "not checked: NVML
+// is not answering" (the collection goes on to its deadline): the scheduler's workers stay free
+// for the other components while a driver hangs.
+inline constexpr std::chrono::milliseconds kNvmlAnswerWait{1000};
 // How long start() waits for the container runtimes' first listing (components::checked_first())
 // before the other components' first checks and the kernel log go ahead without it.
 inline constexpr std::chrono::seconds kFirstChecksWait{3};

@@ -2,7 +2,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/json.h"
 #include "core/metrics.h"
@@ -278,6 +281,11 @@ class SettableComponent : public Component {
   std::chrono::seconds interval() const override { return 3600s; }
   bool supported() const override { return supported_.load(); }
   CheckResult check() override {
+    ++entered;
+    if (order != nullptr) {
+      std::lock_guard lock(*order_mu);
+      order->push_back(name_);
+    }
     while (hold) std::this_thread::sleep_for(1ms);
     CheckResult r = single_state(name_, health.load(), "set by the test");
     ++count;
@@ -285,7 +293,11 @@ class SettableComponent : public Component {
   }
   std::atomic<Health> health{Health::kHealthy};
   std::atomic<bool> hold{false};
-  std::atomic<int> count{0};
+  std::atomic<int> entered{0};  // checks begun
+  std::atomic<int> count{0};    // checks finished
+  // When set, each check appends the component's name (under order_mu) as it begins.
+  std::vector<std::string>* order = nullptr;
+  std::mutex* order_mu = nullptr;
   std::atomic<bool> supported_{true};
 
  private:
@@ -340,6 +352,53 @@ TEST(Scheduler, OthersGoAheadWhenTheFirstComponentsTakeTooLong) {
   EXPECT_EQ(lister->count, 0);
   lister->hold = false;
   sched.stop();
+}
+
+// A trigger that comes while the component's check runs (a kernel-log line stored after the check
+// read the store) checks it again right after, not at its next interval (an hour here).
+TEST(Scheduler, ATriggerDuringACheckChecksAgainAfterIt) {
+  Config cfg;
+  ComponentContext ctx{&cfg, nullptr, nullptr};
+  Registry reg;
+  auto* xid = add_settable(reg, ctx, "xid");
+  xid->hold = true;
+  Scheduler sched(reg, 2);
+  sched.start();
+  for (int i = 0; i < 500 && xid->entered == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(xid->entered, 1);
+  sched.trigger("xid");  // while the first check is held
+  xid->hold = false;
+  for (int i = 0; i < 500 && xid->count < 2; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(xid->count, 2);
+  sched.stop();
+}
+
+// A triggered check goes before the checks that are merely due: with one worker busy and two
+// components waiting for their first check, the one triggered meanwhile runs first.
+TEST(Scheduler, ATriggeredCheckGoesBeforeTheDueOnes) {
+  Config cfg;
+  ComponentContext ctx{&cfg, nullptr, nullptr};
+  Registry reg;
+  std::mutex mu;
+  std::vector<std::string> order;
+  for (const char* n : {"a-busy", "m-due", "n-due", "z-triggered"}) {
+    auto* c = add_settable(reg, ctx, n);
+    c->order = &order;
+    c->order_mu = &mu;
+  }
+  auto* busy = static_cast<SettableComponent*>(reg.find("a-busy"));
+  busy->hold = true;
+  Scheduler sched(reg, 1);
+  sched.start();
+  for (int i = 0; i < 500 && busy->entered == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(busy->entered, 1);
+  sched.trigger("z-triggered");
+  busy->hold = false;
+  auto* last = static_cast<SettableComponent*>(reg.find("n-due"));
+  for (int i = 0; i < 500 && last->count == 0; ++i) std::this_thread::sleep_for(10ms);
+  sched.stop();
+  std::lock_guard lock(mu);
+  EXPECT_EQ(order, (std::vector<std::string>{"a-busy", "z-triggered", "m-due", "n-due"}));
 }
 
 // The value of gpud_component_health{component,health} in the exposition text, or -1 when absent.

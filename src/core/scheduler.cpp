@@ -12,6 +12,8 @@
 namespace gpud {
 
 using SteadyClock = std::chrono::steady_clock;
+// The due time of a triggered check: earlier than any check merely due.
+constexpr SteadyClock::time_point kTriggeredDue{};
 
 namespace {
 void log_transition(std::string_view component, const HealthTransition& t);
@@ -182,12 +184,16 @@ void Scheduler::worker_loop() {
     }
     std::string name(next->name());
     running_[name] = true;
+    triggered_while_running_.erase(name);  // this check sees what triggered it
     lock.unlock();
     if (!next->supported()) {
       lock.lock();
       unpublish_health(name);
       running_[name] = false;
-      next_due_[name] = SteadyClock::now() + std::max(next->interval(), std::chrono::seconds(60));
+      next_due_[name] =
+          triggered_while_running_.erase(name) > 0
+              ? kTriggeredDue
+              : SteadyClock::now() + std::max(next->interval(), std::chrono::seconds(60));
       if (first_pending_.erase(name) > 0) cv_.notify_all();
       continue;
     }
@@ -202,6 +208,7 @@ void Scheduler::worker_loop() {
     first_pending_.erase(name);
     if (registry_.find(name) != next) {  // deregistered while it ran: its result is dropped
       running_.erase(name);
+      triggered_while_running_.erase(name);
       cv_.notify_all();
       continue;
     }
@@ -219,7 +226,11 @@ void Scheduler::worker_loop() {
     }
     running_[name] = false;
     auto interval = next->interval();
-    if (interval.count() > 0)
+    // A trigger that came while the check ran (a kernel-log line stored after the check read the
+    // store) is a check again now, not at the next interval.
+    if (triggered_while_running_.erase(name) > 0)
+      next_due_[name] = kTriggeredDue;
+    else if (interval.count() > 0)
       next_due_[name] = SteadyClock::now() + interval;
     else
       next_due_.erase(name);
@@ -363,6 +374,8 @@ CheckResult Scheduler::run_now(Component& c) {
   {
     std::lock_guard lock(mu_);
     running_[name] = false;
+    // A trigger meanwhile left the component due at once (kTriggeredDue): a worker checks it.
+    triggered_while_running_.erase(name);
   }
   cv_.notify_all();
   return r;
@@ -398,7 +411,11 @@ void Scheduler::trigger(std::string_view name) {
   {
     std::lock_guard lock(mu_);
     if (registry_.find(name) == nullptr) return;
-    next_due_[std::string(name)] = SteadyClock::now();
+    // Before every check that is merely due: a triggered check answers an event (a kernel-log
+    // line, set-healthy), and waits for no periodic one.
+    next_due_[std::string(name)] = kTriggeredDue;
+    if (auto it = running_.find(name); it != running_.end() && it->second)
+      triggered_while_running_.insert(std::string(name));
   }
   cv_.notify_all();
 }

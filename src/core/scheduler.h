@@ -78,7 +78,8 @@ class Scheduler {
   // Runs the check now on the caller's thread (after a scheduled check of the same component
   // finishes) and caches the result.
   CheckResult run_now(Component& c);
-  // Schedules an immediate re-check (e.g. after set-healthy or a new kernel message).
+  // Schedules an immediate re-check (e.g. after set-healthy or a new kernel message), ahead of the
+  // checks that are merely due; one triggered while the component's check runs follows it.
   void trigger(std::string_view name);
   // Removes a component that can_deregister() (a custom plugin) from the registry and the
   // schedule, drops its cached state and health series, and tells it (deregistered()). A check of
@@ -111,6 +112,8 @@ class Scheduler {
   std::set<std::string, std::less<>> first_pending_;
   std::chrono::steady_clock::time_point first_until_{};
   std::map<std::string, bool, std::less<>> running_;
+  // Components triggered while their check ran: checked again as soon as it ends.
+  std::set<std::string, std::less<>> triggered_while_running_;
   std::map<std::string, CheckResult, std::less<>> last_;
   std::atomic<uint64_t> generation_{0};           // bumped with every change of last_ (mu_ held)
   std::set<std::string, std::less<>> published_;  // components with gpud_component_health series

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -136,6 +138,62 @@ KmsgFollower::~KmsgFollower() {
   }
 }
 
+namespace {
+constexpr int kWakeTimer = 0, kWakePoll = 1, kWakeInotify = 2;
+}  // namespace
+
+std::string_view KmsgFollower::wake_source() const {
+  switch (wake_.load()) {
+    case kWakePoll: return "poll";
+    case kWakeInotify: return "inotify";
+    default: return "timer";
+  }
+}
+
+void KmsgFollower::watch_file() {
+  if (inotify_fd_ >= 0) {
+    ::close(inotify_fd_);
+    inotify_fd_ = -1;
+  }
+  struct stat st {};
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0) return;
+  if (S_ISCHR(st.st_mode)) {  // /dev/kmsg: poll() says when a record is there
+    wake_ = kWakePoll;
+    return;
+  }
+  wake_ = kWakeTimer;
+  if (!S_ISREG(st.st_mode)) return;  // a FIFO at EOF (no writer) is always readable: timer
+  // A regular file is always readable, so poll() on it says nothing; inotify says when it grew.
+  // The watch is made before the first read, so an append after it is never missed.
+  const int in = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (in < 0) {
+    logger("kmsg")->warn("inotify for {}: {}; re-reading it every {} ms", opts_.path,
+                         std::strerror(errno), opts_.idle_poll.count());
+    return;
+  }
+  if (::inotify_add_watch(in, opts_.path.c_str(), IN_MODIFY) < 0) {
+    logger("kmsg")->warn("inotify watch of {}: {}; re-reading it every {} ms", opts_.path,
+                         std::strerror(errno), opts_.idle_poll.count());
+    ::close(in);
+    return;
+  }
+  inotify_fd_ = in;
+  wake_ = kWakeInotify;
+}
+
+bool KmsgFollower::wait_for_more() {
+  if (inotify_fd_ < 0) return wait(opts_.idle_poll, false);
+  struct pollfd fds[2] = {{stop_pipe_[0], POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
+  const int r = ::poll(fds, 2, -1);  // no timer: every change of the file is an event
+  if (stopping_.load()) return false;
+  if (r > 0 && (fds[0].revents & POLLIN)) return false;
+  // The events only say "changed": drain them, then read what was added.
+  alignas(struct inotify_event) char events[4096];
+  while (::read(inotify_fd_, events, sizeof events) > 0) {
+  }
+  return true;
+}
+
 Result<void> KmsgFollower::start() {
   if (thread_.joinable()) return make_error("kmsg follower already started");
   fd_ = ::open(opts_.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -145,6 +203,7 @@ Result<void> KmsgFollower::start() {
     fd_ = -1;
     return make_error(std::string("pipe: ") + std::strerror(errno));
   }
+  watch_file();
   stopping_ = false;
   thread_ = std::thread([this] { run(); });
   return {};
@@ -161,6 +220,8 @@ void KmsgFollower::stop() {
   }
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  if (inotify_fd_ >= 0) ::close(inotify_fd_);
+  inotify_fd_ = -1;
 }
 
 bool KmsgFollower::wait(std::chrono::milliseconds timeout, bool on_fd) {
@@ -214,6 +275,7 @@ void KmsgFollower::run() {
         backoff = std::min(backoff * 2, opts_.max_backoff);
         continue;
       }
+      watch_file();  // the path may now be another file
     }
     const ssize_t n = ::read(fd_, buf.data(), buf.size());
     if (n > 0) {
@@ -234,9 +296,9 @@ void KmsgFollower::run() {
       }
       continue;
     }
-    if (n == 0) {  // EOF of a file or FIFO: the ring is read; re-check later
+    if (n == 0) {  // EOF of a file or FIFO: the ring is read; wait for more
       ring_done_ = true;
-      if (!wait(opts_.idle_poll, false)) break;
+      if (!wait_for_more()) break;
       continue;
     }
     const int err = errno;

@@ -63,13 +63,17 @@ struct ReadOptions {
                                                const std::function<void(const KmsgRecord&)>& cb);
 
 // Follows a kmsg-like path on its own thread. /dev/kmsg gives one record per read(); a regular
-// file or FIFO (tests) gives arbitrary chunks: both are split into lines the same way.
+// file or FIFO (tests) gives arbitrary chunks: both are split into lines the same way. The thread
+// sleeps until there is something to read: /dev/kmsg is pollable, a regular file is watched with
+// inotify (IN_MODIFY), and only a FIFO, or a file inotify cannot watch, is re-read on a timer.
 class KmsgFollower {
  public:
   struct Options {
     std::string path = "/dev/kmsg";
-    ParseOptions parse;                          // boot_time defaults to estimate_boot_time()
-    std::chrono::milliseconds idle_poll{200};    // re-check interval at EOF (files, FIFOs)
+    ParseOptions parse;  // boot_time defaults to estimate_boot_time()
+    // Re-check interval at EOF where nothing wakes the thread: a FIFO, or a regular file when
+    // inotify is unavailable (no instance left, a filesystem without it).
+    std::chrono::milliseconds idle_poll{200};
     std::chrono::milliseconds min_backoff{500};  // after an open/read error
     std::chrono::milliseconds max_backoff{30000};
   };
@@ -86,6 +90,9 @@ class KmsgFollower {
   void stop();
 
   bool ring_done() const { return ring_done_.load(); }  // the first EAGAIN/EOF was reached
+  // How the thread learns of new records: "poll" (/dev/kmsg), "inotify" (a regular file) or
+  // "timer" (idle_poll: a FIFO, or inotify unavailable). Set by start().
+  std::string_view wake_source() const;
   uint64_t records() const { return records_.load(); }
   uint64_t overruns() const { return overruns_.load(); }  // EPIPE: records lost to the ring
   uint64_t errors() const { return errors_.load(); }
@@ -97,6 +104,9 @@ class KmsgFollower {
  private:
   void run();
   bool wait(std::chrono::milliseconds timeout, bool on_fd);  // false: stop requested
+  // At EOF of a file or FIFO: until inotify reports a change (or idle_poll passes); false: stop.
+  bool wait_for_more();
+  void watch_file();  // the inotify watch, when the path is a regular file
   void deliver(std::string_view line);
   void record_error(std::string_view what);
 
@@ -104,6 +114,8 @@ class KmsgFollower {
   Callback cb_;
   int fd_ = -1;
   int stop_pipe_[2] = {-1, -1};
+  int inotify_fd_ = -1;       // watches a regular file's changes; -1 otherwise
+  std::atomic<int> wake_{0};  // 0 timer, 1 poll, 2 inotify
   std::thread thread_;
   std::string pending_;
   std::atomic<bool> ring_done_{false};

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -225,6 +226,36 @@ TEST(KmsgRing, SavedLogsAndTheRingDeliverOnlyTheKernelsRecords) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(saved, (std::vector<std::string>{"from the kernel", "dmesg text", "journal"}));
   EXPECT_EQ(s->foreign_records, 1u);
+}
+
+// A followed regular file wakes the thread when it grows (inotify), not on a timer: with the
+// timer set to an hour, each appended record is still delivered (within wait_for's 5 s, which
+// only a lost wake-up could exceed), and a FIFO, which inotify does not serve, says "timer".
+TEST(KmsgFollower, AnAppendedLineWakesTheFollowerWithoutATimer) {
+  TempFile f;
+  f.append("6,1,100,-;ring\n");
+  std::atomic<int> n{0};
+  KmsgFollower::Options o = fast_follower_options(f.path());
+  o.idle_poll = std::chrono::hours(1);
+  KmsgFollower fol(o, [&](const KmsgRecord&) { ++n; });
+  ASSERT_TRUE(fol.start().ok());
+  EXPECT_EQ(fol.wake_source(), "inotify");
+  ASSERT_TRUE(wait_for([&] { return n.load() == 1 && fol.ring_done(); }));
+  for (int i = 2; i <= 4; ++i) {
+    f.append("3," + std::to_string(i) + ",200,-;NVRM: Xid (PCI:0000:3b:00): 79\n");
+    ASSERT_TRUE(wait_for([&] { return n.load() == i; })) << "record " << i << " not delivered";
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  fol.stop();  // the stop pipe wakes the inotify wait too
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+
+  const std::string fifo = f.path() + ".fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  KmsgFollower on_fifo(fast_follower_options(fifo), [](const KmsgRecord&) {});
+  ASSERT_TRUE(on_fifo.start().ok());
+  EXPECT_EQ(on_fifo.wake_source(), "timer");
+  on_fifo.stop();
+  ::unlink(fifo.c_str());
 }
 
 TEST(KmsgFollower, MissingPathFailsStart) {

@@ -11,6 +11,7 @@
 #include "nvml/device.h"
 #include "nvml/gpm.h"
 #include "nvml/loader.h"
+#include "nvml/source.h"
 #include "nvml/xid_watcher.h"
 
 namespace gpud::nvml {
@@ -411,6 +412,93 @@ TEST(NvmlHungDriver, CallPastDeadlineIsNamedAndOthersFailFastWithTheSameReport) 
   for (int i = 0; i < 300 && nvml->worker().stuck(); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_FALSE(nvml->worker().stuck());
   EXPECT_TRUE(collect_gpu(*nvml, 0, 2s).ok());
+}
+
+// The daemon's checks wait for a slow driver the answer wait only: they hear "NVML is not
+// answering" (not a timeout: the deadline has not passed), the checks after the first hear it at
+// once, and when the collection ends the source says so (on_answer) and serves its snapshot.
+TEST(NvidiaSource, AChecksWaitEndsAtTheAnswerWaitAndTheAnswerIsAnnounced) {
+  setenv(
+      "FAKE_NVML_SCENARIO",
+      write_temp("slow.json",
+                 R"({"count": 8, "gpus": {"2": {"delays_ms": {"nvmlDeviceGetPowerUsage": 1500}}}})")
+          .c_str(),
+      1);
+  NvidiaSource src(GPUD_FAKE_NVML, 5s);
+  src.open();
+  ASSERT_EQ(src.status(), NvmlStatus::kReady) << src.message();
+  src.set_answer_wait(200ms);
+  std::atomic<int> answered{0};
+  src.set_on_answer([&] { ++answered; });
+  auto start = SteadyClock::now();
+  auto first = src.snapshot();
+  EXPECT_LT(SteadyClock::now() - start, 1s);
+  ASSERT_FALSE(first.ok());
+  EXPECT_TRUE(is_not_answering(first.error())) << first.error().message;
+  EXPECT_FALSE(is_timeout(first.error()));
+  EXPECT_NE(first.error().message.find("NVML is not answering: no reply for"), std::string::npos)
+      << first.error().message;
+  start = SteadyClock::now();
+  auto second = src.snapshot();
+  EXPECT_LT(SteadyClock::now() - start, 100ms);  // the collection is past the wait already
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(is_not_answering(second.error()));
+  EXPECT_EQ(src.last_good_snapshot(), nullptr);
+  for (int i = 0; i < 500 && answered == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(answered, 1);
+  auto after = src.snapshot();
+  ASSERT_TRUE(after.ok()) << after.error().message;
+  EXPECT_EQ((*after)->gpus.size(), 8U);
+  src.set_on_answer(nullptr);
+}
+
+// Past the deadline the collection is a hang (Unhealthy in the components); the next collection
+// against the same driver does not make it "not answering" again: the hang's report stands until a
+// collection succeeds. And a source destroyed while its collection is stuck returns promptly.
+TEST(NvidiaSource, AHangStandsUntilACollectionSucceedsAndDoesNotHoldTheDestructor) {
+  setenv(
+      "FAKE_NVML_SCENARIO",
+      write_temp("hung.json",
+                 R"({"count": 8, "gpus": {"2": {"delays_ms": {"nvmlDeviceGetPowerUsage": 1200}}}})")
+          .c_str(),
+      1);
+  {
+    NvidiaSource src(GPUD_FAKE_NVML, 300ms, 0ms);
+    src.open();
+    ASSERT_EQ(src.status(), NvmlStatus::kReady) << src.message();
+    src.set_answer_wait(1s);
+    auto hung = src.snapshot();  // ends at the deadline, before the answer wait
+    ASSERT_FALSE(hung.ok());
+    EXPECT_TRUE(is_timeout(hung.error())) << hung.error().message;
+    const std::string report = hung.error().message;
+    EXPECT_NE(report.find("nvmlDeviceGetPowerUsage did not return within 300 ms"),
+              std::string::npos)
+        << report;
+    // Once the stuck call returned (1.2 s), a new collection hangs again; meanwhile a check that
+    // stops waiting (50 ms) hears the hang, not "not answering".
+    std::this_thread::sleep_for(1500ms);
+    src.set_answer_wait(50ms);
+    auto again = src.snapshot();
+    ASSERT_FALSE(again.ok());
+    EXPECT_TRUE(is_timeout(again.error())) << again.error().message;
+    EXPECT_EQ(again.error().message, report);
+  }
+  setenv(
+      "FAKE_NVML_SCENARIO",
+      write_temp("stuck.json",
+                 R"({"count": 8, "gpus": {"2": {"delays_ms": {"nvmlDeviceGetPowerUsage": 8000}}}})")
+          .c_str(),
+      1);
+  auto stuck = std::make_unique<NvidiaSource>(GPUD_FAKE_NVML, 10s);
+  stuck->open();
+  ASSERT_EQ(stuck->status(), NvmlStatus::kReady) << stuck->message();
+  stuck->set_answer_wait(100ms);
+  auto pending = stuck->snapshot();
+  ASSERT_FALSE(pending.ok());
+  EXPECT_TRUE(is_not_answering(pending.error())) << pending.error().message;
+  const auto start = SteadyClock::now();
+  stuck.reset();  // the collection waits for an 8 s call under a 10 s deadline
+  EXPECT_LT(SteadyClock::now() - start, 2s);
 }
 
 TEST(NvmlFake, ScenarioRewrittenWhileLoadedIsPickedUp) {

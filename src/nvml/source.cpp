@@ -1,5 +1,9 @@
 #include "nvml/source.h"
 
+#include <fmt/format.h>
+
+#include <utility>
+
 #include "core/log.h"
 
 namespace gpud::nvml {
@@ -12,8 +16,36 @@ NvidiaSource::NvidiaSource(std::string library_path, std::chrono::milliseconds d
       max_age_(max_age) {}
 
 NvidiaSource::~NvidiaSource() {
+  set_on_answer(nullptr);
+  {
+    std::unique_lock lock(mu_);
+    stopping_ = true;
+    collect_cv_.notify_all();
+    collected_cv_.notify_all();
+    // A collection stuck in the driver would hold the collection thread (and this) for the rest
+    // of its deadline: past a short grace, the NVML worker is stopped, which ends the collection's
+    // wait for it (the stuck driver thread is detached).
+    if (collecting_ &&
+        !collected_cv_.wait_for(lock, std::chrono::milliseconds(500),
+                                [&] { return !collecting_; }) &&
+        nvml_)
+      (void)nvml_->worker().stop(std::chrono::milliseconds(0));
+  }
+  if (collector_.joinable()) collector_.join();
   if (opener_.joinable()) opener_.join();
   gpm_.reset();
+}
+
+bool is_not_answering(const Error& e) { return e.code == kNotAnsweringErrorCode; }
+
+void NvidiaSource::set_answer_wait(std::optional<std::chrono::milliseconds> wait) {
+  std::lock_guard lock(mu_);
+  answer_wait_ = wait;
+}
+
+void NvidiaSource::set_on_answer(std::function<void()> on_answer) {
+  std::lock_guard lock(on_answer_mu_);
+  on_answer_ = std::move(on_answer);
 }
 
 void NvidiaSource::open_async() {
@@ -70,6 +102,7 @@ void NvidiaSource::open() {
   last_open_ = std::chrono::steady_clock::now();
   cached_.reset();
   cached_error_.reset();
+  last_hang_.reset();
 }
 
 void NvidiaSource::maybe_reload(std::chrono::seconds retry_every) {
@@ -124,37 +157,104 @@ void keep_identity_of_lost_gpus(NvmlSnapshot& snap, const NvmlSnapshot& previous
 
 Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::snapshot(
     std::chrono::milliseconds max_age) {
-  // One collection at a time; status() and the other accessors only take mu_, so they never wait on
-  // a driver call.
-  std::lock_guard collecting(collect_mu_);
-  Nvml* nvml = nullptr;
-  std::shared_ptr<const NvmlSnapshot> previous;
-  {
-    std::lock_guard lock(mu_);
-    if (!nvml_ || nvml_->status() == NvmlStatus::kNotFound)
-      return make_error(nvml_ ? nvml_->message() : "NVML not loaded");
-    if (nvml_->status() == NvmlStatus::kErrored) return make_error(nvml_->message());
-    auto now = std::chrono::steady_clock::now();
-    if (cached_ && now - cached_at_ <= max_age) return cached_;
-    // A failed collection is remembered as long as a good one would be, so the components checked
-    // right after it do not each start another one against a hung driver.
-    if (cached_error_ && now - cached_at_ <= max_age) return *cached_error_;
-    nvml = nvml_.get();  // open() does not replace a ready instance, and it takes collect_mu_ too
-    previous = last_good_;
+  std::unique_lock lock(mu_);
+  std::optional<std::chrono::steady_clock::time_point> give_up;
+  // Measured from when the collection began: a caller that comes late does not wait again.
+  if (answer_wait_)
+    give_up = (collecting_ ? collecting_since_ : std::chrono::steady_clock::now()) + *answer_wait_;
+  return wait_for_collection(lock, max_age, give_up);
+}
+
+Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::snapshot_within(
+    std::chrono::milliseconds wait) {
+  std::unique_lock lock(mu_);
+  return wait_for_collection(lock, max_age_, std::chrono::steady_clock::now() + wait);
+}
+
+Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::wait_for_collection(
+    std::unique_lock<std::mutex>& lock, std::chrono::milliseconds max_age,
+    std::optional<std::chrono::steady_clock::time_point> give_up) {
+  // status() and the other accessors only take mu_, which no driver call holds: they never wait.
+  if (!nvml_ || nvml_->status() == NvmlStatus::kNotFound)
+    return make_error(nvml_ ? nvml_->message() : "NVML not loaded");
+  if (nvml_->status() == NvmlStatus::kErrored) return make_error(nvml_->message());
+  const auto now = std::chrono::steady_clock::now();
+  if (cached_ && now - cached_at_ <= max_age) return cached_;
+  // A failed collection is remembered as long as a good one would be, so the components checked
+  // right after it do not each start another one against a hung driver.
+  if (cached_error_ && now - cached_at_ <= max_age) return *cached_error_;
+  if (stopping_) return make_error("NVML source stopping");
+  if (!collecting_) {
+    if (!collector_.joinable()) collector_ = std::thread([this] { collect_loop(); });
+    collecting_ = true;
+    collect_requested_ = true;
+    collecting_since_ = now;
+    collect_cv_.notify_one();
   }
-  auto snap = collect(*nvml, deadline_, previous.get());
-  if (snap && previous) keep_identity_of_lost_gpus(*snap, *previous);
-  std::lock_guard lock(mu_);
-  cached_at_ = std::chrono::steady_clock::now();
-  if (!snap) {
-    cached_.reset();
-    cached_error_ = snap.error();
-    return snap.error();
+  const uint64_t seen = collections_;
+  auto ended = [&] { return collections_ != seen || stopping_; };
+  if (give_up)
+    collected_cv_.wait_until(lock, *give_up, ended);
+  else
+    collected_cv_.wait(lock, ended);
+  if (collections_ != seen) {
+    if (cached_) return cached_;
+    if (cached_error_) return *cached_error_;
   }
-  cached_error_.reset();
-  cached_ = std::make_shared<const NvmlSnapshot>(std::move(*snap));
-  last_good_ = cached_;
-  return cached_;
+  if (stopping_) return make_error("NVML source stopping");
+  told_not_answering_ = true;
+  // A driver that hung at the last collection and has not answered well since is still hung.
+  if (last_hang_) return *last_hang_;
+  const double waited_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - collecting_since_).count();
+  return make_error(fmt::format("NVML is not answering: no reply for {:.1f} s (a call is declared "
+                                "hung after {})",
+                                waited_s, deadline_text(deadline_)),
+                    kNotAnsweringErrorCode);
+}
+
+void NvidiaSource::collect_loop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    collect_cv_.wait(lock, [&] { return stopping_ || collect_requested_; });
+    if (stopping_) break;
+    collect_requested_ = false;
+    // open() does not replace a ready instance (a collection is requested only of one), and it
+    // takes collect_mu_ too.
+    Nvml* nvml = nvml_.get();
+    std::shared_ptr<const NvmlSnapshot> previous = last_good_;
+    lock.unlock();
+    Result<NvmlSnapshot> snap = make_error("NVML not loaded");
+    {
+      std::lock_guard collecting(collect_mu_);
+      if (nvml != nullptr) snap = collect(*nvml, deadline_, previous.get());
+    }
+    if (snap && previous) keep_identity_of_lost_gpus(*snap, *previous);
+    lock.lock();
+    cached_at_ = std::chrono::steady_clock::now();
+    if (!snap) {
+      cached_.reset();
+      cached_error_ = snap.error();
+      if (is_timeout(snap.error())) last_hang_ = snap.error();
+    } else {
+      cached_error_.reset();
+      cached_ = std::make_shared<const NvmlSnapshot>(std::move(*snap));
+      last_good_ = cached_;
+      last_hang_.reset();
+    }
+    collecting_ = false;
+    ++collections_;
+    const bool tell = std::exchange(told_not_answering_, false);
+    collected_cv_.notify_all();
+    if (tell) {
+      lock.unlock();
+      {
+        std::lock_guard answering(on_answer_mu_);
+        if (on_answer_) on_answer_();
+      }
+      lock.lock();
+    }
+  }
 }
 
 std::shared_ptr<const NvmlSnapshot> NvidiaSource::last_good_snapshot() const {
@@ -170,13 +270,17 @@ Result<std::vector<GpmGpuResult>> NvidiaSource::gpm_sample(const std::vector<uns
   return gpm_->sample(*nvml, gpus, deadline_);
 }
 
-void NvidiaSource::fill_machine_info(nlohmann::json& info) {
-  if (status() != NvmlStatus::kReady) return;
+bool NvidiaSource::fill_machine_info(nlohmann::json& info, bool collect) {
+  if (status() != NvmlStatus::kReady) return false;
   DriverInfo d = driver();
   info["gpuDriverVersion"] = d.driver_version;
   info["cudaVersion"] = d.cuda_version();
-  auto snap = snapshot();
-  if (!snap) return;
+  Result<std::shared_ptr<const NvmlSnapshot>> snap = make_error("no snapshot yet");
+  if (collect)
+    snap = snapshot();
+  else if (auto last = last_good_snapshot())
+    snap = last;
+  if (!snap) return false;
   nlohmann::json gpus = nlohmann::json::array();
   std::string product, arch, memory;
   for (const auto& g : (*snap)->gpus) {
@@ -215,6 +319,7 @@ void NvidiaSource::fill_machine_info(nlohmann::json& info) {
                      {"architecture", arch},
                      {"memory", memory},
                      {"gpus", gpus}};
+  return true;
 }
 
 std::string sanitize_product_name(std::string_view name) {

@@ -99,10 +99,15 @@ Result<void> Worker::run(std::function<void()> job, std::chrono::milliseconds de
   }
   state_->queue.push_back(j);
   state_->cv.notify_one();
+  // stop() ends the wait too: a caller waiting on a stuck call is not held for its deadline.
   bool finished = state_->done_cv.wait_until(lock, j->deadline, [&] {
-    return j->state == JobState::kDone || j->state == JobState::kAbandoned;
+    return j->state == JobState::kDone || j->state == JobState::kAbandoned || state_->stopping;
   });
   if (finished && j->state == JobState::kDone) return {};
+  if (state_->stopping) {
+    if (j->state == JobState::kQueued) j->state = JobState::kAbandoned;
+    return make_error("NVML worker stopped");
+  }
   if (j->state == JobState::kQueued) {
     j->state = JobState::kAbandoned;  // the worker skips it
   } else if (j->state == JobState::kRunning) {

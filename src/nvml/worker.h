@@ -28,8 +28,9 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Runs `job` on the worker thread and waits at most `deadline` (queueing included). The job may
-  // outlive this call when it times out, so it must own (capture by value) everything it touches.
+  // Runs `job` on the worker thread and waits at most `deadline` (queueing included), or until
+  // stop(). The job may outlive this call when it times out, so it must own (capture by value)
+  // everything it touches.
   [[nodiscard]] Result<void> run(std::function<void()> job,
                                  std::chrono::milliseconds deadline = kDefaultCallDeadline);
 

@@ -238,6 +238,12 @@ TEST(DashboardE2E, ALostGpuAndAHungDriverReadRightPerNode) {
                       "== 1")
                        .size() == 1 &&
                api.query("accelerator_nvidia_nvml_up{node=\"node-3\"} == 0").size() == 1 &&
+               // Not answering reads Initializing until the call's deadline (10 s) declares the
+               // driver hung: then every GPU it knew is Unhealthy.
+               api.query(
+                      "count(accelerator_nvidia_gpu_health{node=\"node-3\",health="
+                      "\"Unhealthy\"} == 1) == 8")
+                       .size() == 1 &&
                api.query(
                       "count(accelerator_nvidia_temperature_current_celsius{node=\"node-2\"}) == 7")
                        .size() == 1;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <random>
@@ -386,6 +387,59 @@ struct HostileLines {
            "0x00000000 0x00000000 0x00000000)";
   }
 };
+
+// An Xid line appended to the followed file reaches the Xid component's state in /v1/states and
+// its health series in /metrics without waiting for a timer: the follower is woken by the file's
+// change (inotify; the log says so, which is the condition this test rests on, since a poll would
+// also get there eventually), and the line's check is triggered, not left to its interval. Each
+// latency is only bounded loosely (a loaded 2-core machine); `make bench` reports the figure.
+TEST(KmsgE2E, AnAppendedXidLineIsJudgedWithoutWaitingForATimer) {
+  std::string dir = make_temp_dir();
+  const std::string kmsg = dir + "/kmsg";
+  { std::ofstream(kmsg).flush(); }
+  // A GPU node (eight fake GPUs): the Xid component is checked from the start, and NVML's
+  // collections run beside the kernel log as they would on a real node.
+  DaemonProcess d(dir + "/data", {"--log-level", "info", "--nvml-lib", GPUD_FAKE_NVML}, false,
+                  {"GPUD_KMSG_PATH=" + kmsg, "FAKE_NVML_SCENARIO=" + std::string(GPUD_SOURCE_DIR) +
+                                                 "/testing/fixtures/nvml/h100x8-healthy.json"});
+  ASSERT_TRUE(d.ready()) << d.log();
+  EXPECT_NE(d.log().find("following " + kmsg + " (woken by inotify)"), std::string::npos)
+      << d.log();
+  auto unhealthy_in_metrics = [&] {
+    auto m = d.get("/metrics");
+    return m && m->status == 200 &&
+           m->body.find(
+               "gpud_component_health{component=\"accelerator-nvidia-error-xid\","
+               "health=\"Unhealthy\"} 1") != std::string::npos;
+  };
+  auto health = [&] { return component_state(d, kXid).value("health", ""); };
+  for (int i = 0; i < 3; ++i) {
+    // Healthy first (a check has run, or set-healthy cleared the previous Xid).
+    if (i > 0) ASSERT_TRUE(d.post(std::string("/v1/health-states/set-healthy?components=") + kXid));
+    ASSERT_TRUE(
+        eventually([&] { return health() == "Healthy" && !unhealthy_in_metrics(); }, Ms(10000)))
+        << component_state(d, kXid).dump();
+    const std::string pci = unique_pci();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::ofstream(kmsg, std::ios::app) << "<3>NVRM: Xid (PCI:" << pci.substr(0, pci.size() - 2)
+                                       << "): 79, pid=1, name=x, GPU has fallen off the bus.\n";
+    while (health() != "Unhealthy" && std::chrono::steady_clock::now() - t0 < Ms(5000))
+      std::this_thread::sleep_for(Ms(2));
+    const auto states_ms =
+        std::chrono::duration_cast<Ms>(std::chrono::steady_clock::now() - t0).count();
+    while (!unhealthy_in_metrics() && std::chrono::steady_clock::now() - t0 < Ms(5000))
+      std::this_thread::sleep_for(Ms(2));
+    const auto metrics_ms =
+        std::chrono::duration_cast<Ms>(std::chrono::steady_clock::now() - t0).count();
+    std::cout << "[ kmsg e2e ] Xid line -> /v1/states Unhealthy " << states_ms
+              << " ms, -> /metrics " << metrics_ms << " ms\n";
+    EXPECT_EQ(health(), "Unhealthy") << component_state(d, kXid).dump();
+    EXPECT_LT(states_ms, 2000);
+    EXPECT_LT(metrics_ms, 2000);
+  }
+  d.stop();
+  std::filesystem::remove_all(dir);
+}
 
 TEST(KmsgE2E, HostileXidLinesDoNotStopTheDaemon) {
   std::string dir = make_temp_dir();

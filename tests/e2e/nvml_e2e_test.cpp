@@ -97,8 +97,16 @@ TEST(NvmlE2E, EightFakeGpusInTheApi) {
   for (const auto& n : kNvidiaB)
     EXPECT_NE(std::find(comps.begin(), comps.end(), n), comps.end()) << n;
   EXPECT_NE(std::find(comps.begin(), comps.end(), "accelerator-nvidia-bad-envs"), comps.end());
-  auto mi = parse_json(d.get("/machine-info")->body);
-  EXPECT_EQ(mi["gpuInfo"]["gpus"].size(), 8U) << mi.dump();
+  // Machine info has the GPUs once NVML answered its first collection (usually before /healthz;
+  // on a loaded machine the start may not wait that long).
+  nlohmann::json mi;
+  EXPECT_TRUE(eventually(
+      [&] {
+        mi = parse_json(d.get("/machine-info")->body);
+        return mi.contains("gpuInfo") && mi["gpuInfo"]["gpus"].size() == 8U;
+      },
+      10s))
+      << mi.dump();
   // The NVLink fabric's identity, as GPUd names it (the fake's default GPU is in a fabric).
   EXPECT_EQ(mi.value("clusterUUID", ""), "7d2f9a31-0c4e-4b8a-9f61-2e5d8c1b3a70") << mi.dump();
   EXPECT_EQ(mi.value("cliqueID", 0), 32766) << mi.dump();
@@ -304,10 +312,93 @@ TEST(NvmlE2E, MachineInfoVerbListsTheGpus) {
   const std::string bus = doc["gpuInfo"]["gpus"][7]["busID"].get<std::string>();
   EXPECT_NE(plain.out.find("gpuInfo.gpus[7].busID: " + bus), std::string::npos) << plain.out;
 
-  // No NVML: the document without gpuInfo, and the plain listing says why.
+  // No NVML: no GPUs in the document, and the plain listing says why.
   auto none = run_gpud({"machine-info", "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"});
   ASSERT_EQ(none.exit_code, 0) << none.out;
   EXPECT_NE(none.out.find("gpuInfo: none listed (NVML not found"), std::string::npos) << none.out;
+}
+
+// A daemon started on a driver whose call hangs serves at once: /healthz within a bound far
+// below the call deadline (10 s here, the default), every NVIDIA component Initializing with "not
+// checked: NVML is not answering", no GPU in /machine-info. When the driver answers (the stuck
+// call returns, and the scenario is healthy by then) the components give their verdicts and
+// /machine-info lists the GPUs, without a restart. `make bench` measures the start-up itself.
+TEST(NvmlE2E, StartsServingOnAHungDriverAndJudgesOnceItAnswers) {
+  std::string dir = make_temp_dir();
+  std::string scenario = dir + "-hung.json";
+  // GPU 2's power reading takes 6 s: past the checks' answer wait, within the 10 s deadline.
+  write_atomic(scenario,
+               R"({"count": 8, "gpus": {"2": {"delays_ms": {"nvmlDeviceGetPowerUsage": 6000}}}})");
+  DaemonProcess d(dir, {"--nvml-lib", GPUD_FAKE_NVML}, true, {"FAKE_NVML_SCENARIO=" + scenario});
+  ASSERT_TRUE(d.ready()) << d.log();
+  // The goal is 1 s (bench/run-bench.sh); 3 s leaves room for a loaded 2-core machine, and stays
+  // far below the 10 s the first collection used to hold the start for.
+  EXPECT_LT(d.ready_ms(), 3000) << d.log();
+  std::map<std::string, nlohmann::json> last;
+  auto not_answering = [](const auto& s) {
+    for (const auto& n : kNvidiaB) {
+      auto it = s.find(n);
+      if (it == s.end() || it->second.value("health", "") != "Initializing" ||
+          it->second.value("reason", "").find("not checked: NVML is not answering") ==
+              std::string::npos)
+        return false;
+    }
+    auto info = s.find("accelerator-nvidia-info");
+    return info != s.end() && info->second.value("health", "") == "Initializing" &&
+           info->second.value("reason", "").find("not checked: NVML is not answering") !=
+               std::string::npos;
+  };
+  ASSERT_TRUE(wait_states(d, not_answering, 5s, &last)) << nlohmann::json(last).dump();
+  // The host components are checked meanwhile (the NVIDIA checks hold the scheduler's workers
+  // for the answer wait only, not for the call).
+  EXPECT_TRUE(eventually(
+      [&] { return component_state(d, "cpu").value("health", "Initializing") != "Initializing"; },
+      4s))
+      << component_state(d, "cpu").dump();
+  auto mi = parse_json(d.get("/machine-info")->body);
+  EXPECT_TRUE(
+      mi.value("gpuInfo", nlohmann::json::object()).value("gpus", nlohmann::json::array()).empty())
+      << mi.dump();
+  // Nothing read, nothing served: no per-GPU value, NVML down.
+  std::string metrics = d.get("/metrics")->body;
+  EXPECT_EQ(metrics.find("accelerator_nvidia_temperature_current_celsius{"), std::string::npos)
+      << metrics;
+  EXPECT_NE(
+      metrics.find("accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 0\n"),
+      std::string::npos)
+      << metrics;
+
+  // The driver recovers: the stuck call returns at 6 s, and every later call answers at once.
+  write_atomic(scenario, slurp(fixture("h100x8-healthy.json")));
+  EXPECT_TRUE(wait_states(
+      d,
+      [](const auto& s) {
+        auto info = s.find("accelerator-nvidia-info");
+        return all_nvidia(s, "Healthy") && info != s.end() &&
+               info->second.value("health", "") == "Healthy";
+      },
+      30s, &last))
+      << nlohmann::json(last).dump();
+  for (const auto& n : kNvidiaB)
+    EXPECT_EQ(last[n].value("reason", "").find("not checked"), std::string::npos) << last[n].dump();
+  EXPECT_TRUE(eventually(
+      [&] {
+        mi = parse_json(d.get("/machine-info")->body);
+        return mi.contains("gpuInfo") && mi["gpuInfo"]["gpus"].size() == 8U;
+      },
+      10s))
+      << mi.dump();
+  EXPECT_TRUE(eventually(
+      [&] {
+        metrics = d.get("/metrics")->body;
+        return metrics.find("accelerator_nvidia_temperature_current_celsius{gpu=\"2\"") !=
+               std::string::npos;
+      },
+      10s))
+      << metrics;
+  EXPECT_EQ(d.stop(), 0) << d.log();
+  std::filesystem::remove(scenario);
+  std::filesystem::remove_all(dir);
 }
 
 // With the default 10 s deadline the hung driver's 15 s call is cut at the deadline: the scan
@@ -380,8 +471,16 @@ TEST(NvmlE2E, ADriverLoadedLaterIsPickedUpWithoutARestart) {
       },
       50s, &last))
       << nlohmann::json(last).dump();
-  auto mi = parse_json(d.get("/machine-info")->body);
-  EXPECT_EQ(mi["gpuInfo"]["gpus"].size(), 8U) << mi.dump();
+  // Machine info has the GPUs once NVML answered its first collection (usually before /healthz;
+  // on a loaded machine the start may not wait that long).
+  nlohmann::json mi;
+  EXPECT_TRUE(eventually(
+      [&] {
+        mi = parse_json(d.get("/machine-info")->body);
+        return mi.contains("gpuInfo") && mi["gpuInfo"]["gpus"].size() == 8U;
+      },
+      10s))
+      << mi.dump();
   d.stop();
   std::filesystem::remove(scenario);
   std::filesystem::remove_all(dir);

@@ -106,6 +106,14 @@ std::optional<CheckResult> nvidia_preamble(
     return single_state(component, Health::kHealthy, "no NVIDIA GPU / NVML not found");
   if (in.status == nvml::NvmlStatus::kReady && snap) return std::nullopt;
   const std::string error = snap ? in.status_message : snap.error().message;
+  // A collection past the answer wait but not yet past its deadline: slow or hung, not known yet.
+  // Every component, the owner too, says what it could not check, and none gives a verdict.
+  if (!snap && nvml::is_not_answering(snap.error())) {
+    CheckResult r = single_state(component, Health::kInitializing, "not checked: " + error);
+    r.states[0].extra_info["not_checked"] = nlohmann::json::array({"all GPUs: " + error}).dump();
+    r.states[0].error = error;
+    return r;
+  }
   if (!in.owner) {
     CheckResult r =
         single_state(component, Health::kHealthy,

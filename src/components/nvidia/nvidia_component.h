@@ -113,9 +113,11 @@ struct NvidiaPreambleInput {
   std::string expected_because;
 };
 
-// The preamble as a pure function (tests call it): NVML missing, errored or not answering gives
-// the owner an Unhealthy state with the error and REBOOT_SYSTEM and every other component a Healthy
-// "not checked" state that points at the owner; nullopt when the snapshot can be evaluated.
+// The preamble as a pure function (tests call it): NVML missing, errored or hung (a call past its
+// deadline) gives the owner an Unhealthy state with the error and REBOOT_SYSTEM and every other
+// component a Healthy "not checked" state that points at the owner; NVML not answering yet (a
+// collection past the answer wait, nvml::is_not_answering) gives every component an Initializing
+// "not checked: NVML is not answering…" state; nullopt when the snapshot can be evaluated.
 std::optional<CheckResult> nvidia_preamble(
     std::string_view component, const NvidiaPreambleInput& in,
     const Result<std::shared_ptr<const nvml::NvmlSnapshot>>& snap);

@@ -48,5 +48,42 @@ TEST(NvidiaComponent, ReadMetricReadsAFieldOrOneOfItsMembers) {
   EXPECT_FALSE(read_metric<&nvml::GpuSnapshot::clock_sm_mhz>(g));
 }
 
+// A collection past the answer wait but not its deadline is no verdict yet: the owner and every
+// other component are Initializing "not checked: NVML is not answering…", with the error set. Past
+// the deadline (a timeout) the owner is Unhealthy with REBOOT_SYSTEM and the others point at it.
+TEST(NvidiaPreamble, NotAnsweringYetIsInitializingAndAHangIsTheOwnersUnhealthy) {
+  NvidiaPreambleInput in;
+  in.status = nvml::NvmlStatus::kReady;
+  const std::string slow =
+      "NVML is not answering: no reply for 1.0 s (a call is declared hung after 10 s)";
+  const Result<std::shared_ptr<const nvml::NvmlSnapshot>> not_answering =
+      make_error(slow, nvml::kNotAnsweringErrorCode);
+  for (bool owner : {true, false}) {
+    in.owner = owner;
+    auto r =
+        nvidia_preamble(owner ? kNvmlFaultOwner : "accelerator-nvidia-power", in, not_answering);
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(r->states.size(), 1U);
+    EXPECT_EQ(r->states[0].health, Health::kInitializing) << owner;
+    EXPECT_EQ(r->states[0].reason, "not checked: " + slow);
+    EXPECT_EQ(r->states[0].error, slow);
+    EXPECT_FALSE(r->states[0].suggested_actions.has_value());
+  }
+  const Result<std::shared_ptr<const nvml::NvmlSnapshot>> hung = make_error(
+      "GPU 2: nvmlDeviceGetPowerUsage did not return within 10 s", nvml::kTimeoutErrorCode);
+  in.owner = true;
+  auto owner = nvidia_preamble(kNvmlFaultOwner, in, hung);
+  ASSERT_TRUE(owner.has_value());
+  EXPECT_EQ(owner->states[0].health, Health::kUnhealthy);
+  ASSERT_TRUE(owner->states[0].suggested_actions.has_value());
+  EXPECT_EQ(owner->states[0].suggested_actions->repair_actions,
+            std::vector<RepairAction>{RepairAction::kRebootSystem});
+  in.owner = false;
+  auto other = nvidia_preamble("accelerator-nvidia-power", in, hung);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->states[0].health, Health::kHealthy);
+  EXPECT_NE(other->states[0].reason.find("(see accelerator-nvidia-info)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpud::components

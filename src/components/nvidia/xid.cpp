@@ -184,9 +184,16 @@ void XidComponent::annotate_kernel_log_match(kmsg::Match& m, const kmsg::MatchTi
 bool XidComponent::row_remapping() const {
   nvml::NvidiaSource* src = ctx().nvidia;
   if (src == nullptr || src->status() != nvml::NvmlStatus::kReady) return false;
-  auto snap = src->snapshot();
-  if (!snap || !*snap) return false;
-  return caps_of(**snap).row_remapping;
+  // The product is all this needs, and it does not change: the daemon reads the last good
+  // snapshot, so that a check triggered by an Xid line never waits on an NVML collection (nor on
+  // a hung driver). A scan has no earlier snapshot and collects.
+  std::shared_ptr<const nvml::NvmlSnapshot> snap;
+  if (ctx().scan_mode) {
+    if (auto fresh = src->snapshot(); fresh) snap = *fresh;
+  } else {
+    snap = src->last_good_snapshot();
+  }
+  return snap != nullptr && caps_of(*snap).row_remapping;
 }
 
 CheckResult XidComponent::check() {
