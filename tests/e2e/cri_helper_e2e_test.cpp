@@ -55,7 +55,8 @@ TEST(CriHelperE2E, TheDaemonListsThroughAChildAndNeverMapsGrpc) {
   bin.script("containerd", "exit 0");
   bin.script("systemctl", "echo 'LoadState=not-found'; echo 'ActiveState=inactive'");
   const char* path = std::getenv("PATH");
-  DaemonProcess d(dir.path + "/data", {"--containerd-socket", cri.socket}, true,
+  DaemonProcess d(dir.path + "/data",
+                  {"--components", "containerd", "--containerd-socket", cri.socket}, true,
                   {"PATH=" + bin.dir() + ":" + (path != nullptr ? path : "/usr/bin:/bin")});
   ASSERT_TRUE(d.ready()) << d.log();
   nlohmann::json state;

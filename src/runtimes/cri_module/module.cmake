@@ -70,12 +70,6 @@ target_link_libraries(gpud_cri_fake_server PRIVATE gpud_cri_proto)
 target_compile_definitions(gpud_cri_tests PRIVATE
   GPUD_CRI_FAKE_SERVER="$<TARGET_FILE:gpud_cri_fake_server>" GPUD_BINARY="$<TARGET_FILE:gpud>")
 add_dependencies(gpud_cri_tests gpud gpud_cri_module gpud_cri_fake_server)
-# The daemon against the fake server (tests/e2e/cri_helper_e2e_test.cpp).
-if(TARGET gpud_e2e_tests)
-  target_compile_definitions(gpud_e2e_tests PRIVATE
-    GPUD_CRI_FAKE_SERVER="$<TARGET_FILE:gpud_cri_fake_server>")
-  add_dependencies(gpud_e2e_tests gpud_cri_fake_server)
-endif()
 # The tests that start a real containerd are labelled external (the sanitizer pass leaves them out).
 set(GPUD_CRI_EXTERNAL_TESTS "ContainerdDaemon*")
 gtest_discover_tests(gpud_cri_tests DISCOVERY_TIMEOUT 60 TEST_FILTER "-${GPUD_CRI_EXTERNAL_TESTS}"
