@@ -3,10 +3,14 @@
 # throughput beside nginx (bench/http-bench.sh), then a fleet of FLEET_NODES daemons under one Prometheus
 # (bench/fleet-bench.sh, docs/FLEET.md).
 #   - time from start to the first successful /healthz (median of 5 starts)
-#   - peak RSS (VmHWM) and CPU seconds of gpud idling IDLE_S seconds with all host components
-#   - the same for Debian's prometheus-node-exporter idling beside it, scraped every 15 s
-#   - gpud's with eight fake GPUs, and with a private containerd running (the CRI module loaded)
-# Both daemons are scraped every 15 s (gpud's /metrics too), so the comparison is like for like.
+#   - peak RSS (VmHWM) and CPU seconds of gpud idling IDLE_S seconds: with all host components, with
+#     eight fake GPUs, and with a private containerd running (its CRI listed through `gpud cri-helper`
+#     children; the same daemon loading the cri module itself is measured beside it, for comparison)
+#   - in each case Debian's prometheus-node-exporter started at the same time and idling beside it:
+#     every figure is printed beside node_exporter's from the same minute, with the ratio and its goal.
+# Both daemons are scraped every 15 s (gpud's /metrics too), so the comparison is like for like. gpud's
+# CPU counts its children's too (the CRI helper, systemctl), as /proc/<pid>/stat's cutime and cstime.
+# FOOTPRINT_ONLY=1 stops after the footprint figures.
 set -euo pipefail
 build=${1:-build}
 gpud=$build/gpud
@@ -22,7 +26,8 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 clk_tck=$(getconf CLK_TCK)
-cpu_seconds() { awk -v t="$clk_tck" '{printf "%.3f", ($14+$15)/t}' "/proc/$1/stat"; }
+# utime + stime + cutime + cstime (the children it has waited for), of a process whose name has no space.
+cpu_seconds() { awk -v t="$clk_tck" '{printf "%.3f", ($14+$15+$16+$17)/t}' "/proc/$1/stat"; }
 hwm_kib() { awk '/^VmHWM/{print $2}' "/proc/$1/status"; }
 
 src_dir=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,53 +42,90 @@ try:
 except Exception:
     print("?")' "$1" "$2" "$3"
 }
-echo "== startup: exec to the first successful /healthz (TLS, fresh data dir), polled in-process =="
-env "${bench_env[@]}" $build/gpud_bench --benchmark_filter='^BM_StartupToHealthz' \
-  --benchmark_out="$work/startup.json" --benchmark_out_format=json 2>&1 | grep -E 'BM_|Startup' || true
-echo "plain node: the Time column is the mean of 10 starts (target < 300 ms)"
-echo "hung driver (h100x8-hung-driver.json, a call blocks 15 s past the 10 s deadline):" \
-  "worst of 5 starts $(counter_of "$work/startup.json" BM_StartupToHealthzOnHungDriver worst_ms) ms (goal <= 1000 ms)"
+if [[ ${FOOTPRINT_ONLY:-0} != 1 ]]; then
+  echo "== startup: exec to the first successful /healthz (TLS, fresh data dir), polled in-process =="
+  env "${bench_env[@]}" $build/gpud_bench --benchmark_filter='^BM_StartupToHealthz' \
+    --benchmark_out="$work/startup.json" --benchmark_out_format=json 2>&1 | grep -E 'BM_|Startup' || true
+  echo "plain node: the Time column is the mean of 10 starts (target < 300 ms)"
+  echo "hung driver (h100x8-hung-driver.json, a call blocks 15 s past the 10 s deadline):" \
+    "worst of 5 starts $(counter_of "$work/startup.json" BM_StartupToHealthzOnHungDriver worst_ms) ms (goal <= 1000 ms)"
+  echo
+  echo "== detection: Xid line appended to the followed kernel log -> the Xid component Unhealthy (8 fake GPUs) =="
+  env "${bench_env[@]}" $build/gpud_bench --benchmark_filter='^BM_XidLineToUnhealthy' \
+    --benchmark_out="$work/detection.json" --benchmark_out_format=json 2>&1 | grep -E 'BM_|ERROR' || true
+  echo "-> /v1/states Unhealthy: worst of 10 $(counter_of "$work/detection.json" BM_XidLineToUnhealthy worst_states_ms) ms (goal <= 100 ms)"
+  echo "-> /metrics gpud_component_health Unhealthy: worst of 10 $(counter_of "$work/detection.json" BM_XidLineToUnhealthy worst_metrics_ms) ms (goal <= 100 ms)"
+  echo
+fi
+# ---- Side by side with node_exporter ------------------------------------------------------------
+# side_start NAME ENV=VALUE... -- gpud run flags...: starts one gpud (TLS, its own port and data dir) and
+# waits for /healthz. side_measure TITLE SECONDS GOAL_RSS GOAL_CPU NAME...: starts node_exporter, idles
+# SECONDS scraping all of them every 15 s, and prints each gpud's peak RSS and CPU beside node_exporter's,
+# with the ratios and whether they meet the goals. The daemons are stopped afterwards.
+declare -A side_pid side_port
+side_names=()
+side_start() {
+  local name=$1; shift
+  local env=()
+  while [[ $1 != -- ]]; do env+=("$1"); shift; done
+  shift
+  local port; port=$(free_port)
+  env "${env[@]}" "$gpud" run --listen-address 127.0.0.1:$port --data-dir "$work/$name" --log-level warn \
+    "$@" 2>"$work/$name.log" &
+  side_pid[$name]=$!; side_port[$name]=$port; pids+=($!); side_names+=("$name")
+  until curl -skf "https://127.0.0.1:$port/healthz" >/dev/null 2>&1; do sleep 0.01; done
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
+verdict() { awk -v r="$1" -v g="$2" 'BEGIN{ print (r != "n/a" && r <= g) ? "met" : "NOT met" }'; }
+side_measure() {
+  local title=$1 secs=$2 goal_rss=$3 goal_cpu=$4; shift 4
+  local nport; nport=$(free_port)
+  $exporter --web.listen-address=127.0.0.1:$nport >"$work/ne-$title.log" 2>&1 &
+  local npid=$!; pids+=($npid)
+  until curl -sf "http://127.0.0.1:$nport/metrics" >/dev/null 2>&1; do sleep 0.01; done
+  local -A c0
+  local n
+  for n in "$@"; do c0[$n]=$(cpu_seconds ${side_pid[$n]}); done
+  local n_c0; n_c0=$(cpu_seconds $npid)
+  local end=$(( $(date +%s) + secs ))
+  while (( $(date +%s) < end )); do
+    for n in "$@"; do curl -skf "https://127.0.0.1:${side_port[$n]}/metrics" >/dev/null || true; done
+    curl -sf "http://127.0.0.1:$nport/metrics" >/dev/null || true
+    sleep 15
+  done
+  local n_hwm n_cpu
+  n_hwm=$(hwm_kib $npid)
+  n_cpu=$(awk -v a="$n_c0" -v b="$(cpu_seconds $npid)" 'BEGIN{printf "%.3f", b-a}')
+  echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  printf '%-34s %10s %8s %10s %8s\n' "daemon (${secs} s idle)" "peak RSS" "ratio" "CPU s" "ratio"
+  printf '%-34s %6.1f MiB %8s %10s %8s\n' "prometheus-node-exporter" \
+    "$(awk -v k=$n_hwm 'BEGIN{print k/1024}')" "1.00" "$n_cpu" "1.00"
+  local first_rr="" first_rc=""
+  for n in "$@"; do
+    local p=${side_pid[$n]} hwm cpu rr rc
+    hwm=$(hwm_kib $p)
+    cpu=$(awk -v a="${c0[$n]}" -v b="$(cpu_seconds $p)" 'BEGIN{printf "%.3f", b-a}')
+    rr=$(ratio "$hwm" "$n_hwm"); rc=$(ratio "$cpu" "$n_cpu")
+    printf '%-34s %6.1f MiB %8s %10s %8s\n' "gpud: $n" "$(awk -v k=$hwm 'BEGIN{print k/1024}')" \
+      "$rr" "$cpu" "$rc"
+    [[ -n $first_rr ]] || { first_rr=$rr; first_rc=$rc; }
+  done
+  local goals="RSS ratio ${first_rr} (goal <= $goal_rss: $(verdict "$first_rr" "$goal_rss"))"
+  [[ -z $goal_cpu ]] || goals+=", CPU ratio ${first_rc} (goal <= $goal_cpu: $(verdict "$first_rc" "$goal_cpu"))"
+  echo "gpud: $1: $goals"
+  kill $npid 2>/dev/null || true
+  for n in "$@"; do kill ${side_pid[$n]} 2>/dev/null || true; done
+}
+
+echo "== idle footprint beside node_exporter, all host components, no GPU =="
+side_start host -- 
+side_measure host "$idle_s" 0.75 "" host
 echo
-echo "== detection: Xid line appended to the followed kernel log -> the Xid component Unhealthy (8 fake GPUs) =="
-env "${bench_env[@]}" $build/gpud_bench --benchmark_filter='^BM_XidLineToUnhealthy' \
-  --benchmark_out="$work/detection.json" --benchmark_out_format=json 2>&1 | grep -E 'BM_|ERROR' || true
-echo "-> /v1/states Unhealthy: worst of 10 $(counter_of "$work/detection.json" BM_XidLineToUnhealthy worst_states_ms) ms (goal <= 100 ms)"
-echo "-> /metrics gpud_component_health Unhealthy: worst of 10 $(counter_of "$work/detection.json" BM_XidLineToUnhealthy worst_metrics_ms) ms (goal <= 100 ms)"
-echo
-echo "== idle footprint over ${idle_s} s, both scraped every 15 s =="
-gport=$(free_port); nport=$(free_port)
-$gpud run --listen-address 127.0.0.1:$gport --data-dir "$work/idle" --log-level warn 2>"$work/idle.log" &
-gpid=$!; pids+=($gpid)
-$exporter --web.listen-address=127.0.0.1:$nport >"$work/ne.log" 2>&1 &
-npid=$!; pids+=($npid)
-until curl -skf "https://127.0.0.1:$gport/healthz" >/dev/null 2>&1; do sleep 0.01; done
-until curl -sf "http://127.0.0.1:$nport/metrics" >/dev/null 2>&1; do sleep 0.01; done
-g_cpu0=$(cpu_seconds $gpid); n_cpu0=$(cpu_seconds $npid)
-end=$(( $(date +%s) + idle_s ))
-while (( $(date +%s) < end )); do
-  curl -skf "https://127.0.0.1:$gport/metrics" >/dev/null || true
-  curl -sf "http://127.0.0.1:$nport/metrics" >/dev/null || true
-  sleep 15
-done
-g_cpu1=$(cpu_seconds $gpid); n_cpu1=$(cpu_seconds $npid)
-g_hwm=$(hwm_kib $gpid); n_hwm=$(hwm_kib $npid)
-g_cpu=$(awk -v a=$g_cpu0 -v b=$g_cpu1 'BEGIN{printf "%.3f", b-a}')
-n_cpu=$(awk -v a=$n_cpu0 -v b=$n_cpu1 'BEGIN{printf "%.3f", b-a}')
-g_total=$(cpu_seconds $gpid)
-printf '%-28s %12s %16s %18s\n' "daemon" "peak RSS" "CPU s (idle)" "CPU s/min (idle)"
-printf '%-28s %9.1f MiB %16s %18.3f\n' "gpud" "$(awk -v k=$g_hwm 'BEGIN{print k/1024}')" "$g_cpu" \
-  "$(awk -v c=$g_cpu -v s=$idle_s 'BEGIN{print c*60/s}')"
-printf '%-28s %9.1f MiB %16s %18.3f\n' "prometheus-node-exporter" "$(awk -v k=$n_hwm 'BEGIN{print k/1024}')" "$n_cpu" \
-  "$(awk -v c=$n_cpu -v s=$idle_s 'BEGIN{print c*60/s}')"
-echo "gpud CPU seconds including start-up: $g_total"
-echo "gpud RSS / node_exporter RSS: $(awk -v a=$g_hwm -v b=$n_hwm 'BEGIN{printf "%.2f", a/b}') (target <= 0.75)"
-echo "gpud idle CPU-seconds per minute: $(awk -v c=$g_cpu -v s=$idle_s 'BEGIN{printf "%.3f", c*60/s}') (target < 0.2)"
 
 # Eight fake GPUs (testing/fake_nvml) through the real NVML loader.
 fake_nvml=$build/libnvidia-ml.so.1
 if [[ -f $fake_nvml ]]; then
   scenario=$(cd "$(dirname "$0")/.." && pwd)/testing/fixtures/nvml/h100x8-healthy.json
-  echo
   echo "== eight fake GPUs (h100x8-healthy.json) =="
   scan_ms=()
   for i in 1 2 3 4 5; do
@@ -94,33 +136,22 @@ if [[ -f $fake_nvml ]]; then
   done
   scan_median=$(printf '%s\n' "${scan_ms[@]}" | sort -n | sed -n 3p)
   echo "gpud scan wall time, median of 5: ${scan_median} ms (runs: ${scan_ms[*]}; target < 1000 ms)"
-  fport=$(free_port)
-  FAKE_NVML_SCENARIO=$scenario $gpud run --listen-address 127.0.0.1:$fport --data-dir "$work/idle-gpu" \
-    --nvml-lib "$fake_nvml" --log-level warn 2>"$work/idle-gpu.log" &
-  fpid=$!; pids+=($fpid)
-  until curl -skf "https://127.0.0.1:$fport/healthz" >/dev/null 2>&1; do sleep 0.01; done
-  f_cpu0=$(cpu_seconds $fpid)
-  end=$(( $(date +%s) + idle_s ))
-  while (( $(date +%s) < end )); do
-    curl -skf "https://127.0.0.1:$fport/metrics" >/dev/null || true
-    sleep 15
-  done
-  f_cpu1=$(cpu_seconds $fpid); f_hwm=$(hwm_kib $fpid)
-  f_cpu=$(awk -v a=$f_cpu0 -v b=$f_cpu1 'BEGIN{printf "%.3f", b-a}')
-  kill $fpid 2>/dev/null || true
-  echo "gpud with 8 fake GPUs: peak RSS $(awk -v k=$f_hwm 'BEGIN{printf "%.1f", k/1024}') MiB," \
-    "idle CPU $f_cpu s over ${idle_s} s"
-  echo "gpud (8 GPUs) RSS / node_exporter RSS: $(awk -v a=$f_hwm -v b=$n_hwm 'BEGIN{printf "%.2f", a/b}') (target <= 0.75)"
-  echo "gpud (8 GPUs) idle CPU-seconds per minute: $(awk -v c=$f_cpu -v s=$idle_s 'BEGIN{printf "%.3f", c*60/s}') (target < 0.3)"
+  side_start gpus8 FAKE_NVML_SCENARIO="$scenario" -- --nvml-lib "$fake_nvml"
+  side_measure gpus8 "$idle_s" 0.70 1.0 gpus8
 else
-  echo; echo "bench: $fake_nvml missing (build the fake_nvml target): skipping the eight-GPU figures"
+  echo "bench: $fake_nvml missing (build the fake_nvml target): skipping the eight-GPU figures"
 fi
+echo
 
-# With containerd running: gpud loads libgpud-cri.so (gRPC, protobuf) once the socket exists and
-# lists its pod sandboxes every check. A private containerd (root, state, socket in the work folder).
+# With containerd running: a private containerd (root, state, socket in the work folder), as the
+# containerd tests start it. gpud lists its pod sandboxes every check (60 s) through `gpud cri-helper`
+# children; the same daemon with --cri-helper "" loads libgpud-cri.so (gRPC, protobuf) itself.
 containerd=$(command -v containerd || true)
-if [[ -n $containerd && $(id -u) -eq 0 && -f $build/libgpud-cri.so ]]; then
-  echo
+why_not=""
+[[ -n $containerd ]] || why_not="containerd is not installed"
+[[ -n $why_not || $(id -u) -eq 0 ]] || why_not="containerd needs root"
+[[ -n $why_not || -f $build/libgpud-cri.so ]] || why_not="$build/libgpud-cri.so missing"
+if [[ -z $why_not ]]; then
   echo "== idle footprint with containerd running (private containerd, its CRI listed every check) =="
   c=$work/containerd
   mkdir -p "$c"
@@ -144,35 +175,39 @@ TOML
   cpid=$!; pids+=($cpid)
   for _ in $(seq 1 200); do [[ -S $c/containerd.sock ]] && break; sleep 0.05; done
   if [[ -S $c/containerd.sock ]]; then
-    cport=$(free_port)
+    # The helper alone: its peak RSS for one listing (it lives for the call, once a minute).
+    helper_kib=$(/usr/bin/time -f %M "$gpud" cri-helper list-pods --socket "$c/containerd.sock" \
+      --timeout-ms 10000 2>&1 >/dev/null | tail -1)
+    side_start containerd -- --containerd-socket "$c/containerd.sock"
+    side_start containerd-in-process -- --containerd-socket "$c/containerd.sock" --cri-helper ""
+    k_pid=${side_pid[containerd]}; i_pid=${side_pid[containerd-in-process]}
+    k_port=${side_port[containerd]}
     # The containerd component checks every 60 s: idle long enough for a few listings.
-    $gpud run --listen-address 127.0.0.1:$cport --data-dir "$work/idle-containerd" --log-level warn \
-      --containerd-socket "$c/containerd.sock" 2>"$work/idle-containerd.log" &
-    kpid=$!; pids+=($kpid)
-    until curl -skf "https://127.0.0.1:$cport/healthz" >/dev/null 2>&1; do sleep 0.01; done
-    k_cpu0=$(cpu_seconds $kpid)
     k_idle=$(( idle_s > 125 ? idle_s : 125 ))
-    end=$(( $(date +%s) + k_idle ))
-    while (( $(date +%s) < end )); do
-      curl -skf "https://127.0.0.1:$cport/metrics" >/dev/null || true
-      sleep 15
-    done
-    k_cpu1=$(cpu_seconds $kpid); k_hwm=$(hwm_kib $kpid)
-    k_cpu=$(awk -v a=$k_cpu0 -v b=$k_cpu1 'BEGIN{printf "%.3f", b-a}')
-    state=$(curl -skf "https://127.0.0.1:$cport/v1/states?components=containerd" |
-      jq -r '.[0].states[0] | "\(.health): \(.reason)"' 2>/dev/null || echo "?")
-    loaded=$(grep -c 'libgpud-cri.so' "/proc/$kpid/maps" || true)
-    kill $kpid $cpid 2>/dev/null || true
-    echo "containerd component: $state (libgpud-cri.so mapped: $([[ $loaded -gt 0 ]] && echo yes || echo no))"
-    echo "gpud with containerd: peak RSS $(awk -v k=$k_hwm 'BEGIN{printf "%.1f", k/1024}') MiB," \
-      "idle CPU $k_cpu s over ${k_idle} s"
-    echo "gpud (containerd) RSS / node_exporter RSS: $(awk -v a=$k_hwm -v b=$n_hwm 'BEGIN{printf "%.2f", a/b}') (target <= 0.75 holds without containerd; quoted here)"
+    # Read what is mapped before side_measure stops the daemons.
+    ( sleep $(( k_idle - 5 ))
+      state=$(curl -skf "https://127.0.0.1:$k_port/v1/states?components=containerd" |
+        jq -r '.[0].states[0] | "\(.health): \(.reason)"' 2>/dev/null || echo "?")
+      echo "containerd component: $state" >"$work/containerd-state"
+      echo "gRPC mapped in the daemon: $(grep -q libgrpc "/proc/$k_pid/maps" && echo yes || echo no)" \
+        "(in-process daemon: $(grep -q libgrpc "/proc/$i_pid/maps" && echo yes || echo no))" \
+        >>"$work/containerd-state" ) &
+    spid=$!
+    side_measure containerd "$k_idle" 0.80 "" containerd containerd-in-process
+    wait $spid || true
+    cat "$work/containerd-state" 2>/dev/null || true
+    echo "the CRI helper (one listing, a child for its call): peak RSS" \
+      "$(awk -v k="$helper_kib" 'BEGIN{printf "%.1f", k/1024}') MiB"
+    kill $cpid 2>/dev/null || true
   else
-    echo "bench: the private containerd did not start (see $c/containerd.log): skipping"
+    echo "bench: the private containerd did not start (see $c/containerd.log): skipping the with-containerd figures"
   fi
 else
-  echo; echo "bench: containerd, root or $build/libgpud-cri.so missing: skipping the with-containerd figures"
+  echo "bench: $why_not: skipping the with-containerd figures"
 fi
+echo
+
+[[ ${FOOTPRINT_ONLY:-0} == 1 ]] && exit 0
 
 if [[ -x $build/gpud_bench ]]; then
   echo

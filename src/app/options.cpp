@@ -154,6 +154,12 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
   cmd.add_option("--containerd-socket", f.config.containerd_socket,
                  "containerd's CRI socket (default <host-root>/run/containerd/containerd.sock; a "
                  "path given is used as it is)");
+  // The CRI calls run in a child, gpud's own binary (`gpud cri-helper`), so that the daemon never
+  // maps gRPC. Hidden: "" loads the cri module in the daemon (the bench measures both).
+  f.config.cri_helper = "/proc/self/exe";
+  cmd.add_option("--cri-helper", f.config.cri_helper,
+                 "The program run as `<it> cri-helper` for CRI calls (\"\": in this process)")
+      ->group("");
   cmd.add_option("--kubelet-read-only-port", f.config.kubelet_read_only_port,
                  "The kubelet's read-only HTTP port on 127.0.0.1, asked first for the node's "
                  "pods where given (0: not asked; current clusters turn it off)")

@@ -38,6 +38,9 @@ void add_metadata(CLI::App& app, int* exit_code);
 // import_gpud_state_cmd.cpp: GPUd's state file (events, reboots, machine id) into gpud's store.
 void add_import_gpud_state(CLI::App& app, int* exit_code);
 
+// cri_helper_cmd.cpp: hidden; the daemon's child for one CRI call (runtimes::call_cri_helper).
+void add_cri_helper(CLI::App& app, int* exit_code);
+
 // Exit codes shared by the verbs.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUnhealthy =

@@ -84,6 +84,10 @@ struct Config {
   // <host root>/run/containerd/containerd.sock; a path given is used as it is).
   std::string containerd_command = "containerd";
   std::string containerd_socket;
+  // The program that makes the CRI calls (containerd, the kubelet's pod-resources) in a child
+  // process, as `<it> cri-helper ...`: gpud's own binary, so the daemon never maps gRPC (about
+  // 10 MiB resident). "": the cri module is loaded in this process.
+  std::string cri_helper;
   std::string
       nvml_lib;  // libnvidia-ml.so.1 to load; empty: $GPUD_NVML_LIBRARY_PATH, else the system's
   // $GPUD_NVIDIA_DRIVER_ROOT as app/ read it: a root the driver is installed under (a path as gpud

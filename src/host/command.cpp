@@ -184,7 +184,8 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv,
     ::kill(pid, SIGKILL);
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    return make_error(shown + " timed out after " + std::to_string(timeout.count()) + " ms");
+    return make_error(shown + " timed out after " + std::to_string(timeout.count()) + " ms",
+                      kCommandTimedOut);
   }
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   return result;

@@ -36,10 +36,15 @@ std::optional<std::string> find_host_executable(
     std::string_view host_root, std::string_view name, std::string_view search_path,
     const std::vector<std::string>& host_roots_within = {});
 
+// Error::code of run_command's error when the program ran past its deadline (the other errors have
+// code 0).
+inline constexpr int kCommandTimedOut = 504;
+
 // Runs argv (argv[0] looked up with find_executable) with stdin from /dev/null, in a process group
 // of its own, with default signal handling and no signal blocked. At the deadline the whole group
-// is killed (SIGKILL) and the result is the error "`<argv>` timed out after <n> ms". A program that
-// cannot be found or started is an error too; a non-zero exit status is not.
+// is killed (SIGKILL) and the result is the error "`<argv>` timed out after <n> ms" (code
+// kCommandTimedOut). A program that cannot be found or started is an error too; a non-zero exit
+// status is not. Output past max_output bytes is read and dropped.
 [[nodiscard]] Result<CommandOutput> run_command(const std::vector<std::string>& argv,
                                                 std::string_view search_path,
                                                 std::chrono::milliseconds timeout,

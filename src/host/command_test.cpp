@@ -73,6 +73,7 @@ TEST(RunCommand, KillsTheProgramAndWhatItStartedAtTheDeadline) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("timed out after 200 ms"), std::string::npos)
       << r.error().message;
+  EXPECT_EQ(r.error().code, kCommandTimedOut);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 

@@ -309,7 +309,9 @@ void KmsgFollower::run() {
     }
     if (err == EAGAIN || err == EWOULDBLOCK) {
       ring_done_ = true;
-      if (!wait(std::chrono::milliseconds(1000), true)) break;
+      // Until a record arrives or stop() writes to the pipe: no timeout, so an idle daemon does
+      // not wake once a second for nothing.
+      if (!wait(std::chrono::milliseconds(-1), true)) break;
       continue;
     }
     ++errors_;

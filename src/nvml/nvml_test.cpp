@@ -571,6 +571,24 @@ TEST(NvmlXidWatcher, EventsAppendedToTheScenarioAreDelivered) {
   EXPECT_EQ(last.load(), 94U);
 }
 
+// The fake blocks in nvmlEventSetWait like a driver (no polling timer), yet a scenario written
+// meanwhile wakes it: the event arrives long before the wait's timeout.
+TEST(NvmlXidWatcher, ANewScenarioWakesAWaitBeforeItsTimeout) {
+  std::string path = write_temp("xid-wake.json", R"({"count": 2})");
+  auto nvml = open_fake(path);
+  ASSERT_TRUE(nvml->ready());
+  std::atomic<int> n{0};
+  auto w = XidWatcher::start(
+      *nvml, [&](const XidEvent&) { ++n; }, 3s, 2s);
+  ASSERT_TRUE(w.ok());
+  std::this_thread::sleep_for(200ms);  // the watcher is inside its 3 s wait
+  const auto start = std::chrono::steady_clock::now();
+  write_temp("xid-wake.json", R"({"count": 2, "xid_events": [{"gpu": 1, "xid": 79}]})");
+  while (n == 0 && std::chrono::steady_clock::now() - start < 5s) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(n.load(), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+}
+
 TEST(NvmlP2P, EveryPairIsProbedOverNvlink) {
   std::string path =
       write_temp("p2p.json", R"({"count": 4, "gpus": {"2": {"p2p_nvlink_status": 4}}})");

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "host/command.h"
 #include "runtimes/module_loader.h"
 
 namespace gpud::runtimes {
@@ -26,7 +28,7 @@ Result<const gpud_cri_table_v1*> cri_table() {
 
 // Makes one call through the table and returns its text, or the error with its code.
 template <typename Call>
-Result<std::string> call(Call&& c) {
+Result<std::string> call_module(Call&& c) {
   auto t = cri_table();
   if (!t) return t.error();
   gpud_cri_reply r = c(**t);
@@ -38,6 +40,24 @@ Result<std::string> call(Call&& c) {
 }
 
 int64_t millis(std::chrono::milliseconds timeout) { return timeout.count(); }
+
+constexpr std::string_view kReplyHeader = "gpud-cri-reply 1 ";
+// What of a child's words goes into an error message: the first `limit` bytes, control characters
+// and non-ASCII bytes shown as '?'.
+std::string printable(std::string_view text, size_t limit) {
+  std::string out;
+  for (char ch : text.substr(0, limit)) {
+    const auto u = static_cast<unsigned char>(ch);
+    out.push_back(u >= 0x20 && u < 0x7f ? ch : '?');
+  }
+  if (text.size() > limit) out += "...";
+  return out;
+}
+
+std::string seconds_text(std::chrono::milliseconds d) {
+  return d.count() % 1000 == 0 ? fmt::format("{} s", d.count() / 1000)
+                               : fmt::format("{:.1f} s", static_cast<double>(d.count()) / 1000);
+}
 
 // The field `key` of object `j` as a string, "" when absent; an error when of another type.
 bool get_string(const json& j, const char* key, std::string& out, std::string& err) {
@@ -185,27 +205,114 @@ Result<std::vector<PodResources>> parse_pod_resources(std::string_view text) {
   return out;
 }
 
+std::string_view cri_call_name(CriCall call) {
+  switch (call) {
+    case CriCall::kVersion: return "version";
+    case CriCall::kListPods: return "list-pods";
+    case CriCall::kListPodResources: return "list-pod-resources";
+  }
+  return "";
+}
+
+std::optional<CriCall> parse_cri_call(std::string_view name) {
+  for (CriCall c : {CriCall::kVersion, CriCall::kListPods, CriCall::kListPodResources})
+    if (cri_call_name(c) == name) return c;
+  return std::nullopt;
+}
+
+Result<std::string> call_cri_module(CriCall which, const std::string& socket,
+                                    std::chrono::milliseconds timeout) {
+  return call_module([&](const gpud_cri_table_v1& t) {
+    switch (which) {
+      case CriCall::kVersion: return t.version(socket.c_str(), millis(timeout));
+      case CriCall::kListPods: return t.list_pods(socket.c_str(), millis(timeout));
+      case CriCall::kListPodResources: break;
+    }
+    return t.list_pod_resources(socket.c_str(), millis(timeout));
+  });
+}
+
+std::string format_cri_helper_reply(int code, std::string_view text) {
+  std::string out(kReplyHeader);
+  out += std::to_string(code);
+  out += '\n';
+  out += text;
+  return out;
+}
+
+Result<std::string> parse_cri_helper_reply(std::string_view out) {
+  auto garbled = [&out](std::string_view why) {
+    return make_error(
+        fmt::format("the CRI helper's reply is garbled ({}): \"{}\"", why, printable(out, 120)),
+        GPUD_CRI_INTERNAL);
+  };
+  if (out.substr(0, kReplyHeader.size()) != kReplyHeader) return garbled("no reply header");
+  const size_t eol = out.find('\n');
+  if (eol == std::string_view::npos) return garbled("no end to the reply header");
+  const std::string_view code_text = out.substr(kReplyHeader.size(), eol - kReplyHeader.size());
+  int code = 0;
+  const auto [end, ec] =
+      std::from_chars(code_text.data(), code_text.data() + code_text.size(), code);
+  // gRPC's codes are 0..16; kCriModuleMissing is the module's absence.
+  if (ec != std::errc() || end != code_text.data() + code_text.size() || code < kCriModuleMissing ||
+      code > 16)
+    return garbled("not a status code");
+  std::string_view text = out.substr(eol + 1);
+  if (code == GPUD_CRI_OK) return std::string(text);
+  return make_error(text.empty() ? fmt::format("gRPC status {}", code) : printable(text, 1024),
+                    code);
+}
+
+Result<std::string> call_cri_helper(const CriHelper& helper, CriCall which,
+                                    const std::string& socket, std::chrono::milliseconds timeout) {
+  const auto limit = timeout + helper.start_allowance;
+  auto r = host::run_command({helper.executable, "cri-helper", std::string(cri_call_name(which)),
+                              "--socket", socket, "--timeout-ms", std::to_string(timeout.count())},
+                             host::kDefaultSearchPath, limit, helper.max_output + 1);
+  if (!r) {
+    if (r.error().code == host::kCommandTimedOut)
+      return make_error(fmt::format("CRI helper timed out after {} ({} for the call itself)",
+                                    seconds_text(limit), seconds_text(timeout)),
+                        GPUD_CRI_DEADLINE_EXCEEDED);
+    return make_error("cannot run the CRI helper: " + r.error().message, GPUD_CRI_INTERNAL);
+  }
+  if (r->out.size() > helper.max_output)
+    return make_error(
+        fmt::format("the CRI helper's reply is longer than {} bytes", helper.max_output),
+        GPUD_CRI_INTERNAL);
+  if (r->exit_code != 0)
+    return make_error(
+        fmt::format("the CRI helper {} ({})",
+                    r->exit_code < 0 ? std::string("was killed by a signal")
+                                     : fmt::format("exited with status {}", r->exit_code),
+                    r->err.empty() ? std::string("no message") : printable(r->err, 300)),
+        GPUD_CRI_INTERNAL);
+  return parse_cri_helper_reply(r->out);
+}
+
+Result<std::string> CriClient::call(CriCall which, const std::string& socket,
+                                    std::chrono::milliseconds timeout) const {
+  if (helper_.executable.empty()) return call_cri_module(which, socket, timeout);
+  return call_cri_helper(helper_, which, socket, timeout);
+}
+
 Result<CriVersion> CriClient::version(const std::string& socket,
                                       std::chrono::milliseconds timeout) const {
-  auto text =
-      call([&](const gpud_cri_table_v1& t) { return t.version(socket.c_str(), millis(timeout)); });
+  auto text = call(CriCall::kVersion, socket, timeout);
   if (!text) return text.error();
   return parse_cri_version(*text);
 }
 
 Result<CriPods> CriClient::list_pods(const std::string& socket,
                                      std::chrono::milliseconds timeout) const {
-  auto text = call(
-      [&](const gpud_cri_table_v1& t) { return t.list_pods(socket.c_str(), millis(timeout)); });
+  auto text = call(CriCall::kListPods, socket, timeout);
   if (!text) return text.error();
   return parse_cri_pods(*text);
 }
 
 Result<std::vector<PodResources>> CriClient::list_pod_resources(
     const std::string& socket, std::chrono::milliseconds timeout) const {
-  auto text = call([&](const gpud_cri_table_v1& t) {
-    return t.list_pod_resources(socket.c_str(), millis(timeout));
-  });
+  auto text = call(CriCall::kListPodResources, socket, timeout);
   if (!text) return text.error();
   return parse_pod_resources(*text);
 }
@@ -220,7 +327,7 @@ Result<std::string> CriClient::run_pod_sandbox(const std::string& socket,
       {"attempt", spec.attempt},
       {"host_network",
        spec.host_network}}.dump();
-  auto text = call([&](const gpud_cri_table_v1& t) {
+  auto text = call_module([&](const gpud_cri_table_v1& t) {
     return t.run_pod_sandbox(socket.c_str(), config.c_str(), millis(timeout));
   });
   if (!text) return text.error();
@@ -234,7 +341,7 @@ Result<std::string> CriClient::run_pod_sandbox(const std::string& socket,
 
 Result<void> CriClient::stop_pod_sandbox(const std::string& socket, const std::string& id,
                                          std::chrono::milliseconds timeout) const {
-  auto text = call([&](const gpud_cri_table_v1& t) {
+  auto text = call_module([&](const gpud_cri_table_v1& t) {
     return t.stop_pod_sandbox(socket.c_str(), id.c_str(), millis(timeout));
   });
   if (!text) return text.error();
@@ -243,7 +350,7 @@ Result<void> CriClient::stop_pod_sandbox(const std::string& socket, const std::s
 
 Result<void> CriClient::remove_pod_sandbox(const std::string& socket, const std::string& id,
                                            std::chrono::milliseconds timeout) const {
-  auto text = call([&](const gpud_cri_table_v1& t) {
+  auto text = call_module([&](const gpud_cri_table_v1& t) {
     return t.remove_pod_sandbox(socket.c_str(), id.c_str(), millis(timeout));
   });
   if (!text) return text.error();

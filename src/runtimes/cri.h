@@ -1,6 +1,8 @@
 // The CRI and kubelet pod-resources clients: the C ABI of the optional module libgpud-cri.so
-// (gRPC lives there, never in gpud), and CriClient, the C++ side that loads the module the first
-// time it is called and parses its JSON answers into plain structs.
+// (gRPC lives there, never in gpud), and CriClient, the C++ side that parses its JSON answers into
+// plain structs. CriClient makes the daemon's calls in a short-lived child (`gpud cri-helper`,
+// which loads the module) when given one, so the daemon never maps gRPC; otherwise it loads the
+// module in its own process the first time it is called.
 #pragma once
 
 #include <stdint.h>
@@ -69,6 +71,7 @@ typedef const gpud_cri_table_v1* (*gpud_cri_client_v1_fn)(void);
 // ---- The C++ side (runtimes layer; gpud never links gRPC) ----
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -140,10 +143,46 @@ Result<CriVersion> parse_cri_version(std::string_view json);
 Result<CriPods> parse_cri_pods(std::string_view json);
 Result<std::vector<PodResources>> parse_pod_resources(std::string_view json);
 
-// Calls through libgpud-cri.so, loaded at the first call (runtimes/module_loader). Stateless and
-// thread-safe; each call has its own connection and deadline.
+// The calls the daemon makes (the others are for tests), named as `gpud cri-helper` takes them.
+enum class CriCall { kVersion, kListPods, kListPodResources };
+std::string_view cri_call_name(CriCall call);  // "version", "list-pods", "list-pod-resources"
+std::optional<CriCall> parse_cri_call(std::string_view name);
+
+// Makes one call through libgpud-cri.so in this process (loaded at the first call): the module's
+// JSON answer, or its error with the GPUD_CRI_* code (kCriModuleMissing: no module).
+Result<std::string> call_cri_module(CriCall call, const std::string& socket,
+                                    std::chrono::milliseconds timeout);
+
+// What `gpud cri-helper` prints on stdout: the line "gpud-cri-reply 1 <code>", then the answer
+// (code 0) or the error's text.
+std::string format_cri_helper_reply(int code, std::string_view text);
+// The helper's stdout read back: the answer, or the error with its code. Anything else (no header,
+// a code out of range) is an error with GPUD_CRI_INTERNAL that says the reply is garbled.
+Result<std::string> parse_cri_helper_reply(std::string_view out);
+
+// Where and how the daemon runs its CRI helper.
+struct CriHelper {
+  std::string executable;  // gpud's own binary (/proc/self/exe): run as `<it> cri-helper ...`
+  // Allowed beyond the call's own timeout for the child to start and load gRPC.
+  std::chrono::milliseconds start_allowance{3000};
+  size_t max_output = size_t{8} << 20;  // a longer reply is an error, not truncated JSON
+};
+
+// Runs `<executable> cri-helper <call> --socket <socket> --timeout-ms <timeout>` in a process group
+// of its own (host::run_command), killed at timeout + start_allowance. A child that times out,
+// cannot start, exits without a reply, or prints more than max_output or a garbled reply is an
+// error that says so ("CRI helper timed out after 13 s"); the module's own errors keep their code.
+Result<std::string> call_cri_helper(const CriHelper& helper, CriCall call,
+                                    const std::string& socket, std::chrono::milliseconds timeout);
+
+// Stateless and thread-safe; each call has its own connection and deadline. version, list_pods and
+// list_pod_resources go through the helper when there is one (its executable set); the calls for
+// tests always load the module here.
 class CriClient {
  public:
+  CriClient() = default;  // the module in this process
+  explicit CriClient(CriHelper helper) : helper_(std::move(helper)) {}
+
   Result<CriVersion> version(const std::string& socket, std::chrono::milliseconds timeout) const;
   Result<CriPods> list_pods(const std::string& socket, std::chrono::milliseconds timeout) const;
   Result<std::vector<PodResources>> list_pod_resources(const std::string& socket,
@@ -155,6 +194,12 @@ class CriClient {
                                 std::chrono::milliseconds timeout) const;
   Result<void> remove_pod_sandbox(const std::string& socket, const std::string& id,
                                   std::chrono::milliseconds timeout) const;
+
+ private:
+  Result<std::string> call(CriCall call, const std::string& socket,
+                           std::chrono::milliseconds timeout) const;
+
+  CriHelper helper_;
 };
 
 }  // namespace gpud::runtimes

@@ -1,7 +1,10 @@
 // A fake libnvidia-ml.so.1 for tests and demos without a GPU: it exports the NVML entry points gpud
 // uses and answers from a JSON scenario file named by $FAKE_NVML_SCENARIO (see README.md). Built
 // twice: the full library, and with FAKE_NVML_LEGACY an "old driver" lacking the newest symbols.
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +15,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -99,7 +103,11 @@ struct Loaded {
 };
 
 std::mutex g_mu;
-Scenario g_sc;
+// The scenario as last read: immutable and shared, so a call borrows it instead of copying its GPU
+// (a copy per call made the fake, not the daemon, the largest CPU cost of an 8-GPU bench). A
+// reload swaps the pointer; calls still holding the old one finish on it.
+std::shared_ptr<const Scenario> g_sc = std::make_shared<const Scenario>();
+std::deque<XidQueued> g_xids;  // the scenario's Xid events not delivered yet (event waits pop them)
 Loaded g_loaded;
 bool g_have_scenario = false;
 SteadyClock::time_point g_last_stat{};
@@ -154,6 +162,15 @@ std::string hex2(unsigned int i) {
   char b[8];
   std::snprintf(b, sizeof(b), "%02x", i & 0xffU);
   return b;
+}
+
+Scenario build(const json& doc);
+
+// Caller holds g_mu: makes `s` the scenario, its Xid events the ones left to deliver.
+void install_locked(Scenario s) {
+  g_xids = std::move(s.xids);
+  s.xids.clear();
+  g_sc = std::make_shared<const Scenario>(std::move(s));
 }
 
 Scenario build(const json& doc) {
@@ -218,7 +235,7 @@ void maybe_reload_locked() {
   g_last_stat = now;
   if (path.empty()) {
     if (path_changed) {
-      g_sc = build(json{{"count", 1}});
+      install_locked(build(json{{"count", 1}}));
       g_loaded = Loaded{};
       g_have_scenario = true;
     }
@@ -228,7 +245,7 @@ void maybe_reload_locked() {
   if (stat(path.c_str(), &st) != 0) {
     if (path_changed) {
       std::fprintf(stderr, "fake_nvml: cannot stat scenario %s\n", path.c_str());
-      g_sc = Scenario{};
+      install_locked(Scenario{});
       g_loaded = Loaded{path, {}, -1, 0};
       g_have_scenario = true;
     }
@@ -242,14 +259,14 @@ void maybe_reload_locked() {
   try {
     std::ifstream in(path);
     json doc = json::parse(in);
-    g_sc = build(doc);
+    install_locked(build(doc));
     g_loaded = Loaded{path, st.st_mtim, st.st_size, st.st_ino};
     g_have_scenario = true;
   } catch (const std::exception& e) {
     // A half-written file: keep what we had and try again on a later call.
     std::fprintf(stderr, "fake_nvml: bad scenario %s: %s\n", path.c_str(), e.what());
     if (path_changed && !g_have_scenario) {
-      g_sc = Scenario{};
+      install_locked(Scenario{});
       g_have_scenario = true;
     }
   }
@@ -281,11 +298,15 @@ const json* lookup(const json& table, const std::string& fn, const std::string& 
   return nullptr;
 }
 
-// What one call sees: the forced return (if any) and a copy of its GPU.
+const json kNoGpu = json::object();
+
+// What one call sees: the forced return (if any) and its GPU and driver, borrowed from the
+// scenario it holds.
 struct Call {
   nvmlReturn_t ret = NVML_SUCCESS;
-  json gpu;
-  json driver;
+  std::shared_ptr<const Scenario> sc;
+  const json* gpu = &kNoGpu;
+  const json* driver = &kNoGpu;
   unsigned int index = 0;
   unsigned int count = 0;
 };
@@ -297,8 +318,10 @@ Call enter(const char* fn, const nvmlDevice_t* dev, const unsigned int* index_ca
   {
     std::lock_guard lock(g_mu);
     maybe_reload_locked();
-    c.count = static_cast<unsigned int>(g_sc.gpus.size());
-    c.driver = g_sc.driver;
+    c.sc = g_sc;
+    const Scenario& sc = *c.sc;
+    c.count = static_cast<unsigned int>(sc.gpus.size());
+    c.driver = &sc.driver;
     std::string name = fn;
     std::string base = base_name(name);
     bool is_init = base == "nvmlInit";
@@ -311,13 +334,13 @@ Call enter(const char* fn, const nvmlDevice_t* dev, const unsigned int* index_ca
       uintptr_t h = reinterpret_cast<uintptr_t>(dev != nullptr ? dev->handle : nullptr);
       unsigned int i =
           index_call != nullptr ? *index_call : static_cast<unsigned int>(h - kHandleBase);
-      if ((dev != nullptr && h < kHandleBase) || i >= g_sc.gpus.size()) {
+      if ((dev != nullptr && h < kHandleBase) || i >= sc.gpus.size()) {
         c.ret = NVML_ERROR_INVALID_ARGUMENT;
         return c;
       }
       c.index = i;
-      gpu = &g_sc.gpus[i];
-      c.gpu = *gpu;
+      gpu = &sc.gpus[i];
+      c.gpu = gpu;
     }
     const json* err = nullptr;
     const json* delay = nullptr;
@@ -327,8 +350,8 @@ Call enter(const char* fn, const nvmlDevice_t* dev, const unsigned int* index_ca
       if (gpu->contains("errors")) err = lookup((*gpu)["errors"], name, base, wildcard);
       if (gpu->contains("delays_ms")) delay = lookup((*gpu)["delays_ms"], name, base, wildcard);
     }
-    if (err == nullptr) err = lookup(g_sc.errors, name, base, false);
-    if (delay == nullptr) delay = lookup(g_sc.delays, name, base, false);
+    if (err == nullptr) err = lookup(sc.errors, name, base, false);
+    if (delay == nullptr) delay = lookup(sc.delays, name, base, false);
     if (err != nullptr && !err->is_null()) c.ret = parse_return(*err);
     if (delay != nullptr && delay->is_number()) delay_ms = delay->get<long>();
   }
@@ -361,7 +384,7 @@ template <typename T>
 nvmlReturn_t value(const Call& c, const char* ptr, T* out) {
   if (c.ret != NVML_SUCCESS) return c.ret;
   if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  const json* v = get(c.gpu, ptr);
+  const json* v = get(*c.gpu, ptr);
   if (v == nullptr) return NVML_ERROR_NOT_SUPPORTED;
   *out = static_cast<T>(num(*v));
   return NVML_SUCCESS;
@@ -376,7 +399,7 @@ nvmlReturn_t copy_string(const std::string& s, char* buf, unsigned int len) {
 
 nvmlReturn_t string_value(const Call& c, const char* ptr, char* buf, unsigned int len) {
   if (c.ret != NVML_SUCCESS) return c.ret;
-  const json* v = get(c.gpu, ptr);
+  const json* v = get(*c.gpu, ptr);
   if (v == nullptr || !v->is_string()) return NVML_ERROR_NOT_SUPPORTED;
   return copy_string(v->get<std::string>(), buf, len);
 }
@@ -426,7 +449,7 @@ nvmlReturn_t do_pci(const char* fn, nvmlDevice_t d, nvmlPciInfo_t* pci, bool leg
     Call c = enter(fn, &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const json* id = get(c.gpu, "/pci_bus_id");
+    const json* id = get(*c.gpu, "/pci_bus_id");
     if (id == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     std::string s = id->get<std::string>();
     *pci = nvmlPciInfo_t{};
@@ -435,8 +458,8 @@ nvmlReturn_t do_pci(const char* fn, nvmlDevice_t d, nvmlPciInfo_t* pci, bool leg
     pci->domain = domain;
     pci->bus = bus;
     pci->device = device;
-    pci->pciDeviceId = static_cast<unsigned int>(num(c.gpu.value("pci_device_id", json(0))));
-    pci->pciSubSystemId = static_cast<unsigned int>(num(c.gpu.value("pci_subsystem_id", json(0))));
+    pci->pciDeviceId = static_cast<unsigned int>(num(c.gpu->value("pci_device_id", json(0))));
+    pci->pciSubSystemId = static_cast<unsigned int>(num(c.gpu->value("pci_subsystem_id", json(0))));
     char legacy_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
     std::snprintf(legacy_id, sizeof(legacy_id), "%04x:%02x:%02x.%x", domain & 0xffffU, bus, device,
                   function);
@@ -453,7 +476,7 @@ nvmlReturn_t do_processes(const char* fn, nvmlDevice_t d, unsigned int* count, I
     Call c = enter(fn, &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const json* list = get(c.gpu, key);
+    const json* list = get(*c.gpu, key);
     if (list == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     unsigned int n = static_cast<unsigned int>(list->size());
     if (*count < n || (n > 0 && infos == nullptr)) {
@@ -481,7 +504,7 @@ nvmlReturn_t do_memory_v1(const char* fn, nvmlDevice_t d, nvmlMemory_t* m) {
     Call c = enter(fn, &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (m == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const json* mem = get(c.gpu, "/memory");
+    const json* mem = get(*c.gpu, "/memory");
     if (mem == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     unsigned long long total = mem->value("total", 0ULL), used = mem->value("used", 0ULL);
     unsigned long long reserved = mem->value("reserved", 0ULL);
@@ -492,6 +515,47 @@ nvmlReturn_t do_memory_v1(const char* fn, nvmlDevice_t d, nvmlMemory_t* m) {
   });
 }
 
+// An inotify watch on the scenario file's folder for one event wait: readable when anything in it
+// changes (a test writing or renaming a new scenario in). Closed at scope exit; fd -1 when inotify
+// is unavailable (the wait then polls every 100 ms).
+struct ScenarioWatch {
+  int fd = -1;
+  ScenarioWatch() {
+    const char* env = std::getenv("FAKE_NVML_SCENARIO");
+    if (env == nullptr || *env == '\0') return;
+    std::string dir = env;
+    const size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
+    fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (fd >= 0 && inotify_add_watch(fd, dir.c_str(),
+                                     IN_CLOSE_WRITE | IN_MODIFY | IN_MOVED_TO | IN_CREATE |
+                                         IN_DELETE | IN_ATTRIB) < 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  ~ScenarioWatch() {
+    if (fd >= 0) close(fd);
+  }
+  ScenarioWatch(const ScenarioWatch&) = delete;
+  ScenarioWatch& operator=(const ScenarioWatch&) = delete;
+  // Sleeps until the folder changes or `d` has passed; true when it changed.
+  bool wait(SteadyClock::duration d) const {
+    const int ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(d).count());
+    if (fd < 0) {
+      std::this_thread::sleep_for(
+          std::min<SteadyClock::duration>(std::chrono::milliseconds(100), d));
+      return true;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, ms) <= 0) return false;
+    char buf[4096];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    return true;
+  }
+};
+
 nvmlReturn_t do_event_wait(const char* fn, nvmlEventSet_t set, nvmlEventData_t* data,
                            unsigned int timeout_ms) {
   return guard([&] {
@@ -500,13 +564,19 @@ nvmlReturn_t do_event_wait(const char* fn, nvmlEventSet_t set, nvmlEventData_t* 
     if (data == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     auto until = SteadyClock::now() + std::chrono::milliseconds(timeout_ms);
     auto key = reinterpret_cast<uintptr_t>(set.handle);
+    // A real driver blocks in the kernel until an event or the timeout. So does this wait: it
+    // wakes when the scenario's folder changes (new Xid events to deliver), not on a timer, so
+    // the fake charges no idle CPU to the daemon that waits.
+    ScenarioWatch watch;
+    bool changed = false;
     while (true) {
       {
         std::lock_guard lock(g_mu);
+        if (changed) g_last_stat = {};  // re-read now: the file may have changed
         maybe_reload_locked();
         auto s = g_sets.find(key);
         if (s == g_sets.end()) return NVML_ERROR_INVALID_ARGUMENT;
-        for (auto it = g_sc.xids.begin(); it != g_sc.xids.end(); ++it) {
+        for (auto it = g_xids.begin(); it != g_xids.end(); ++it) {
           if (s->second.count(it->gpu) == 0) continue;
           *data = nvmlEventData_t{};
           data->device.handle = reinterpret_cast<nvmlDevice_st*>(kHandleBase + it->gpu);
@@ -514,16 +584,13 @@ nvmlReturn_t do_event_wait(const char* fn, nvmlEventSet_t set, nvmlEventData_t* 
           data->eventData = it->xid;
           data->gpuInstanceId = 0xFFFFFFFFU;
           data->computeInstanceId = 0xFFFFFFFFU;
-          g_sc.xids.erase(it);
+          g_xids.erase(it);
           return NVML_SUCCESS;
         }
       }
       auto now = SteadyClock::now();
       if (now >= until) return NVML_ERROR_TIMEOUT;
-      // A real driver blocks in the kernel; polling the scenario (re-read at most every 100 ms
-      // anyway) every 100 ms keeps the fake from charging the daemon's idle CPU figures.
-      std::this_thread::sleep_for(
-          std::min<SteadyClock::duration>(std::chrono::milliseconds(100), until - now));
+      changed = watch.wait(until - now);
     }
   });
 }
@@ -592,14 +659,14 @@ FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* v, unsigned int len) {
   return guard([&] {
     Call c = enter("nvmlSystemGetDriverVersion", nullptr);
     if (c.ret != NVML_SUCCESS) return c.ret;
-    return copy_string(c.driver.value("version", ""), v, len);
+    return copy_string(c.driver->value("version", ""), v, len);
   });
 }
 FAKE_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* v, unsigned int len) {
   return guard([&] {
     Call c = enter("nvmlSystemGetNVMLVersion", nullptr);
     if (c.ret != NVML_SUCCESS) return c.ret;
-    return copy_string(c.driver.value("nvml_version", ""), v, len);
+    return copy_string(c.driver->value("nvml_version", ""), v, len);
   });
 }
 FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* v) {
@@ -607,7 +674,7 @@ FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* v) {
     Call c = enter("nvmlSystemGetCudaDriverVersion", nullptr);
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (v == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    *v = c.driver.value("cuda_version", 0);
+    *v = c.driver->value("cuda_version", 0);
     return NVML_SUCCESS;
   });
 }
@@ -642,7 +709,7 @@ FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* v) {
     Call c = enter("nvmlSystemGetCudaDriverVersion_v2", nullptr);
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (v == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    *v = c.driver.value("cuda_version", 0);
+    *v = c.driver->value("cuda_version", 0);
     return NVML_SUCCESS;
   });
 }
@@ -683,7 +750,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (m == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (m->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    const json* mem = get(c.gpu, "/memory");
+    const json* mem = get(*c.gpu, "/memory");
     if (mem == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     m->total = mem->value("total", 0ULL);
     m->reserved = mem->value("reserved", 0ULL);
@@ -719,7 +786,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t d, nvmlGpuFabr
     if (f->version != nvmlGpuFabricInfo_v3 && f->version != nvmlGpuFabricInfo_v2) {
       return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     }
-    const json* fab = get(c.gpu, "/fabric");
+    const json* fab = get(*c.gpu, "/fabric");
     if (fab == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     unsigned int version = f->version;
     *f = nvmlGpuFabricInfoV_t{};
@@ -765,7 +832,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t d, nvmlGpuFabri
     Call c = enter("nvmlDeviceGetGpuFabricInfo", &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (f == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const json* fab = get(c.gpu, "/fabric");
+    const json* fab = get(*c.gpu, "/fabric");
     if (fab == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     *f = nvmlGpuFabricInfo_t{};
     fill_uuid16(fab->value("cluster_uuid", ""), f->clusterUuid);
@@ -781,7 +848,7 @@ FAKE_EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t d, nvmlGpmSuppor
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (s == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (s->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    const json* v = get(c.gpu, "/gpm_supported");
+    const json* v = get(*c.gpu, "/gpm_supported");
     s->isSupportedDevice = v != nullptr && num(*v) != 0 ? 1 : 0;
     return NVML_SUCCESS;
   });
@@ -808,7 +875,7 @@ FAKE_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, nvmlGpmSample_t sample
   return guard([&] {
     Call c = enter("nvmlGpmSampleGet", &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
-    const json* v = get(c.gpu, "/gpm_supported");
+    const json* v = get(*c.gpu, "/gpm_supported");
     if (v == nullptr || num(*v) == 0) return NVML_ERROR_NOT_SUPPORTED;
     std::lock_guard lock(g_mu);
     auto it = g_samples.find(reinterpret_cast<uintptr_t>(sample.handle));
@@ -844,7 +911,7 @@ FAKE_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* req) {
       const auto* spec = std::find_if(kGpmMetrics.begin(), kGpmMetrics.end(),
                                       [&](const GpmMetricSpec& x) { return x.id == m.metricId; });
       if (spec == kGpmMetrics.end()) continue;
-      const json* v = get(g.gpu, (std::string("/gpm_metrics/") + spec->name).c_str());
+      const json* v = get(*g.gpu, (std::string("/gpm_metrics/") + spec->name).c_str());
       if (v == nullptr || !v->is_number()) continue;
       m.value = v->get<double>();
       m.nvmlReturn = NVML_SUCCESS;
@@ -866,8 +933,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t d1, nvmlDevice_t d2
     if (b.ret != NVML_SUCCESS) return b.ret;
     if (status == nullptr || a.index == b.index) return NVML_ERROR_INVALID_ARGUMENT;
     if (index != NVML_P2P_CAPS_INDEX_NVLINK) return NVML_ERROR_NOT_SUPPORTED;
-    const json* sa = get(a.gpu, "/p2p_nvlink_status");
-    const json* sb = get(b.gpu, "/p2p_nvlink_status");
+    const json* sa = get(*a.gpu, "/p2p_nvlink_status");
+    const json* sb = get(*b.gpu, "/p2p_nvlink_status");
     int va = sa != nullptr ? static_cast<int>(num(*sa)) : NVML_P2P_STATUS_NOT_SUPPORTED;
     int vb = sb != nullptr ? static_cast<int>(num(*sb)) : NVML_P2P_STATUS_NOT_SUPPORTED;
     *status = va != NVML_P2P_STATUS_OK ? va : vb;
@@ -911,7 +978,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int*
     Call c = enter("nvmlDeviceGetCudaComputeCapability", &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (major == nullptr || minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const json* cc = get(c.gpu, "/cuda_compute_capability");
+    const json* cc = get(*c.gpu, "/cuda_compute_capability");
     if (cc == nullptr || !cc->is_array() || cc->size() != 2) return NVML_ERROR_NOT_SUPPORTED;
     *major = (*cc)[0].get<int>();
     *minor = (*cc)[1].get<int>();
@@ -1004,9 +1071,9 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, i
   return guard([&] {
     Call c = enter("nvmlDeviceGetTotalEccErrors", &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
-    if (get(c.gpu, "/ecc") == nullptr) return NVML_ERROR_NOT_SUPPORTED;
+    if (get(*c.gpu, "/ecc") == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     std::string ptr = "/ecc/" + ecc_key(type, counter);
-    if (get(c.gpu, ptr.c_str()) == nullptr) {
+    if (get(*c.gpu, ptr.c_str()) == nullptr) {
       if (v == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
       *v = 0;
       return NVML_SUCCESS;
@@ -1023,8 +1090,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t d, int typ
     const char* loc = location_name(location);
     if (loc == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     std::string base = std::string("/ecc/locations/") + loc;
-    if (get(c.gpu, base.c_str()) == nullptr) return NVML_ERROR_NOT_SUPPORTED;
-    const json* n = get(c.gpu, (base + "/" + ecc_key(type, counter)).c_str());
+    if (get(*c.gpu, base.c_str()) == nullptr) return NVML_ERROR_NOT_SUPPORTED;
+    const json* n = get(*c.gpu, (base + "/" + ecc_key(type, counter)).c_str());
     *v = n != nullptr ? num(*n) : 0;
     return NVML_SUCCESS;
   });
@@ -1035,7 +1102,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int*
   return guard([&] {
     Call c = enter("nvmlDeviceGetRemappedRows", &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
-    if (get(c.gpu, "/remapped_rows") == nullptr) return NVML_ERROR_NOT_SUPPORTED;
+    if (get(*c.gpu, "/remapped_rows") == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     nvmlReturn_t r = value(c, "/remapped_rows/corrected", corr);
     if (r == NVML_SUCCESS) r = value(c, "/remapped_rows/uncorrected", unc);
     if (r == NVML_SUCCESS) r = value(c, "/remapped_rows/pending", pending);
@@ -1075,7 +1142,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int l
     Call c = enter("nvmlDeviceGetNvLinkState", &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (v == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const json* nv = get(c.gpu, "/nvlink");
+    const json* nv = get(*c.gpu, "/nvlink");
     if (nv == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     if (link >= nv->value("links", 0U)) return NVML_ERROR_INVALID_ARGUMENT;
     bool down = false;
@@ -1092,15 +1159,15 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigne
     Call c = enter("nvmlDeviceGetNvLinkErrorCounter", &d);
     if (c.ret != NVML_SUCCESS) return c.ret;
     if (v == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const json* nv = get(c.gpu, "/nvlink");
+    const json* nv = get(*c.gpu, "/nvlink");
     if (nv == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     if (link >= nv->value("links", 0U)) return NVML_ERROR_INVALID_ARGUMENT;
     static const char* kNames[] = {"replay", "recovery", "crc_flit", "crc_data", "ecc_data"};
     if (counter < 0 || counter > 4) return NVML_ERROR_INVALID_ARGUMENT;
     std::string per = "/nvlink/link_counters/" + std::to_string(link) + "/" + kNames[counter];
     std::string all = std::string("/nvlink/counters/") + kNames[counter];
-    const json* n = get(c.gpu, per.c_str());
-    if (n == nullptr) n = get(c.gpu, all.c_str());
+    const json* n = get(*c.gpu, per.c_str());
+    if (n == nullptr) n = get(*c.gpu, all.c_str());
     *v = n != nullptr ? num(*n) : 0;
     return NVML_SUCCESS;
   });

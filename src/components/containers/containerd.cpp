@@ -495,7 +495,9 @@ CheckResult evaluate_containerd(const ContainerdSnapshot& s) {
 }
 
 ContainerdComponent::ContainerdComponent(const ComponentContext& ctx)
-    : Component(ctx), fs_(ctx.config->host_root) {}
+    : Component(ctx),
+      fs_(ctx.config->host_root),
+      cri_(runtimes::CriHelper{ctx.config->cri_helper}) {}
 
 std::string ContainerdComponent::socket_path() const {
   return config().containerd_socket.empty()

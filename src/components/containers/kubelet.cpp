@@ -859,7 +859,9 @@ CheckResult evaluate_kubelet(const KubeletSnapshot& s) {
 }
 
 KubeletComponent::KubeletComponent(const ComponentContext& ctx)
-    : Component(ctx), fs_(ctx.config->host_root) {}
+    : Component(ctx),
+      fs_(ctx.config->host_root),
+      pod_resources_client_(runtimes::CriHelper{ctx.config->cri_helper}) {}
 
 bool KubeletComponent::supported() const {
   return installed_.get([this] {

@@ -144,7 +144,7 @@ class KubeletComponent : public Component {
 
  private:
   host::HostFs fs_;
-  runtimes::CriClient pod_resources_client_;  // loads the cri module once the socket exists
+  runtimes::CriClient pod_resources_client_;  // the cri helper (or module) once the socket exists
   CachedAnswer installed_;
 };
 

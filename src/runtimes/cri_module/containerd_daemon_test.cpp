@@ -2,7 +2,8 @@
 // with a private config (root, state, socket and CNI folders under a temporary directory; the CRI
 // plugin's sandbox image is the busybox image of testing/busybox-image, imported with ctr), and a
 // pod sandbox in the node's network namespace (no CNI needed). Skips, saying why, where containerd
-// cannot start: not root, a binary missing, no cgroups.
+// cannot start: not root, a binary missing, no cgroups. The component makes its calls through
+// `gpud cri-helper`, as in the daemon.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -147,6 +148,9 @@ class ContainerdDaemon : public ::testing::Test {
     config_.systemctl_command = "systemctl";
     config_.host_root = host_;
     config_.containerd_socket = socket_;
+    // The component lists through `gpud cri-helper`, as the daemon does (the fixture's own cri_
+    // loads the module here to make and remove sandboxes).
+    config_.cri_helper = GPUD_BINARY;
     ctx_.config = &config_;
     ctx_.containers = &directory_;
   }

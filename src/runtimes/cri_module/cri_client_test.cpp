@@ -1,7 +1,8 @@
 // libgpud-cri.so through runtimes::CriClient (the dlopen path gpud takes) against small gRPC
 // servers (gpud_cri_fake_server, a process of its own) on private unix sockets: the pod-resources
 // List, a CRI runtime that lists canned sandboxes, a daemon without the CRI service, a socket
-// nobody listens on, and a server that never answers.
+// nobody listens on, and a server that never answers. The same through `gpud cri-helper` (the
+// daemon's way: the calls in a child process).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -20,6 +21,7 @@
 
 #include "components/containers/kubelet.h"
 #include "core/config.h"
+#include "host/command.h"
 #include "runtimes/container_directory.h"
 #include "runtimes/cri.h"
 
@@ -176,9 +178,96 @@ TEST(CriModule, AServerThatNeverAnswersCostsTheDeadline) {
   EXPECT_LT(took, 3s);
 }
 
+// `gpud cri-helper`, run as the daemon runs it: the same answers and errors as the module in this
+// process.
+CriClient helper_client() { return CriClient(CriHelper{GPUD_BINARY}); }
+
+TEST(CriHelperProcess, ListsWhatTheModuleListsInProcess) {
+  TempDir dir;
+  Server srv(dir.path, "runtime");
+  ASSERT_TRUE(srv.up());
+  CriClient helper = helper_client();
+  auto v = helper.version(srv.socket, 5s);
+  ASSERT_TRUE(v) << v.error().message;
+  EXPECT_EQ(v->runtime_name, "fake-cri");
+  auto pods = helper.list_pods(srv.socket, 5s);
+  ASSERT_TRUE(pods) << pods.error().message;
+  auto here = CriClient().list_pods(srv.socket, 5s);
+  ASSERT_TRUE(here) << here.error().message;
+  ASSERT_EQ(pods->sandboxes.size(), 1u);
+  ASSERT_EQ(here->sandboxes.size(), 1u);
+  EXPECT_EQ(pods->sandboxes[0].id, here->sandboxes[0].id);
+  EXPECT_EQ(pods->sandboxes[0].name, "nvidia-container-toolkit-daemonset-x7k2p");
+  EXPECT_EQ(pods->sandboxes[0].created, here->sandboxes[0].created);
+  ASSERT_EQ(pods->containers.size(), 1u);
+  EXPECT_EQ(pods->containers[0].image, "nvcr.io/nvidia/k8s/container-toolkit:v1.17.0");
+}
+
+TEST(CriHelperProcess, PodResourcesThroughTheHelper) {
+  TempDir dir;
+  Server srv(dir.path, "pod-resources");
+  ASSERT_TRUE(srv.up());
+  auto pods = helper_client().list_pod_resources(srv.socket, 5s);
+  ASSERT_TRUE(pods) << pods.error().message;
+  ASSERT_EQ(pods->size(), 2u);
+  EXPECT_EQ((*pods)[0].name, "trainer-0");
+  ASSERT_EQ((*pods)[0].containers.size(), 2u);
+  EXPECT_EQ((*pods)[0].containers[0].devices[0].device_ids.size(), 2u);
+  // This server has no CRI runtime service: the module's code comes back through the helper.
+  auto runtime = helper_client().list_pods(srv.socket, 5s);
+  ASSERT_FALSE(runtime);
+  EXPECT_EQ(runtime.error().code, GPUD_CRI_UNIMPLEMENTED) << runtime.error().message;
+}
+
+TEST(CriHelperProcess, ErrorsKeepTheirCodesAndWords) {
+  TempDir dir;
+  Server failing(dir.path, "runtime-failing");
+  ASSERT_TRUE(failing.up());
+  auto pods = helper_client().list_pods(failing.socket, 5s);
+  ASSERT_FALSE(pods);
+  EXPECT_EQ(pods.error().code, GPUD_CRI_INTERNAL);
+  EXPECT_EQ(pods.error().message, "ListPodSandbox: sandbox store is corrupt");
+  // No socket at all.
+  const std::string missing = dir.path + "/missing.sock";
+  const auto start = std::chrono::steady_clock::now();
+  auto none = helper_client().list_pods(missing, 500ms);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, GPUD_CRI_UNAVAILABLE) << none.error().message;
+  EXPECT_NE(none.error().message.find("cannot connect to unix:" + missing), std::string::npos)
+      << none.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+}
+
+TEST(CriHelperProcess, AServerThatNeverAnswersCostsTheCallsDeadline) {
+  TempDir dir;
+  Server srv(dir.path, "pod-resources-slow");
+  ASSERT_TRUE(srv.up());
+  auto pods = helper_client().list_pod_resources(srv.socket, 300ms);
+  ASSERT_FALSE(pods);
+  // The helper's own gRPC deadline, reported by the helper; not the daemon killing it.
+  EXPECT_EQ(pods.error().code, GPUD_CRI_DEADLINE_EXCEEDED) << pods.error().message;
+  EXPECT_EQ(pods.error().message.find("CRI helper timed out"), std::string::npos)
+      << pods.error().message;
+}
+
+TEST(CriHelperProcess, UnknownCallsAndMissingFlagsAreUsageErrors) {
+  auto r = host::run_command({GPUD_BINARY, "cri-helper", "run-pod-sandbox", "--socket", "/x"},
+                             host::kDefaultSearchPath, 10s);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->exit_code, 2);
+  EXPECT_NE(r->err.find("unknown call \"run-pod-sandbox\""), std::string::npos) << r->err;
+  EXPECT_TRUE(r->out.empty());
+  r = host::run_command({GPUD_BINARY, "cri-helper", "list-pods"}, host::kDefaultSearchPath, 10s);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NE(r->exit_code, 0);
+  EXPECT_TRUE(r->out.empty());
+}
+
 // The kubelet component reads the pod-resources socket under the host root and maps each GPU to
 // the container the kubelet allocated it to; a socket that does not answer is Degraded.
-TEST(CriModule, KubeletComponentMapsGpusToPodsThroughPodResources) {
+class KubeletPodResources : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KubeletPodResources, MapsGpusToPods) {
   TempDir dir;
   Server srv(dir.path, "pod-resources");
   ASSERT_TRUE(srv.up());
@@ -189,6 +278,7 @@ TEST(CriModule, KubeletComponentMapsGpusToPodsThroughPodResources) {
   config.host_root = root;
   config.kubelet_read_only_port = 0;  // no kubelet API here: only pod-resources
   config.kubelet_port = 0;
+  if (GetParam()) config.cri_helper = GPUD_BINARY;
   ContainerDirectory directory;
   components::ComponentContext ctx;
   ctx.config = &config;
@@ -224,6 +314,9 @@ TEST(CriModule, KubeletComponentMapsGpusToPodsThroughPodResources) {
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
   EXPECT_FALSE(directory.find_device("GPU-0b0e7a52-3c3a-5a1e-9d1c-9a1f7c2f0005"));
 }
+
+INSTANTIATE_TEST_SUITE_P(InProcessAndHelper, KubeletPodResources, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Helper" : "InProcess"; });
 
 }  // namespace
 }  // namespace gpud::runtimes

@@ -66,9 +66,10 @@ target_compile_definitions(gpud_cri_tests PRIVATE GPUD_SOURCE_DIR="${CMAKE_SOURC
 target_link_libraries(gpud_cri_tests PRIVATE gpud_lib GTest::gtest GTest::gtest_main)
 add_executable(gpud_cri_fake_server ${GPUD_CRI_DIR}/fake_cri_server.cpp)
 target_link_libraries(gpud_cri_fake_server PRIVATE gpud_cri_proto)
+# GPUD_BINARY: `gpud cri-helper`, the daemon's way to make its CRI calls.
 target_compile_definitions(gpud_cri_tests PRIVATE
-  GPUD_CRI_FAKE_SERVER="$<TARGET_FILE:gpud_cri_fake_server>")
-add_dependencies(gpud_cri_tests gpud_cri_module gpud_cri_fake_server)
+  GPUD_CRI_FAKE_SERVER="$<TARGET_FILE:gpud_cri_fake_server>" GPUD_BINARY="$<TARGET_FILE:gpud>")
+add_dependencies(gpud_cri_tests gpud gpud_cri_module gpud_cri_fake_server)
 # The tests that start a real containerd are labelled external (the sanitizer pass leaves them out).
 set(GPUD_CRI_EXTERNAL_TESTS "ContainerdDaemon*")
 gtest_discover_tests(gpud_cri_tests DISCOVERY_TIMEOUT 60 TEST_FILTER "-${GPUD_CRI_EXTERNAL_TESTS}"
