@@ -49,7 +49,9 @@ Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs,
     // A saved log's "[  1005.03]" stamps are wall-clock times only with its boot's time.
     opts.parse.boot_time = saved_log_boot_time;
     opts.parse.now = now;
-    opts.want_line = [&](std::string_view raw) { return dispatcher.wants(raw); };
+    opts.want_keywords = dispatcher.literals();
+    opts.want_every_line = [&] { return dispatcher.pending(); };
+    opts.threads = 2;
     auto r =
         path == "-" ? kmsg::read_saved_log(0, cb, opts) : kmsg::read_saved_log_file(path, cb, opts);
     if (!r) return make_error("--kernel-log " + path + ": " + r.error().message);
