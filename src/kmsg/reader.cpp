@@ -49,7 +49,15 @@ __attribute__((target("avx2"))) size_t count_newlines_avx2(const char* p, size_t
   }
   return total;
 }
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+bool have_avx2() {
+  // Asked once, after the CPU's features are read (__builtin_cpu_init: a static initializer may run
+  // before libgcc's own).
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return yes;
+}
 #endif
 
 // '\n' bytes in [p, p + n).
@@ -57,7 +65,7 @@ size_t count_newlines(const char* p, size_t n) {
   size_t total = 0;
   size_t i = 0;
 #if defined(__x86_64__)
-  if (kHaveAvx2) total += count_newlines_avx2(p, n, i);
+  if (have_avx2()) total += count_newlines_avx2(p, n, i);
 #endif
 #if defined(__SSE2__)
   // A compare gives -1 per newline byte: up to 255 rounds add into 8-bit lanes, then one sum.
