@@ -78,6 +78,10 @@ class KernelLogDispatcher {
   // False when no kernel-log rule can use this raw line (any prefix): the reader may skip parsing
   // it.
   bool wants(std::string_view raw_line) const;
+  // The same for a saved-log reader that looks at many lines at once (ReadOptions::want_keywords
+  // and want_every_line): the rules' literals, and whether a multi-line rule is open.
+  const std::vector<Literal>& literals() const { return matcher_.literals(); }
+  bool pending() const { return pending_.load(std::memory_order_relaxed); }
 
   uint64_t matched() const;  // matches seen, before dedup
   uint64_t stored() const;

@@ -218,14 +218,16 @@ bool parse_ctime_prefix(std::string_view s, size_t& i, std::optional<TimePoint>&
 
 // dmesg -H (--reltime): "[Dec 6 22:21] " on the first line of a minute (strftime "%b%e %H:%M", so
 // "[Dec16 22:21] " from the 10th), "[  +0.000123] " (the time since the previous line) on the
-// others. A date without its year is read as syslog's; a delta gives no time on its own.
+// others. A date without its year is read as syslog's; a delta gives no time on its own (`delta_us`
+// gets it: the reader dates the line from the lines before).
 bool parse_reltime_prefix(std::string_view s, size_t& i, const ParseOptions& opts,
-                          std::optional<TimePoint>& out) {
+                          std::optional<TimePoint>& out, std::optional<int64_t>& delta_us) {
   size_t j = i;
   if (j >= s.size() || s[j] != '[') return false;
   ++j;
   while (j < s.size() && s[j] == ' ') ++j;
   if (j < s.size() && (s[j] == '+' || s[j] == '-')) {
+    const bool negative = s[j] == '-';
     ++j;
     uint64_t secs = 0;
     int64_t frac = 0;
@@ -233,6 +235,9 @@ bool parse_reltime_prefix(std::string_view s, size_t& i, const ParseOptions& opt
         !read_fraction_us(s, j, frac) || j >= s.size() || s[j++] != ']')
       return false;
     out.reset();
+    // At most 12 digits of seconds: no overflow in microseconds.
+    const int64_t us = static_cast<int64_t>(secs) * 1000000 + frac;
+    delta_us = negative ? -us : us;
   } else {
     int mon = 0, h = 0, m = 0;
     uint64_t day = 0;
@@ -756,7 +761,7 @@ std::optional<KmsgRecordView> parse_line_view(std::string_view line, const Parse
     } else if (parse_ctime_prefix(line, i, t)) {
       r.format = Format::kDmesgCtime;
       r.time = t;
-    } else if (parse_reltime_prefix(line, i, opts, t)) {
+    } else if (parse_reltime_prefix(line, i, opts, t, r.reltime_delta_us)) {
       r.format = Format::kDmesgHuman;
       r.time = t;
     }

@@ -37,6 +37,8 @@ KmsgRecord to_record(const KmsgRecordView& v);
 // Whether a line carries its message in another form than its text (a journal JSON record whose
 // MESSAGE is an array of bytes): a prefilter that looks for words in the raw line cannot judge it.
 bool message_is_encoded(std::string_view raw_line);
+// A text every line that message_is_encoded accepts holds: a prefilter's keyword for those lines.
+inline constexpr std::string_view kEncodedMessageKey = "\"MESSAGE\"";
 
 // Valid UTF-8 out of any bytes: NUL and invalid sequences become U+FFFD.
 std::string sanitize_utf8(std::string_view s);

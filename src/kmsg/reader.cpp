@@ -4,12 +4,21 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/inotify.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <ratio>
+#include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "core/log.h"
 #include "kmsg/rules.h"
@@ -23,6 +32,277 @@ bool kernel_record(const KmsgRecordView& r) {
 
 namespace {
 
+#if defined(__x86_64__)
+// The same, 32 bytes a step, on CPUs with AVX2 (the build's baseline has only SSE2).
+__attribute__((target("avx2"))) size_t count_newlines_avx2(const char* p, size_t n, size_t& i) {
+  size_t total = 0;
+  const __m256i nl = _mm256_set1_epi8('\n');
+  while (n - i >= 32) {
+    __m256i acc = _mm256_setzero_si256();
+    const size_t rounds = std::min<size_t>((n - i) / 32, 255);
+    for (size_t r = 0; r < rounds; ++r, i += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+      acc = _mm256_sub_epi8(acc, _mm256_cmpeq_epi8(v, nl));
+    }
+    const __m256i sum = _mm256_sad_epu8(acc, _mm256_setzero_si256());
+    total += static_cast<size_t>(_mm256_extract_epi64(sum, 0) + _mm256_extract_epi64(sum, 1) +
+                                 _mm256_extract_epi64(sum, 2) + _mm256_extract_epi64(sum, 3));
+  }
+  return total;
+}
+bool have_avx2() {
+  // Asked once, after the CPU's features are read (__builtin_cpu_init: a static initializer may run
+  // before libgcc's own).
+  static const bool yes = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return yes;
+}
+#endif
+
+// '\n' bytes in [p, p + n).
+size_t count_newlines(const char* p, size_t n) {
+  size_t total = 0;
+  size_t i = 0;
+#if defined(__x86_64__)
+  if (have_avx2()) total += count_newlines_avx2(p, n, i);
+#endif
+#if defined(__SSE2__)
+  // A compare gives -1 per newline byte: up to 255 rounds add into 8-bit lanes, then one sum.
+  const __m128i nl = _mm_set1_epi8('\n');
+  while (n - i >= 16) {
+    __m128i acc = _mm_setzero_si128();
+    const size_t rounds = std::min<size_t>((n - i) / 16, 255);
+    for (size_t r = 0; r < rounds; ++r, i += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(v, nl));
+    }
+    const __m128i sum = _mm_sad_epu8(acc, _mm_setzero_si128());
+    total += static_cast<size_t>(_mm_cvtsi128_si32(sum)) +
+             static_cast<size_t>(_mm_extract_epi16(sum, 4));
+  }
+#endif
+  for (; i < n; ++i) total += p[i] == '\n' ? 1 : 0;
+  return total;
+}
+
+const char* find_newline(const char* p, const char* end) {
+  return static_cast<const char*>(memchr(p, '\n', static_cast<size_t>(end - p)));
+}
+
+// The start of the line that holds `p`, looking back no further than `begin` (a line start).
+const char* line_start(const char* begin, const char* p) {
+  const void* nl = memrchr(begin, '\n', static_cast<size_t>(p - begin));
+  return nl != nullptr ? static_cast<const char*>(nl) + 1 : begin;
+}
+
+// dmesg -H dates a minute's first line ("[Dec 6 22:21]") and gives every other line the time since
+// the line before it ("[  +0.000123]"): such a line's time is the dated line's before it plus
+// every delta since, its own included. Any other line breaks the chain: the lines after it are
+// undated until the next dated line.
+struct ReltimeClock {
+  std::optional<TimePoint> base;  // the dated line's time
+  __int128 since_us = 0;          // the deltas after it (no sum of 64-bit deltas overflows)
+
+  // Follows one more line: `v` as parsed (nullopt: a line that carries no record).
+  void step(const std::optional<KmsgRecordView>& v) {
+    if (!v || v->format != Format::kDmesgHuman) {
+      *this = {};
+    } else if (v->reltime_delta_us) {
+      since_us += *v->reltime_delta_us;
+    } else {
+      *this = {v->time, 0};
+    }
+  }
+  // The time of the line followed last, when the chain gives one (and TimePoint holds it).
+  std::optional<TimePoint> now() const {
+    if (!base) return std::nullopt;
+    const __int128 ns = static_cast<__int128>(base->time_since_epoch().count()) +
+                        since_us * (std::nano::den / std::micro::den);
+    if (ns > INT64_MAX || ns < INT64_MIN) return std::nullopt;
+    return TimePoint(Clock::duration(static_cast<int64_t>(ns)));
+  }
+};
+static_assert(std::is_same_v<Clock::duration, std::chrono::nanoseconds>);
+
+// Whether the line may be a dmesg -H line: only those parse as one. Cheap, for every line.
+bool may_be_reltime(std::string_view line) {
+  if (line.empty()) return false;
+  if (line[0] == '<') return true;  // "<4>[Dec 6 22:21] ...": the parser decides
+  if (line[0] != '[') return false;
+  size_t j = 1;
+  while (j < line.size() && line[j] == ' ') ++j;
+  if (j >= line.size()) return false;
+  const auto c = static_cast<unsigned char>(line[j]);
+  return c == '+' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80;
+}
+
+// The clock after `line`, from the clock before it.
+void step_reltime(ReltimeClock& clock, std::string_view line, const ParseOptions& parse) {
+  if (!may_be_reltime(line)) {
+    clock = {};
+    return;
+  }
+  clock.step(parse_line_view(line, parse));
+}
+
+// A delta line's time from the clock after it.
+void date_reltime(KmsgRecordView& v, const ReltimeClock& clock) {
+  if (v.format == Format::kDmesgHuman && v.reltime_delta_us) v.time = clock.now();
+}
+
+// want_keywords' side of the reader: finds the lines that may be wanted among many, and delivers
+// them (and, while want_every_line() says so, every line) in order. A line of `cut` bytes or more
+// is cut there (the streaming reader's buffer holds no more of it): only that much of it is looked
+// at and delivered, and it counts as truncated.
+class LineSieve {
+ public:
+  LineSieve(const ReadOptions& opts, size_t cut, const RecordViewCallback& cb)
+      : opts_(opts), cut_(cut), cb_(cb), rules_(opts.want_keywords), any_(with_encoded(opts)) {}
+
+  // Appends to `out` the offsets from `base` of the lines in [begin, end) that may be wanted
+  // whatever a multi-line rule says (they hold a keyword or an encoded message), and counts the
+  // lines, and those of `cut_` bytes or more. [begin, end) holds whole lines; the last may lack its
+  // '\n' (the end of the file). One pass, a block at a time: the block is counted, then sieved,
+  // while in the CPU's cache.
+  void scan(const char* base, const char* begin, const char* end, std::vector<size_t>& out,
+            ReadStats& st) const {
+    if (begin == end) return;
+    // A line of cut_ bytes or more holds a whole block of the grid below: only a block without a
+    // newline needs a closer look.
+    const size_t block = std::max<size_t>(cut_ / 2, 1);
+    const char* counted_long = nullptr;  // the start of the last long line counted
+    const char* line = begin;            // the first line not sieved yet
+    const char* sample = begin;          // where sampling goes on
+    for (const char* q = begin; q < end;) {
+      const size_t len = std::min(block, static_cast<size_t>(end - q));
+      const char* q_end = q + len;
+      const size_t n = count_newlines(q, len);
+      st.lines += n;
+      if (n == 0 && len == block) {
+        const char* ls = line_start(begin, q);
+        const char* nl = find_newline(q, end);
+        if (static_cast<size_t>((nl != nullptr ? nl : end) - ls) >= cut_ && ls != counted_long) {
+          ++st.truncated_lines;
+          counted_long = ls;
+        }
+      }
+      while (sample < q_end) {
+        const std::string_view text(line, static_cast<size_t>(end - line));
+        const size_t hit =
+            any_.find(text, static_cast<size_t>(sample - line), static_cast<size_t>(q_end - line));
+        if (hit == std::string_view::npos) {
+          sample = q_end;
+          break;
+        }
+        const char* ls = line_start(line, line + hit);
+        const char* nl = find_newline(line + hit, end);
+        if (wanted(piece(ls, nl != nullptr ? nl : end)))
+          out.push_back(static_cast<size_t>(ls - base));
+        line = nl != nullptr ? nl + 1 : end;
+        sample = line;
+      }
+      q = q_end;
+    }
+    if (end[-1] != '\n') ++st.lines;  // the last line, without its newline
+  }
+
+  // Delivers, in order, the lines of [begin, end) at `offsets` from `base` (sorted), and every
+  // line while want_every_line() says so. The regions of one read come in the file's order.
+  void deliver(const char* base, const char* begin, const char* end,
+               const std::vector<size_t>& offsets, ReadStats& st) {
+    const char* pos = begin;
+    clock_from_ = begin;
+    auto deliver_line = [&](const char* ls) {
+      const char* nl = find_newline(ls, end);
+      clock_ = clock_before(ls);
+      emit(piece(ls, nl != nullptr ? nl : end), st);
+      clock_from_ = nl != nullptr ? nl + 1 : end;
+      return clock_from_;
+    };
+    for (size_t off : offsets) {
+      const char* c = base + off;
+      while (pos < c && every_line()) pos = deliver_line(pos);
+      if (c < pos) continue;  // delivered already, while every line was wanted
+      pos = deliver_line(c);
+    }
+    while (pos < end && every_line()) pos = deliver_line(pos);
+    clock_ = clock_before(end);
+    clock_from_ = nullptr;
+  }
+
+  // Whether the line (as cut) may be wanted, open multi-line rules aside.
+  bool wanted(std::string_view line) const {
+    return rules_.may_match(line) || message_is_encoded(line);
+  }
+  bool every_line() const { return opts_.want_every_line && opts_.want_every_line(); }
+
+  // Parses and delivers one line, the clock before it being clock_.
+  void emit(std::string_view line, ReadStats& st) {
+    auto v = parse_line_view(line, opts_.parse);
+    if (may_be_reltime(line)) {
+      clock_.step(v);
+    } else {
+      clock_ = {};
+    }
+    if (!v) return;
+    date_reltime(*v, clock_);
+    if (!kernel_record(*v)) {
+      ++st.foreign_records;
+      return;
+    }
+    ++st.records;
+    cb_(*v);
+  }
+  // A line cut at the line cap and delivered or not (the streaming reader's): the clock follows it.
+  void step_cut(std::string_view line) { step_reltime(clock_, line, opts_.parse); }
+
+ private:
+  // dmesg -H's clock after the lines before `p` (a line start or the region's end): only the lines
+  // since clock_from_ (those before it were followed) are looked at, from the nearest back, up to a
+  // dated line or another that breaks the chain. In any other log that is one line.
+  ReltimeClock clock_before(const char* p) const {
+    __int128 since_us = 0;
+    for (const char* q = p; q > clock_from_;) {
+      const char* le = q[-1] == '\n' ? q - 1 : q;
+      const char* ls = line_start(clock_from_, le);
+      const std::string_view line = piece(ls, le);
+      if (!may_be_reltime(line)) return {};
+      auto v = parse_line_view(line, opts_.parse);
+      if (!v || v->format != Format::kDmesgHuman) return {};
+      if (!v->reltime_delta_us) return {v->time, since_us};
+      since_us += *v->reltime_delta_us;
+      q = ls;
+    }
+    ReltimeClock c = clock_;
+    c.since_us += since_us;
+    return c;
+  }
+
+  static std::vector<Literal> with_encoded(const ReadOptions& opts) {
+    std::vector<Literal> all = opts.want_keywords;
+    all.push_back({kEncodedMessageKey});
+    return all;
+  }
+  std::string_view piece(const char* ls, const char* le) const {
+    return std::string_view(ls, std::min(static_cast<size_t>(le - ls), cut_));
+  }
+
+  const ReadOptions& opts_;
+  const size_t cut_;
+  const RecordViewCallback& cb_;
+  const Prefilter rules_;             // the rules' keywords
+  const Prefilter any_;               // and the encoded message's
+  ReltimeClock clock_;                // after the lines before clock_from_
+  const char* clock_from_ = nullptr;  // in the region being delivered
+};
+
+// The longest line the streaming reader delivers whole: longer ones fill its buffer and are cut.
+size_t line_cut(const ReadOptions& opts) {
+  return std::max(std::max<size_t>(opts.buffer_bytes, 4096), opts.max_line_bytes);
+}
+
 // Splits `fill` bytes into lines. Returns a read error only.
 template <typename ReadFn>
 Result<ReadStats> read_lines(ReadFn&& read_some, const RecordViewCallback& cb,
@@ -32,17 +312,46 @@ Result<ReadStats> read_lines(ReadFn&& read_some, const RecordViewCallback& cb,
   std::vector<char> buf(cap);
   size_t have = 0;        // bytes in buf
   bool skipping = false;  // inside an over-long line, dropping until '\n'
+  const bool sieved = !opts.want_keywords.empty();
+  std::optional<LineSieve> sieve;
+  if (sieved) sieve.emplace(opts, line_cut(opts), cb);
+  std::vector<size_t> offsets;
+  ReltimeClock clock;  // dmesg -H's, after the lines so far (line by line)
   auto emit = [&](std::string_view line) {
     ++st.lines;
+    if (sieved) {  // a line cut at the cap
+      if (sieve->every_line() || sieve->wanted(line)) {
+        sieve->emit(line, st);
+      } else {
+        sieve->step_cut(line);
+      }
+      return;
+    }
+    step_reltime(clock, line, opts.parse);
     if (opts.want_line && !opts.want_line(line) && !message_is_encoded(line)) return;
     auto v = parse_line_view(line, opts.parse);
     if (!v) return;
+    date_reltime(*v, clock);
     if (!kernel_record(*v)) {
       ++st.foreign_records;
       return;
     }
     ++st.records;
     cb(*v);
+  };
+  // Whole lines, [begin, end): through the sieve at once, or one by one.
+  auto emit_lines = [&](const char* begin, const char* end) {
+    if (sieved) {
+      offsets.clear();
+      sieve->scan(begin, begin, end, offsets, st);
+      sieve->deliver(begin, begin, end, offsets, st);
+      return;
+    }
+    for (const char* p = begin; p < end;) {
+      const char* nl = find_newline(p, end);
+      emit(std::string_view(p, static_cast<size_t>((nl != nullptr ? nl : end) - p)));
+      p = nl != nullptr ? nl + 1 : end;
+    }
   };
   for (;;) {
     if (have == buf.size()) {
@@ -62,27 +371,70 @@ Result<ReadStats> read_lines(ReadFn&& read_some, const RecordViewCallback& cb,
     st.bytes += static_cast<uint64_t>(n);
     const char* p = buf.data();
     const char* end = buf.data() + have + n;
-    const char* scan = buf.data() + have;
-    for (;;) {
-      const char* nl =
-          static_cast<const char*>(memchr(scan, '\n', static_cast<size_t>(end - scan)));
-      if (nl == nullptr) break;
-      if (skipping) {
-        skipping = false;
-      } else {
-        emit(std::string_view(p, static_cast<size_t>(nl - p)));
+    if (skipping) {  // the rest of a line already cut: dropped up to its newline
+      const char* nl = find_newline(buf.data() + have, end);
+      if (nl == nullptr) {
+        have = 0;  // still inside the over-long line
+        continue;
       }
+      skipping = false;
       p = nl + 1;
-      scan = p;
+    }
+    // The old bytes [0, have) hold no newline: only the new ones can end the complete lines.
+    const char* search = std::max<const char*>(p, buf.data() + have);
+    const void* last = memrchr(search, '\n', static_cast<size_t>(end - search));
+    if (last != nullptr) {
+      const char* done = static_cast<const char*>(last) + 1;
+      emit_lines(p, done);
+      p = done;
     }
     have = static_cast<size_t>(end - p);
-    if (skipping) {
-      have = 0;  // still inside the over-long line
-    } else if (p != buf.data() && have > 0) {
-      std::memmove(buf.data(), p, have);
-    }
+    if (p != buf.data() && have > 0) std::memmove(buf.data(), p, have);
   }
-  if (have > 0 && !skipping) emit(std::string_view(buf.data(), have));
+  if (have > 0 && !skipping) emit_lines(buf.data(), buf.data() + have);
+  return st;
+}
+
+// A regular file, mapped: its wanted lines are found a round at a time (its halves on two threads),
+// then delivered in order on this thread.
+ReadStats read_mapped(const char* data, size_t size, const RecordViewCallback& cb,
+                      const ReadOptions& opts) {
+  const size_t round = std::max<size_t>(opts.map_round_bytes, 1);
+  // Two halves only where each is worth a thread's start.
+  const size_t min_half = std::min<size_t>(size_t{512} << 10, std::max<size_t>(round / 4, 1));
+  ReadStats st;
+  st.bytes = size;
+  LineSieve sieve(opts, line_cut(opts), cb);
+  const bool two = opts.threads >= 2;
+  const char* end = data + size;
+  // The start of the line after the one that holds `p` (or `end`).
+  auto next_line = [&](const char* p) {
+    if (p >= end) return end;
+    const char* nl = find_newline(p, end);
+    return nl != nullptr ? nl + 1 : end;
+  };
+  std::vector<size_t> first, second;
+  for (const char* pos = data; pos < end;) {
+    const size_t left = static_cast<size_t>(end - pos);
+    const char* round_end = left <= round ? end : next_line(pos + round - 1);
+    const size_t len = static_cast<size_t>(round_end - pos);
+    const char* mid = two && len >= 2 * min_half ? next_line(pos + len / 2 - 1) : round_end;
+    first.clear();
+    second.clear();
+    ReadStats second_st;
+    std::thread worker;
+    if (mid < round_end) {
+      worker = std::thread(
+          [&, pos, mid, round_end] { sieve.scan(pos, mid, round_end, second, second_st); });
+    }
+    sieve.scan(pos, pos, mid, first, st);
+    if (worker.joinable()) worker.join();
+    st.lines += second_st.lines;
+    st.truncated_lines += second_st.truncated_lines;
+    first.insert(first.end(), second.begin(), second.end());
+    sieve.deliver(pos, pos, round_end, first, st);
+    pos = round_end;
+  }
   return st;
 }
 
@@ -119,6 +471,22 @@ Result<ReadStats> read_saved_log_file(const std::string& path, const RecordViewC
                                       const ReadOptions& opts) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return make_error("open " + path + ": " + std::strerror(errno));
+  // A regular file with a size (not /proc's) is mapped: no copy of it, and two threads can look
+  // for the wanted lines of its halves. A file cut short while it is read raises SIGBUS on the
+  // lost part: the caller decides what that does (`gpud scan` ends with a message, exit 2).
+  struct stat sb {};
+  if (!opts.want_keywords.empty() && ::fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+      sb.st_size > 0 && static_cast<uint64_t>(sb.st_size) <= SIZE_MAX) {
+    const size_t size = static_cast<size_t>(sb.st_size);
+    void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+      ::close(fd);
+      (void)::madvise(m, size, MADV_SEQUENTIAL);
+      ReadStats st = read_mapped(static_cast<const char*>(m), size, cb, opts);
+      ::munmap(m, size);
+      return st;
+    }
+  }
   auto r = read_saved_log(fd, cb, opts);
   ::close(fd);
   return r;

@@ -10,10 +10,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/log.h"
 #include "core/result.h"
 #include "kmsg/parser.h"
+#include "kmsg/prefilter.h"
 #include "kmsg/record.h"
 
 namespace gpud::kmsg {
@@ -45,6 +47,20 @@ struct ReadOptions {
   // When set, lines it rejects (given raw, prefix and all) are neither parsed nor delivered: a
   // cheap prefilter saves the parse of the ~all lines no rule wants.
   std::function<bool(std::string_view raw_line)> want_line;
+  // The faster form of want_line, which it replaces when not empty: a line is wanted when it holds
+  // one of these keywords (the rules' literals, prefix and all), when its message is encoded
+  // (message_is_encoded), or while want_every_line() (optional) says so, as it does while a
+  // multi-line rule is open. Keywords are looked for many lines at a time: a line no rule wants
+  // costs no call, no parse and no copy.
+  std::vector<Literal> want_keywords;
+  std::function<bool()> want_every_line;
+  // With want_keywords, read_saved_log_file maps a regular file and looks for the wanted lines of
+  // its two halves on this many threads (at most 2); records are delivered on the caller's thread,
+  // in the file's order, exactly as with one.
+  unsigned threads = 1;
+  // A mapped file is sieved in rounds of this many bytes (then delivered), which bounds the
+  // offsets of wanted lines kept; tests make it small.
+  size_t map_round_bytes = size_t{32} << 20;
 };
 
 // Streams a saved log (any mix of the formats of record.h) in large reads, with no copy per
@@ -53,6 +69,8 @@ struct ReadOptions {
                                                const ReadOptions& opts = {});
 [[nodiscard]] Result<ReadStats> read_saved_log(std::istream& in, const RecordViewCallback& cb,
                                                const ReadOptions& opts = {});
+// A regular file read with want_keywords is mapped: cut short while it is read, it raises SIGBUS,
+// whose handling is the caller's (`gpud scan` ends with a message naming the log, exit 2).
 [[nodiscard]] Result<ReadStats> read_saved_log_file(const std::string& path,
                                                     const RecordViewCallback& cb,
                                                     const ReadOptions& opts = {});

@@ -109,6 +109,66 @@ class TempFile {
   std::string path_;
 };
 
+// dmesg -H dates a minute's first line; each other line carries the time since the line before:
+// it is dated from the dated line before it plus every delta since, its own included, whether
+// the lines between are delivered or not. A line of another form breaks the chain. Line by line,
+// and many lines at a time (a stream, a mapped file on one thread or two), alike.
+TEST(SavedLog, DmesgHumanDeltaLinesAreDatedFromTheDatedLineBefore) {
+  const std::string xid =
+      "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.";
+  std::string log =
+      "[Dec 6 22:21] usb 1-1: new high-speed USB device number 2 using xhci_hcd\n"
+      "[  +0.500000] " +
+      xid +
+      "\n"
+      "[  +1.250000] usb 1-1: new high-speed USB device number 3 using xhci_hcd\n"
+      "[  +0.250000] " +
+      xid +
+      "\n"
+      "[Dec 6 22:22] usb 1-1: new high-speed USB device number 4 using xhci_hcd\n"
+      "[  +2.000000] " +
+      xid +
+      "\n"
+      "usb 1-1: a line of another form\n"
+      "[  +1.000000] " +
+      xid + "\n";
+  // Enough ordinary lines after it for the two threads, then the chain again.
+  for (int i = 0; i < 40000; ++i) log += "[  +0.000001] usb 1-1: new device\n";
+  log += "[  +0.000002] " + xid;
+  TempFile f;
+  f.append(log);
+  ParseOptions parse;
+  parse.year = 2026;
+  const TimePoint t21 = *parse_line("[Dec 6 22:21] x", parse)->time;
+  const TimePoint t22 = *parse_line("[Dec 6 22:22] x", parse)->time;
+  const std::vector<std::optional<TimePoint>> want = {
+      t21 + std::chrono::milliseconds(500), t21 + std::chrono::milliseconds(2000),
+      t22 + std::chrono::seconds(2), std::nullopt,
+      std::nullopt};  // the chain broken before the last two
+  for (int mode = 0; mode < 4; ++mode) {
+    ReadOptions o;
+    o.parse = parse;
+    if (mode == 0) {
+      o.want_line = [](std::string_view raw) { return raw.find("NVRM: Xid") != std::string::npos; };
+    } else {
+      o.want_keywords = {{"NVRM: Xid"}};
+      o.threads = mode == 3 ? 2 : 1;
+      o.map_round_bytes = 64 << 10;
+    }
+    std::vector<std::optional<TimePoint>> got;
+    auto cb = [&](const KmsgRecordView& v) { got.push_back(v.time); };
+    Result<ReadStats> r = make_error("not read");
+    if (mode == 1) {
+      std::ifstream in(f.path());
+      r = read_saved_log(in, cb, o);
+    } else {
+      r = read_saved_log_file(f.path(), cb, o);
+    }
+    ASSERT_TRUE(r.ok()) << mode;
+    EXPECT_EQ(got, want) << "mode " << mode;
+  }
+}
+
 bool wait_for(const std::function<bool()>& f) {
   for (int i = 0; i < 500 && !f(); ++i) usleep(10000);
   return f();

@@ -48,6 +48,9 @@ struct KmsgRecordView {
   std::optional<int64_t> boot_offset_us;
   std::string_view message;
   Format format = Format::kBare;
+  // dmesg -H's "[  +0.000123]": the time since the line before. The saved-log reader dates such a
+  // line from the dated line ("[Dec 6 22:21]") before it plus the deltas since.
+  std::optional<int64_t> reltime_delta_us;
 };
 
 inline constexpr size_t kMaxMessageBytes = 64 * 1024;

@@ -3,7 +3,6 @@
 #include <re2/re2.h>
 
 #include <algorithm>
-#include <bitset>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -11,90 +10,6 @@
 #include "kmsg/parser.h"
 
 namespace gpud::kmsg {
-
-// Every keyword (a rule's literal) is sampled through min_len bytes of it (min_len = the shortest
-// keyword), starting at its anchor when the rule named one: a window hit on a common word costs a
-// compare per line. The longer the shortest keyword, the fewer 4-byte windows are sampled (one
-// every min_len - 3 bytes), so a rule's literal should be the longest text its pattern requires.
-class RuleMatcher::Prefilter {
- public:
-  explicit Prefilter(const std::vector<Literal>& literals) {
-    for (const Literal& l : literals) {
-      if (std::find(keywords_.begin(), keywords_.end(), l.text) != keywords_.end()) continue;
-      keywords_.emplace_back(l.text);
-      anchors_.push_back(l.anchor.empty() ? 0 : l.text.find(l.anchor));
-    }
-    min_len_ = SIZE_MAX;
-    for (const std::string& k : keywords_) min_len_ = std::min(min_len_, k.size());
-    // No rules: nothing can match. A literal under 4 bytes has no window: every text may match.
-    if (keywords_.empty()) return;
-    if (min_len_ < 4) {
-      pass_all_ = true;
-      return;
-    }
-    for (size_t ki = 0; ki < keywords_.size(); ++ki) {
-      const std::string& k = keywords_[ki];
-      size_t anchor = anchors_[ki] == std::string::npos ? 0 : anchors_[ki];
-      // An anchor too near the end keeps its window inside the keyword.
-      anchor = std::min(anchor, k.size() - min_len_);
-      for (size_t off = anchor; off + 4 <= anchor + min_len_; ++off) {
-        const uint16_t h = hash(load(k.data() + off));
-        bloom_.set(h);
-        candidates_.push_back({h, static_cast<uint32_t>(ki), static_cast<uint32_t>(off)});
-      }
-    }
-    std::sort(candidates_.begin(), candidates_.end(),
-              [](const Candidate& a, const Candidate& b) { return a.hash < b.hash; });
-    step_ = min_len_ - 3;
-  }
-
-  // Any occurrence of a keyword covers its anchor's min_len_ bytes, so one of the 4-byte windows
-  // sampled every step_ bytes lies inside them, at a known offset in the keyword: a window hit is
-  // verified by comparing only the keywords that have that window, in place (no search).
-  bool may_match(std::string_view s) const {
-    if (pass_all_) return true;
-    if (keywords_.empty() || s.size() < min_len_) return false;
-    const char* p = s.data();
-    const size_t n = s.size();
-    for (size_t i = 0; i + 4 <= n; i += step_) {
-      const uint16_t h = hash(load(p + i));
-      if (!bloom_.test(h)) continue;
-      // Bloom hits are rare (a few hundred bits set of 65536): a binary search is enough.
-      auto it = std::lower_bound(candidates_.begin(), candidates_.end(), h,
-                                 [](const Candidate& c, uint16_t v) { return c.hash < v; });
-      for (; it != candidates_.end() && it->hash == h; ++it) {
-        if (i < it->offset) continue;
-        const std::string& k = keywords_[it->keyword];
-        const size_t start = i - it->offset;
-        if (n - start >= k.size() && std::memcmp(p + start, k.data(), k.size()) == 0) return true;
-      }
-    }
-    return false;
-  }
-
-  const std::vector<std::string>& keywords() const { return keywords_; }
-
- private:
-  struct Candidate {
-    uint16_t hash;
-    uint32_t keyword;
-    uint32_t offset;
-  };
-  static uint32_t load(const char* p) {
-    uint32_t w;
-    std::memcpy(&w, p, 4);
-    return w;
-  }
-  static uint16_t hash(uint32_t w) { return static_cast<uint16_t>((w * 2654435761u) >> 16); }
-
-  std::vector<std::string> keywords_;
-  std::vector<size_t> anchors_;
-  std::bitset<65536> bloom_;           // 8 KiB
-  std::vector<Candidate> candidates_;  // sorted by window hash (a table per hash value was 1.5 MiB)
-  size_t min_len_ = 0;
-  size_t step_ = 1;
-  bool pass_all_ = false;
-};
 
 namespace {
 
@@ -163,7 +78,9 @@ LineRule pattern_rule(std::vector<Literal> literals, std::string name, std::stri
 }
 
 RuleMatcher::RuleMatcher(std::vector<ComponentRules> rules)
-    : rules_(std::move(rules)), prefilter_(std::make_unique<Prefilter>(all_literals(rules_))) {
+    : rules_(std::move(rules)),
+      literals_(all_literals(rules_)),
+      prefilter_(std::make_unique<Prefilter>(literals_)) {
   reset();
 }
 

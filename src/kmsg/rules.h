@@ -14,6 +14,7 @@
 
 #include "core/health.h"
 #include "core/metrics.h"
+#include "kmsg/prefilter.h"
 
 namespace gpud::kmsg {
 
@@ -27,14 +28,6 @@ struct Match {
   // The line is the companion of another that reports the same fault (a lost GPU's "fallen off
   // the bus" next to its Xid 79 line): a post-mortem counts the two as one occurrence.
   bool companion = false;
-};
-
-// A text that every line a rule matches contains (at least 4 bytes). `anchor`, optional, is the
-// part of it that ordinary log lines rarely contain ("panic" of "Kernel panic", which every "NVIDIA
-// Kernel Mode Setting" line shares the start of): the prefilter samples the literal there.
-struct Literal {
-  std::string_view text;
-  std::string_view anchor = {};
 };
 
 // A single-line rule: `match` sees only lines that contain one of `literals`.
@@ -146,13 +139,15 @@ class RuleMatcher {
   bool may_match(std::string_view text) const;
   // The prefilter's keywords: every rule's literals.
   std::vector<std::string> keywords() const;
+  // Every rule's literals, anchors and all: what a reader builds its own prefilter from.
+  const std::vector<Literal>& literals() const { return literals_; }
   const std::vector<ComponentRules>& rules() const { return rules_; }
   // Starts every sequence afresh.
   void reset();
 
  private:
-  class Prefilter;
   std::vector<ComponentRules> rules_;
+  std::vector<Literal> literals_;
   std::unique_ptr<Prefilter> prefilter_;
   struct Open {
     size_t owner;  // index into rules_

@@ -52,6 +52,12 @@ CpuComponent::CpuComponent(const ComponentContext& ctx)
     ctx.metrics->describe("cpu_load_average",
                           "System load average over load_duration (1m0s, 5m0s, 15m0s)");
   }
+  // The first sample now: whatever runs before the first check (`gpud scan` reads a kernel log)
+  // counts towards the wait between the first two samples.
+  if (auto stat = read_stat(); stat) {
+    prev_ = stat->aggregate;
+    prev_at_ = std::chrono::steady_clock::now();
+  }
 }
 
 Result<host::ProcStat> CpuComponent::read_stat() const {
@@ -65,11 +71,19 @@ Result<CpuSnapshot> CpuComponent::collect() {
   auto stat = read_stat();
   if (!stat) return stat.error();
   if (!prev_) {
-    // No previous sample: take a short second one so the very first check reports a usage.
     prev_ = stat->aggregate;
-    std::this_thread::sleep_for(first_sample_delay_);
-    stat = read_stat();
-    if (!stat) return stat.error();
+    prev_at_ = std::chrono::steady_clock::now();
+  }
+  if (!checked_) {
+    // The very first check reports a usage over at least first_sample_delay_ since the first
+    // sample (taken when the component was made, or just now).
+    checked_ = true;
+    const auto since = std::chrono::steady_clock::now() - prev_at_;
+    if (since < first_sample_delay_) {
+      std::this_thread::sleep_for(first_sample_delay_ - since);
+      stat = read_stat();
+      if (!stat) return stat.error();
+    }
   }
   CpuSnapshot s;
   s.logical_cores = stat->logical_cores;

@@ -47,6 +47,8 @@ class CpuComponent : public Component {
   std::chrono::milliseconds first_sample_delay_{100};
   std::mutex mu_;  // guards prev_ against overlapping checks (scheduler + run_now)
   std::optional<host::CpuTimes> prev_;
+  std::chrono::steady_clock::time_point prev_at_;  // when the first sample was taken
+  bool checked_ = false;
 };
 
 }  // namespace gpud::components

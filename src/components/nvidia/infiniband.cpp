@@ -153,6 +153,28 @@ std::optional<kmsg::Match> match_probe_failed(std::string_view s) {
   return m;
 }
 
+// main.c: the adapter's firmware never left its (pre-)initializing state, so the adapter does not
+// come up (a probe failure follows). 4.x-5.16 mlx5_load_one/mlx5_function_setup and 5.17-6.8
+// mlx5_function_enable print, after wait_fw_init gives up, "Firmware over %d MS in pre-initializing
+// state, aborting" (then %llu) and "... in initializing state, aborting" (dev_err in 4.x,
+// mlx5_core_err after); 6.9+ wait_fw_init prints both itself, "Firmware over %u MS in %s state,
+// aborting" ("net/mlx5: Return specific error code for timeout on wait_fw_init", 2024).
+std::optional<kmsg::Match> match_firmware_init_timeout(std::string_view s) {
+  static const RE2 kRe(mlx5_message_start(true) +
+                       R"(Firmware over (\d+) MS in ((?:pre-)?initializing) state, aborting)");
+  std::string device, state;
+  uint64_t waited_ms = 0;
+  if (!RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), kRe, &device, &waited_ms, &state))
+    return std::nullopt;
+  auto m = mlx5_match(
+      s, kMlx5FirmwareInitTimeoutEvent,
+      fmt::format("MLX5 firmware stuck in its {} state for {} ms", state, waited_ms), device);
+  m.type = EventType::kCritical;
+  m.extra_info["waited_ms"] = waited_ms;
+  m.extra_info["init_state"] = state;
+  return m;
+}
+
 // en_main.c mlx5e_tx_timeout (4.x-6.x): netdev_err "TX timeout detected", then per stopped queue
 // 4.x "TX timeout on queue: %d, SQ: 0x%x, ..." (en_main.c), 5.1+ the same text from
 // en/reporter_tx.c through mlx5e_health_report. netdev_err begins "<driver> <device> <netdev>: "
@@ -214,6 +236,7 @@ kmsg::ComponentRules infiniband_kernel_log_rules() {
       {{{": synd 0x"}, {"Health issue observed", "issue obs"}}, match_syndrome},
       {{{"cause a leak of a command", "leak of a"}}, match_cmd_timeout},
       {{{" failed with error code", "with error"}}, match_probe_failed},
+      {{{"initializing state, aborting", "state, abort"}}, match_firmware_init_timeout},
       {{{"TX timeout "}}, match_tx_timeout},
       {{{"Port module event[error]", "event[error]"}}, match_port_module_error},
   };
@@ -228,7 +251,7 @@ KernelLogVerdict evaluate_mlx5_events(const std::vector<Event>& events,
   std::map<std::string, std::vector<const Event*>> troubles;  // by name
   for (const Event& e : events) {
     if (e.name == kMlx5HealthCompromisedEvent || e.name == kMlx5FatalErrorEvent ||
-        e.name == kMlx5ProbeFailedEvent) {
+        e.name == kMlx5ProbeFailedEvent || e.name == kMlx5FirmwareInitTimeoutEvent) {
       faults.push_back(&e);
     } else if ((e.name == kMlx5CommandTimeoutEvent || e.name == kMlx5TxTimeoutEvent ||
                 e.name == kMlx5PortModuleErrorEvent) &&

@@ -29,6 +29,7 @@ inline constexpr const char* kMlx5FatalErrorEvent = "mlx5_fatal_error";
 inline constexpr const char* kMlx5FirmwareSyndromeEvent = "mlx5_firmware_syndrome";
 inline constexpr const char* kMlx5CommandTimeoutEvent = "mlx5_cmd_timeout";
 inline constexpr const char* kMlx5ProbeFailedEvent = "mlx5_probe_failed";
+inline constexpr const char* kMlx5FirmwareInitTimeoutEvent = "mlx5_firmware_init_timeout";
 inline constexpr const char* kMlx5TxTimeoutEvent = "mlx5_tx_timeout";
 inline constexpr const char* kMlx5PortModuleErrorEvent = "mlx5_port_module_error";
 // How long a command timeout, TX timeout or port module error keeps the component Degraded.

@@ -364,8 +364,9 @@ Event mlx5_event(const char* name, TimePoint t, std::string message = "MLX5 faul
   return e;
 }
 
-// A compromised or fatally failed adapter, or one that did not initialise, needs a reboot (and an
-// inspection when it failed again after reboots); a reboot after it ends the fault.
+// A compromised or fatally failed adapter, or one that did not initialise (its probe failed or its
+// firmware never left its initializing state), needs a reboot (and an inspection when it failed
+// again after reboots); a reboot after it ends the fault.
 TEST(Mlx5KernelLog, FirmwareFaultsAndFailedProbesAreUnhealthyUntilAReboot) {
   const TimePoint t0 = Clock::from_time_t(1'700'000'000);
   auto v = evaluate_mlx5_events(
@@ -385,6 +386,19 @@ TEST(Mlx5KernelLog, FirmwareFaultsAndFailedProbesAreUnhealthyUntilAReboot) {
       {t0 + 1h, t0 + 3h}, t0 + 5h);
   EXPECT_EQ(again.health, Health::kUnhealthy);
   EXPECT_EQ(again.actions->repair_actions, std::vector{RepairAction::kHardwareInspection});
+  // Firmware that never left its pre-initializing state: the adapter is down until a reboot.
+  auto stuck = evaluate_mlx5_events(
+      {mlx5_event(kMlx5FirmwareInitTimeoutEvent, t0 + 1h,
+                  "MLX5 firmware stuck in its pre-initializing state for 120000 ms")},
+      {}, t0 + 2h);
+  EXPECT_EQ(stuck.health, Health::kUnhealthy);
+  EXPECT_EQ(stuck.reason,
+            "MLX5 adapter failed: MLX5 firmware stuck in its pre-initializing state for 120000 ms "
+            "(1x)");
+  EXPECT_EQ(
+      evaluate_mlx5_events({mlx5_event(kMlx5FirmwareInitTimeoutEvent, t0 + 1h)}, {t0 + 2h}, t0 + 3h)
+          .health,
+      Health::kHealthy);
 }
 
 // Command and TX timeouts and module errors since the newest reboot, within a day: Degraded, no
