@@ -27,21 +27,6 @@ namespace gpud::app {
 
 namespace {
 
-sa.sa_handler = on_truncated_log;
-sigemptyset(&sa.sa_mask);
-installed_ = ::sigaction(SIGBUS, &sa, &previous_) == 0;
-}
-~TruncationGuard() {
-  if (installed_) ::sigaction(SIGBUS, &previous_, nullptr);
-}
-TruncationGuard(const TruncationGuard&) = delete;
-TruncationGuard& operator=(const TruncationGuard&) = delete;
-
-private:
-struct sigaction previous_ {};
-bool installed_ = false;
-};
-
 // Feeds the saved logs (or, without any, the /dev/kmsg ring when readable) through the components'
 // kernel-log rules into the scan's in-memory store.
 Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs,

@@ -812,7 +812,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPlatformInfo(nvmlDevice_t d, nvmlPlatformI
     if (p == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (p->version != nvmlPlatformInfo_v2 && p->version != struct_version(sizeof(*p), 1))
       return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    const json* info = get(c.gpu, "/platform");
+    const json* info = get(*c.gpu, "/platform");
     if (info == nullptr) return NVML_ERROR_NOT_SUPPORTED;
     const unsigned int version = p->version;
     *p = nvmlPlatformInfo_t{};
