@@ -93,7 +93,9 @@ $(ARM64_BUILD)/CMakeCache.txt: | deps-arm64
 build-arm64: deps-arm64 $(ARM64_BUILD)/CMakeCache.txt
 	cmake --build $(ARM64_BUILD) -j $(JOBS)
 
-test-arm64: build-arm64
+# Builds only what the emulated tests run (gpud, the fakes, the unit and e2e test programs).
+test-arm64: deps-arm64 $(ARM64_BUILD)/CMakeCache.txt
+	cmake --build $(ARM64_BUILD) -j $(JOBS) --target gpud gpud_unit_tests gpud_e2e_tests
 	cd $(ARM64_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 --label-regex '^emulated$$'
 
 # dpkg-shlibdeps computes Depends from the arm64 libraries' packages (libc6:arm64, ...).
