@@ -90,7 +90,7 @@ add_image() {
   read -r arch triplet < <(elf_arch "$gpud")
   [[ -n $arch ]] || return 1
   if [[ $arch == "$host_arch" ]]; then
-    strip_tool=strip
+    strip_tool="strip"
     bash_bin=$(readlink -f /bin/bash)
     busybox_bin=$(readlink -f /bin/busybox)
     list_applets=("$busybox_bin" --list)
@@ -160,7 +160,7 @@ add_image() {
   mapfile -t libs < <(needed_libraries "$triplet" "$interp" "$gpud" "${modules[@]}" "$bash_bin" "$sd_bus_lib" |
     sort -u)
   libs+=("$sd_bus_lib" "$interp")
-  local libc_dir= lib dest
+  local libc_dir='' lib dest
   for lib in "${libs[@]}"; do
     [[ $lib == */libc.so.6 ]] && libc_dir=$(dirname "$lib")
   done
