@@ -1,12 +1,13 @@
 # The quick start: `make run` and `make test` install what is missing, build, and run.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+ARM64_BUILD ?= build-arm64
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 ARGS ?=
 
-.PHONY: all deps deps-test deps-asan build run run-fake test asan-configure test-asan fuzz bench clean format \
-  deb image
+.PHONY: all deps deps-test deps-asan deps-arm64 build run run-fake test asan-configure test-asan fuzz bench \
+  clean format deb image build-arm64 test-arm64 deb-arm64
 
 all: build
 
@@ -21,6 +22,9 @@ deps-test:
 
 deps-asan:
 	@./scripts/install-deps.sh asan
+
+deps-arm64:
+	@./scripts/install-deps.sh arm64
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
@@ -65,24 +69,46 @@ fuzz: asan-configure
 	FUZZ_BUILD=$(ASAN_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) ./scripts/fuzz.sh
 
 # The container image (OCI layout + docker-archive in one tarball), $(BUILD)/image/gpud-image.tar,
-# tagged gpud:<version>: `docker load -i` / `podman load -i` / `ctr images import` it. Builds only
-# the gpud binary and its CRI client module, then scripts/build-image.sh assembles the image with
-# umoci (as root).
-image: deps $(BUILD)/CMakeCache.txt
+# tagged gpud:<version>: `docker load -i` / `podman load -i` / `ctr images import` it. An image index
+# of two images, linux/amd64 and linux/arm64 (the cross build's), from which the runtime takes its
+# machine's. Builds only the gpud binaries and their CRI client modules, then
+# scripts/build-image.sh assembles the image with umoci (as root).
+image: deps-arm64 $(BUILD)/CMakeCache.txt $(ARM64_BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target gpud gpud_cri_module
-	./scripts/build-image.sh $(BUILD)
+	cmake --build $(ARM64_BUILD) -j $(JOBS) --target gpud gpud_cri_module
+	./scripts/build-image.sh $(BUILD) $(BUILD)/image $(ARM64_BUILD)
 
 # The Debian package, gpud_<version>_amd64.deb, in $(BUILD)/packages/ (CPack; see CMakeLists.txt).
 deb: build
 	cd $(BUILD) && cpack -G DEB --config CPackConfig.cmake
 	@ls -1 $(BUILD)/packages/*.deb
 
+# arm64 (NVIDIA Grace, docs/ARM64.md): the cross build in $(ARM64_BUILD) with Debian's toolchain
+# (cmake/toolchain-aarch64-linux-gnu.cmake), its tests under qemu-user (the label "emulated": the
+# unit tests and an e2e set), and gpud_<version>_arm64.deb.
+$(ARM64_BUILD)/CMakeCache.txt: | deps-arm64
+	cmake -S . -B $(ARM64_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/toolchain-aarch64-linux-gnu.cmake $(CMAKE_FLAGS)
+
+build-arm64: deps-arm64 $(ARM64_BUILD)/CMakeCache.txt
+	cmake --build $(ARM64_BUILD) -j $(JOBS)
+
+# Builds only what the emulated tests run (gpud, the fakes, the unit and e2e test programs).
+test-arm64: deps-arm64 $(ARM64_BUILD)/CMakeCache.txt
+	cmake --build $(ARM64_BUILD) -j $(JOBS) --target gpud gpud_unit_tests gpud_e2e_tests
+	cd $(ARM64_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 --label-regex '^emulated$$'
+
+# dpkg-shlibdeps computes Depends from the arm64 libraries' packages (libc6:arm64, ...).
+deb-arm64: build-arm64
+	cd $(ARM64_BUILD) && DEB_HOST_ARCH=arm64 cpack -G DEB --config CPackConfig.cmake
+	@ls -1 $(ARM64_BUILD)/packages/*.deb
+
 bench: deps-test build
 	cmake --build $(BUILD) -j $(JOBS) --target gpud_bench fake_nvml
 	./bench/run-bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(ARM64_BUILD) $(FUZZ_BUILD)
 
 format:
 	find src tests bench testing -name '*.cpp' -o -name '*.h' | xargs clang-format -i

@@ -5,12 +5,14 @@
 #          (Prometheus, Alertmanager, node_exporter, containerd, dockerd, nginx, chromium, kubectl, FUSE, Slurm
 #          with munge)
 #   asan   (make test-asan, make fuzz): test, plus clang-14 with its sanitizer and libFuzzer runtimes and lld
+#   arm64  (make build-arm64, make test-arm64, make deb-arm64, make image): build, plus Debian's cross toolchain for
+#          arm64, qemu-user-static to run its tests, and the :arm64 libraries (docs/ARM64.md)
 # Idempotent: it installs only what is missing and runs `apt-get update` at most once, only when something has
 # to be installed. No service is started on the host: the install runs under a policy-rc.d that refuses every
 # start (Debian's convention, invoke-rc.d(8)), and the units of the packages it installed are not enabled either;
 # the tests start the programs they need with private sockets, ports and data directories.
-#   install-deps.sh [build|test|asan]        install a set (default: build)
-#   install-deps.sh --list [build|test|asan]  print the set's packages, one per line, and install nothing
+#   install-deps.sh [build|test|asan|arm64]        install a set (default: build)
+#   install-deps.sh --list [build|test|asan|arm64]  print the set's packages, one per line, and install nothing
 #   install-deps.sh --list-test-only          the programs test and asan add to build (to remove them again)
 set -euo pipefail
 
@@ -70,6 +72,24 @@ asan_only_packages=(
   lld-14
 )
 
+# The arm64 cross build (cmake/toolchain-aarch64-linux-gnu.cmake): Debian's cross compiler, and the arm64 build of
+# every library of the build set, installed beside the amd64 ones (Multi-Arch: same); the host's protoc,
+# grpc_cpp_plugin, node and npm serve both builds. qemu-user-static runs the arm64 tests (`make test-arm64`).
+# The image's arm64 half takes the libraries gpud, its CRI module, bash and libsystemd load (libtinfo6 for bash).
+arm64_only_packages=(
+  crossbuild-essential-arm64 qemu-user-static
+  libcpp-httplib-dev:arm64 libssl-dev:arm64 libsqlite3-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64
+  libre2-dev:arm64 libsystemd-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libbenchmark-dev:arm64
+  libgrpc++-dev:arm64 libprotobuf-dev:arm64 libcurl4-openssl-dev:arm64 libfuse3-dev:arm64
+  libyaml-cpp0.7:arm64 libtinfo6:arm64
+)
+# What cannot sit beside its amd64 twin: libyaml-cpp-dev is not Multi-Arch (dpkg would remove the amd64 one), and
+# bash and busybox-static are the host's own programs. Their arm64 packages are downloaded and unpacked into
+# $arm64_root (not installed with dpkg): the toolchain file finds yaml-cpp's static library there, and
+# scripts/build-image.sh takes bash and busybox for the image's arm64 half.
+arm64_unpacked_packages=(libyaml-cpp-dev bash busybox-static)
+arm64_root=${GPUD_ARM64_ROOT:-/opt/gpud-cross/arm64}
+
 set_packages() {
   case "$1" in
     build) printf '%s\n' "${build_packages[@]}" ;;
@@ -78,8 +98,9 @@ set_packages() {
       printf '%s\n' "${build_packages[@]}" "${test_utility_packages[@]}" "${test_only_packages[@]}" \
         "${asan_only_packages[@]}"
       ;;
+    arm64) printf '%s\n' "${build_packages[@]}" "${arm64_only_packages[@]}" ;;
     *)
-      echo "install-deps: unknown set '$1' (build, test or asan)" >&2
+      echo "install-deps: unknown set '$1' (build, test, asan or arm64)" >&2
       return 2
       ;;
   esac
@@ -103,8 +124,16 @@ for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ $status == "install ok installed" ]] || missing+=("$p")
 done
+add_arm64_architecture=0
+unpack_missing=()
+if [[ ${1:-build} == arm64 ]]; then
+  dpkg --print-foreign-architectures | grep -qx arm64 || add_arm64_architecture=1
+  for p in "${arm64_unpacked_packages[@]}"; do
+    [[ -e $arm64_root/.unpacked/$p ]] || unpack_missing+=("$p")
+  done
+fi
 
-if ((${#missing[@]} == 0)); then
+if ((${#missing[@]} == 0 && ${#unpack_missing[@]} == 0)); then
   exit 0
 fi
 
@@ -134,11 +163,30 @@ if [[ ! -e $policy_rc_d ]]; then
   placed_policy=1
 fi
 
-echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+if ((add_arm64_architecture)); then
+  echo "install-deps: adding the arm64 architecture to dpkg (dpkg --add-architecture arm64)"
+  $SUDO dpkg --add-architecture arm64
+fi
 $SUDO apt-get update -qq
-# --no-install-recommends keeps the prometheus packages from pulling a web stack we do not use.
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if ((${#missing[@]} > 0)); then
+  echo "install-deps: installing ${missing[*]}"
+  # --no-install-recommends keeps the prometheus packages from pulling a web stack we do not use.
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if ((${#unpack_missing[@]} > 0)); then
+  echo "install-deps: unpacking ${unpack_missing[*]} (arm64) into $arm64_root"
+  download=$(mktemp -d)
+  chmod 0777 "$download"  # apt-get download fetches as the unprivileged _apt user
+  for p in "${unpack_missing[@]}"; do
+    (cd "$download" && apt-get download -qq "$p:arm64")
+    deb=$(ls "$download/${p}_"*_arm64.deb)
+    $SUDO mkdir -p "$arm64_root/.unpacked"
+    $SUDO dpkg-deb -x "$deb" "$arm64_root"
+    dpkg-deb -f "$deb" Package Version | $SUDO tee "$arm64_root/.unpacked/$p" >/dev/null
+  done
+  rm -rf "$download"
+fi
 
 # Packages enable their units for the next boot even when policy-rc.d forbids starting them now: on a host that
 # runs systemd, the units of the packages installed here (and only those) are disabled again.

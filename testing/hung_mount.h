@@ -15,6 +15,9 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "testing/emulator.h"
 
 namespace gpud::testing {
 
@@ -39,7 +42,12 @@ class HungMount {
     const std::string seconds = std::to_string(hang_seconds);
     pid_ = ::fork();
     if (pid_ == 0) {
-      ::execl(GPUD_HUNG_FUSE, GPUD_HUNG_FUSE, path_.c_str(), seconds.c_str(), nullptr);
+      std::vector<std::string> args =
+          testing_support::emulated_command({GPUD_HUNG_FUSE, path_, seconds});
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
       ::_exit(127);
     }
     for (int i = 0; i < 500 && !mounted(); ++i)

@@ -32,9 +32,17 @@ int64_t meminfo_total_bytes(std::string_view text) {
 }
 
 std::string machine_architecture() {
+  // uname(2) does not fail; should it, the architecture gpud was built for (uname's names).
+#if defined(__aarch64__)
+  constexpr const char* kBuiltFor = "aarch64";
+#elif defined(__x86_64__)
+  constexpr const char* kBuiltFor = "x86_64";
+#else
+  constexpr const char* kBuiltFor = "";
+#endif
   utsname u{};
   if (::uname(&u) == 0 && u.machine[0] != '\0') return u.machine;
-  return "x86_64";
+  return kBuiltFor;
 }
 
 nlohmann::json disk_device_json(const BlockDevice& d) {

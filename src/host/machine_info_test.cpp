@@ -123,6 +123,19 @@ TEST(MachineInfo, SparseTreeStillHasEveryFieldWithTheRightType) {
   EXPECT_EQ(info["cpuInfo"]["logicalCores"], 2);
 }
 
+// A GH200 node (Grace, Ubuntu's 64 KiB-page kernel): the CPU named as GPUd names it, memory from
+// /proc/meminfo's kB whatever the page size.
+TEST(MachineInfo, GraceNodeHasItsCpuAndMemory) {
+  json info = collect_machine_info(HostFs(fixture("grace")));
+  EXPECT_EQ(validate_machine_info(info), std::vector<std::string>{});
+  EXPECT_EQ(info["cpuInfo"]["type"], "Neoverse-V2");
+  EXPECT_EQ(info["cpuInfo"]["manufacturer"], "ARM");
+  EXPECT_EQ(info["cpuInfo"]["logicalCores"], 72);
+  EXPECT_EQ(info["memoryInfo"]["totalBytes"], int64_t{493597440} * 1024);
+  EXPECT_EQ(info["kernelVersion"], "6.8.0-1013-nvidia-64k");
+  EXPECT_EQ(info["osImage"], "Ubuntu 22.04.4 LTS");
+}
+
 TEST(MachineInfo, MissingRootNeverFails) {
   json info = collect_machine_info(HostFs(fixture("does-not-exist")));
   EXPECT_EQ(validate_machine_info(info), std::vector<std::string>{});

@@ -109,21 +109,31 @@ AcsScan scan_acs_source_validation(const HostFs& fs) {
 std::string virtualization(const HostFs& fs) {
   auto cpuinfo = fs.read("/proc/cpuinfo", 4 << 20);
   if (!cpuinfo) return "";
-  bool hypervisor = false;
+  // x86 tells a guest by its CPU flags; arm64's cpuinfo has no "flags" line (its "Features" have
+  // no such bit), so there a VM is one whose DMI names a hypervisor or whose device tree has a
+  // hypervisor node (as systemd-detect-virt decides off x86).
+  bool x86_flags = false, hypervisor = false;
   for (std::string_view line : split_lines(*cpuinfo)) {
     if (!line.starts_with("flags")) continue;
+    x86_flags = true;
     for (std::string_view f : split_fields(line))
       if (f == "hypervisor") hypervisor = true;
     break;  // every CPU has the same flags
   }
-  if (!hypervisor) return "none";
-  std::string dmi = lower(fs.read_line("/sys/class/dmi/id/sys_vendor").value_or("")) + " " +
-                    lower(fs.read_line("/sys/class/dmi/id/product_name").value_or(""));
+  if (x86_flags && !hypervisor) return "none";
+  const std::string product = lower(fs.read_line("/sys/class/dmi/id/product_name").value_or(""));
+  std::string dmi =
+      lower(fs.read_line("/sys/class/dmi/id/sys_vendor").value_or("")) + " " + product;
   static constexpr std::pair<std::string_view, std::string_view> kKnown[] = {
       {"kvm", "kvm"}, {"qemu", "qemu"},         {"vmware", "vmware"}, {"microsoft", "microsoft"},
       {"xen", "xen"}, {"amazon ec2", "amazon"}, {"google", "google"}, {"oracle", "oracle"}};
-  for (const auto& [needle, name] : kKnown)
-    if (dmi.find(needle) != std::string::npos) return std::string(name);
+  for (const auto& [needle, name] : kKnown) {
+    if (dmi.find(needle) == std::string::npos) continue;
+    // EC2's bare-metal instances (c7g.metal, ...) carry the same vendor as its VMs.
+    if (!x86_flags && name == "amazon" && product.ends_with(".metal")) return "none";
+    return std::string(name);
+  }
+  if (!x86_flags) return fs.exists("/proc/device-tree/hypervisor") ? "vm" : "none";
   return "vm";
 }
 

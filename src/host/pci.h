@@ -41,10 +41,12 @@ struct AcsScan {
 // complex.
 AcsScan scan_acs_source_validation(const HostFs& fs);
 
-// The virtualization gpud runs under: "none" on bare metal (no "hypervisor" flag in /proc/cpuinfo),
-// else the hypervisor the DMI vendor and product name tell ("kvm", "qemu", "vmware", "microsoft",
-// "xen", "amazon", "google", "oracle"), or "vm" when they tell none. "" when /proc/cpuinfo cannot
-// be read.
+// The virtualization gpud runs under: "none" on bare metal (no "hypervisor" flag in /proc/cpuinfo's
+// x86 "flags"), else the hypervisor the DMI vendor and product name tell ("kvm", "qemu", "vmware",
+// "microsoft", "xen", "amazon", "google", "oracle"), or "vm" when they tell none. On arm64, whose
+// cpuinfo has no flags, a VM is what the DMI names a hypervisor (not an EC2 "*.metal") or what has
+// a /proc/device-tree/hypervisor node; the rest is bare metal. "" when /proc/cpuinfo cannot be
+// read.
 std::string virtualization(const HostFs& fs);
 
 }  // namespace gpud::host

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
+
+#include "testing/temp_dir.h"
 
 namespace gpud::host {
 namespace {
@@ -59,6 +63,34 @@ TEST(PciAcs, BareMetalIsTheAbsenceOfTheHypervisorFlag) {
   EXPECT_EQ(virtualization(HostFs(kTrees + "bare-metal-acs-on")), "none");
   EXPECT_EQ(virtualization(HostFs(kTrees + "vm-acs-on")), "qemu");
   EXPECT_EQ(virtualization(HostFs(kTrees + "nonexistent")), "");
+}
+
+// arm64 has no "hypervisor" flag: a Grace server is bare metal, a guest is told by its DMI or its
+// device tree.
+TEST(PciAcs, Arm64VirtualizationComesFromDmiAndTheDeviceTree) {
+  testing_support::TempDir root("gpud-arm64-virt");
+  const std::string grace = std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/host-os/grace";
+  std::filesystem::create_directories(root.path() + "/proc");
+  std::filesystem::copy_file(grace + "/proc/cpuinfo", root.path() + "/proc/cpuinfo");
+  auto write = [&](const std::string& file, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(root.path() + file).parent_path());
+    std::ofstream(root.path() + file) << text << "\n";
+  };
+  EXPECT_EQ(virtualization(HostFs(root.path())), "none");
+  write("/sys/class/dmi/id/sys_vendor", "NVIDIA");
+  write("/sys/class/dmi/id/product_name", "P3880");
+  EXPECT_EQ(virtualization(HostFs(root.path())), "none");
+  write("/sys/class/dmi/id/sys_vendor", "Amazon EC2");
+  write("/sys/class/dmi/id/product_name", "c7g.metal");
+  EXPECT_EQ(virtualization(HostFs(root.path())), "none");
+  write("/sys/class/dmi/id/product_name", "c7g.16xlarge");
+  EXPECT_EQ(virtualization(HostFs(root.path())), "amazon");
+  write("/sys/class/dmi/id/sys_vendor", "QEMU");
+  write("/sys/class/dmi/id/product_name", "KVM Virtual Machine");
+  EXPECT_EQ(virtualization(HostFs(root.path())), "kvm");
+  std::filesystem::remove_all(root.path() + "/sys");
+  write("/proc/device-tree/hypervisor/compatible", "linux,kvm");
+  EXPECT_EQ(virtualization(HostFs(root.path())), "vm");
 }
 
 }  // namespace

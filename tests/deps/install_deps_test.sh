@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/install-deps.sh on a machine where nothing is installed (dpkg-query and apt-get replaced by fakes that
-# record what they are asked): the build set asks for no test tool, the test set asks for them, and every
+# record what they are asked): the build set asks for no test tool, the test set asks for them, the arm64 set
+# adds the architecture and unpacks what cannot be co-installed, and every
 # install runs under a policy-rc.d that forbids starting services, which is gone again afterwards.
 set -euo pipefail
 src=${1:?usage: install_deps_test.sh SOURCE_DIR}
@@ -15,6 +16,9 @@ FAKE
 cat >"$work/bin/apt-get" <<'FAKE'
 #!/bin/sh
 echo "$*" >>"$FAKE_LOG"
+case "$1" in download)
+  for p in "$@"; do case "$p" in *:arm64) : >"${p%:arm64}_1.0_arm64.deb" ;; esac; done
+esac
 case "$*" in *install*)
   if [ -x "$GPUD_DEPS_POLICY_RC_D" ]; then "$GPUD_DEPS_POLICY_RC_D" docker start; echo "policy-rc.d=$?" >>"$FAKE_LOG"
   else echo "policy-rc.d=absent" >>"$FAKE_LOG"; fi
@@ -23,6 +27,14 @@ FAKE
 cat >"$work/bin/dpkg" <<'FAKE'
 #!/bin/sh
 [ "$1" = -L ] && [ "$2" = docker.io ] && printf '/usr/bin/dockerd\n/lib/systemd/system/docker.service\n/lib/systemd/system/docker.socket\n/lib/systemd/system/getty@.service\n'
+[ "$1" = --add-architecture ] && echo "dpkg $*" >>"$FAKE_LOG"
+exit 0
+FAKE
+# Unpacking records what it was given; the fields are the fake download's.
+cat >"$work/bin/dpkg-deb" <<'FAKE'
+#!/bin/sh
+echo "dpkg-deb $*" >>"$FAKE_LOG"
+[ "$1" = -f ] && printf 'Package: %s\nVersion: 1.0\n' "$(basename "$2" | cut -d_ -f1)"
 exit 0
 FAKE
 cat >"$work/bin/systemctl" <<'FAKE'
@@ -68,6 +80,28 @@ FAKE_LOG="$work/own.log" "$src/scripts/install-deps.sh" build >/dev/null
 grep -qx 'policy-rc.d=0' "$work/own.log" || fail "an existing policy-rc.d was replaced"
 [[ -e $work/policy-rc.d ]] || fail "an existing policy-rc.d was removed"
 
+# The arm64 set: the cross toolchain, qemu and the :arm64 libraries through apt, after adding the
+# architecture; what cannot sit beside its amd64 twin (bash, busybox, yaml-cpp's -dev) is unpacked
+# under GPUD_ARM64_ROOT, never installed, and not again once there.
+export GPUD_ARM64_ROOT="$work/arm64-root"
+FAKE_LOG="$work/arm64.log" "$src/scripts/install-deps.sh" arm64 >/dev/null
+grep -qx 'dpkg --add-architecture arm64' "$work/arm64.log" || fail "arm64: the architecture was not added"
+install_line=$(grep '^install ' "$work/arm64.log") || fail "arm64: no apt-get install"
+for p in crossbuild-essential-arm64 qemu-user-static libgrpc++-dev:arm64 libssl-dev:arm64 libre2-dev:arm64 \
+  libcpp-httplib-dev; do
+  [[ " $install_line " == *" $p "* ]] || fail "arm64 set lacks $p: $install_line"
+done
+for p in bash:arm64 busybox-static:arm64 libyaml-cpp-dev:arm64 docker.io; do
+  [[ " $install_line " != *" $p "* ]] || fail "arm64 set installs $p: $install_line"
+done
+for p in bash busybox-static libyaml-cpp-dev; do
+  grep -q "^download -qq $p:arm64\$" "$work/arm64.log" || fail "arm64: $p not downloaded"
+  grep -q "^dpkg-deb -x .*/${p}_1.0_arm64.deb $GPUD_ARM64_ROOT\$" "$work/arm64.log" || fail "arm64: $p not unpacked"
+  [[ -s $GPUD_ARM64_ROOT/.unpacked/$p ]] || fail "arm64: $p not recorded as unpacked"
+done
+FAKE_LOG="$work/arm64-again.log" "$src/scripts/install-deps.sh" arm64 >/dev/null
+! grep -q '^download' "$work/arm64-again.log" || fail "arm64: unpacked again: $(cat "$work/arm64-again.log")"
+
 "$src/scripts/install-deps.sh" nonsense 2>"$work/err" && fail "an unknown set was accepted"
 grep -q "unknown set 'nonsense'" "$work/err" || fail "no reason for an unknown set: $(cat "$work/err")"
-echo "install-deps: build and test sets right, no service started"
+echo "install-deps: build, test and arm64 sets right, no service started"

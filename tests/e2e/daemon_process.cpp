@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "testing/emulator.h"
+
 namespace gpud::e2e {
 
 namespace {
@@ -117,6 +119,7 @@ CommandResult run_gpud(const std::vector<std::string>& args, int timeout_s) {
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     default_private_kmsg(out_dir + "/kmsg");
+    full = testing_support::emulated_command(std::move(full));
     auto argv = argv_of(full);
     ::execv(argv[0], argv.data());
     _exit(127);
@@ -161,6 +164,7 @@ DaemonProcess::DaemonProcess(std::string data_dir, std::vector<std::string> extr
     ::dup2(fd, 2);
     for (auto& kv : env) ::putenv(kv.data());
     default_private_kmsg(data_dir_ + ".kmsg");
+    args = testing_support::emulated_command(std::move(args));
     auto argv = argv_of(args);
     ::execv(argv[0], argv.data());
     _exit(127);
