@@ -497,8 +497,9 @@ CheckResult evaluate_infiniband(const Result<host::InfinibandSnapshot>& snapshot
       // return; a port down, in between or unread keeps the flap reported.
       const Event* newest = latest.at(key);
       const auto up_for = std::chrono::duration_cast<std::chrono::seconds>(now - newest->time);
+      const std::string& port_key = key;  // a structured binding is not captured before C++20
       const bool up_now = std::any_of(s.ports.begin(), s.ports.end(), [&](const auto& p) {
-        return p.device_port() == key && port_up(p);
+        return p.device_port() == port_key && port_up(p);
       });
       if (up_now && newest->name == kIbPortUpEvent) {
         if (up_for >= policy.flap_auto_clear) continue;
