@@ -16,10 +16,9 @@ namespace {
 // checking (extra_info.not_checked: NVML hung or missing, a GPU lost); never the healthy mark.
 constexpr const char* kNotCheckedMark = "⊘";
 
-template <typename NotChecked>
-std::string mark(Health h, NotChecked not_checked) {
+std::string mark(Health h, bool not_checked) {
   if (h != Health::kHealthy) return "✘";
-  return not_checked() ? kNotCheckedMark : "✔";
+  return not_checked ? kNotCheckedMark : "✔";
 }
 
 bool not_checked(const CheckResult& r) {
@@ -156,8 +155,7 @@ std::string scan_text(const nlohmann::json& mi, const std::vector<ScanEntry>& en
     if (h == Health::kUnhealthy) ++unhealthy;
     const bool partly = h == Health::kHealthy && not_checked(e.result);
     if (partly) ++unchecked;
-    out << mark(h, [partly] { return partly; }) << " " << pad(e.component, width) << "  "
-        << e.result.summary() << "\n";
+    out << mark(h, partly) << " " << pad(e.component, width) << "  " << e.result.summary() << "\n";
   }
   bool header = false;
   std::vector<const ScanEntry*> details;
@@ -216,8 +214,8 @@ std::string states_text(const nlohmann::json& states) {
       }
     }
     const Health h = parse_health(worst).value_or(Health::kUnhealthy);
-    out << mark(h, [unchecked] { return unchecked; }) << " " << pad(str(c, "component"), width)
-        << "  " << pad(worst, 12) << " " << reasons << "\n";
+    out << mark(h, unchecked) << " " << pad(str(c, "component"), width) << "  " << pad(worst, 12)
+        << " " << reasons << "\n";
   }
   return out.str();
 }

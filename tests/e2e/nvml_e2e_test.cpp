@@ -89,6 +89,21 @@ std::vector<std::string> fake_args(const std::string& extra_interval = "1s") {
   return {"--nvml-lib", GPUD_FAKE_NVML, "--nvidia-check-interval", extra_interval};
 }
 
+// /machine-info once it lists the fake's eight GPUs (within 10 s), else the last document read.
+nlohmann::json machine_info_with_eight_gpus(DaemonProcess& d) {
+  nlohmann::json mi;
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto r = d.get("/machine-info");
+        if (!r) return false;
+        mi = parse_json(r->body);
+        return mi.contains("gpuInfo") && mi["gpuInfo"]["gpus"].size() == 8U;
+      },
+      10s))
+      << mi.dump();
+  return mi;
+}
+
 TEST(NvmlE2E, EightFakeGpusInTheApi) {
   std::string dir = make_temp_dir();
   DaemonProcess d(dir, fake_args(), true, {"FAKE_NVML_SCENARIO=" + fixture("h100x8-healthy.json")});
@@ -99,14 +114,7 @@ TEST(NvmlE2E, EightFakeGpusInTheApi) {
   EXPECT_NE(std::find(comps.begin(), comps.end(), "accelerator-nvidia-bad-envs"), comps.end());
   // Machine info has the GPUs once NVML answered its first collection (usually before /healthz;
   // on a loaded machine the start may not wait that long).
-  nlohmann::json mi;
-  EXPECT_TRUE(eventually(
-      [&] {
-        mi = parse_json(d.get("/machine-info")->body);
-        return mi.contains("gpuInfo") && mi["gpuInfo"]["gpus"].size() == 8U;
-      },
-      10s))
-      << mi.dump();
+  nlohmann::json mi = machine_info_with_eight_gpus(d);
   // The NVLink fabric's identity, as GPUd names it (the fake's default GPU is in a fabric).
   EXPECT_EQ(mi.value("clusterUUID", ""), "7d2f9a31-0c4e-4b8a-9f61-2e5d8c1b3a70") << mi.dump();
   EXPECT_EQ(mi.value("cliqueID", 0), 32766) << mi.dump();
@@ -473,14 +481,7 @@ TEST(NvmlE2E, ADriverLoadedLaterIsPickedUpWithoutARestart) {
       << nlohmann::json(last).dump();
   // Machine info has the GPUs once NVML answered its first collection (usually before /healthz;
   // on a loaded machine the start may not wait that long).
-  nlohmann::json mi;
-  EXPECT_TRUE(eventually(
-      [&] {
-        mi = parse_json(d.get("/machine-info")->body);
-        return mi.contains("gpuInfo") && mi["gpuInfo"]["gpus"].size() == 8U;
-      },
-      10s))
-      << mi.dump();
+  nlohmann::json mi = machine_info_with_eight_gpus(d);
   d.stop();
   std::filesystem::remove(scenario);
   std::filesystem::remove_all(dir);
