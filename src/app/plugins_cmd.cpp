@@ -14,6 +14,7 @@
 #include "app/options.h"
 #include "app/report.h"
 #include "app/verbs.h"
+#include "core/json.h"
 #include "core/time_util.h"
 #include "plugins/plugin_component.h"
 #include "plugins/spec.h"
@@ -57,7 +58,7 @@ std::string run_text(const CheckResult& r) {
         << to_string(s.health) << ": " << s.reason << "\n";
     out << "  run mode: " << s.run_mode << "\n";
     if (!s.error.empty()) out << "  error: " << s.error << "\n";
-    for (const auto& [k, v] : s.extra_info) out << "  extra_info." << k << ": " << v << "\n";
+    for (const auto& [k, v] : wire_extra_info(s)) out << "  extra_info." << k << ": " << v << "\n";
     if (s.suggested_actions) {
       out << "  suggested actions:";
       for (RepairAction a : s.suggested_actions->repair_actions) out << " " << to_string(a);

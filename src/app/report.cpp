@@ -13,7 +13,7 @@ namespace gpud::app {
 namespace {
 
 // "⊘": Healthy only in that nothing was found, because something kept the component from
-// checking (extra_info.not_checked: NVML hung or missing, a GPU lost); never the healthy mark.
+// checking (a finding blocked by NVML hung or missing, a GPU lost); never the healthy mark.
 constexpr const char* kNotCheckedMark = "⊘";
 
 std::string mark(Health h, bool not_checked) {
@@ -23,7 +23,7 @@ std::string mark(Health h, bool not_checked) {
 
 bool not_checked(const CheckResult& r) {
   return std::any_of(r.states.begin(), r.states.end(),
-                     [](const HealthState& s) { return s.extra_info.count("not_checked") != 0; });
+                     [](const HealthState& s) { return gpud::not_checked(s); });
 }
 
 std::string str(const nlohmann::json& j, const char* key) {

@@ -129,8 +129,9 @@ TEST(ScanReport, AComponentThatCouldNotCheckIsMarkedNotChecked) {
                     single_state("accelerator-nvidia-ecc", Health::kHealthy,
                                  "not checked: NVML call timed out (see accelerator-nvidia-info)"),
                     {}};
-  blocked.result.states[0].extra_info["not_checked"] =
-      R"(["all GPUs: NVML call timed out, see accelerator-nvidia-info"])";
+  blocked.result.states[0].findings.push_back(
+      Finding::blocked(Subject::every_gpu(), Health::kHealthy, "all GPUs: NVML call timed out",
+                       "accelerator-nvidia-info"));
   entries.push_back(blocked);
   std::string text = scan_text({}, entries);
   EXPECT_NE(text.find("⊘ accelerator-nvidia-ecc "), std::string::npos) << text;

@@ -202,9 +202,9 @@ CheckResult KernelLogEventsComponent::check() {
       kernel_log_summary(ctx(), name_, lookback_start(ctx(), std::chrono::seconds(0), now));
   if (!summary) {
     const KernelLogVerdict v = unreadable_history(summary.error());
-    return single_state(name_, v.health, v.reason, v.actions, {}, now);
+    return single_state(name_, v.health, v.reason, v.actions, nullptr, now);
   }
-  CheckResult r = single_state(name_, Health::kHealthy, "ok", std::nullopt, {}, now);
+  CheckResult r = single_state(name_, Health::kHealthy, "ok", std::nullopt, nullptr, now);
   append_event_summary(r, *summary);
   return r;
 }

@@ -1,5 +1,6 @@
 #include "core/health.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -83,8 +84,8 @@ std::string CheckResult::summary() const {
 }
 
 CheckResult single_state(std::string_view component, Health health, std::string reason,
-                         std::optional<SuggestedActions> actions,
-                         std::map<std::string, std::string> extra_info, TimePoint now) {
+                         std::optional<SuggestedActions> actions, nlohmann::json data,
+                         TimePoint now) {
   HealthState s;
   s.time = now;
   s.component = std::string(component);
@@ -92,7 +93,7 @@ CheckResult single_state(std::string_view component, Health health, std::string 
   s.health = health;
   s.reason = std::move(reason);
   s.suggested_actions = std::move(actions);
-  s.extra_info = std::move(extra_info);
+  s.data = std::move(data);
   CheckResult r;
   r.states.push_back(std::move(s));
   return r;
@@ -101,6 +102,27 @@ CheckResult single_state(std::string_view component, Health health, std::string 
 }  // namespace gpud
 
 namespace gpud {
+
+Finding Finding::about(Subject subject, Health health, std::string reason,
+                       std::optional<RepairAction> action) {
+  Finding f;
+  f.subject = std::move(subject);
+  f.health = health;
+  f.reason = std::move(reason);
+  f.action = action;
+  return f;
+}
+
+Finding Finding::blocked(Subject subject, Health health, std::string reason, std::string owner) {
+  Finding f = about(std::move(subject), health, std::move(reason));
+  f.blocked_by = std::move(owner);
+  return f;
+}
+
+bool not_checked(const HealthState& s) {
+  return std::any_of(s.findings.begin(), s.findings.end(),
+                     [](const Finding& f) { return f.blocked_by.has_value(); });
+}
 
 bool check_succeeded(const CheckResult& result) {
   for (const HealthState& s : result.states)

@@ -10,6 +10,41 @@ nlohmann::json to_json(const SuggestedActions& a) {
   return {{"description", a.description}, {"repair_actions", actions}};
 }
 
+std::map<std::string, std::string> wire_extra_info(const HealthState& s) {
+  std::map<std::string, std::string> out = s.extra_info;
+  if (!s.data.is_null()) out["data"] = s.data.dump();
+  nlohmann::json gpu_findings = nlohmann::json::array();
+  nlohmann::json devices = nlohmann::json::array();
+  nlohmann::json not_checked = nlohmann::json::array();
+  for (const Finding& f : s.findings) {
+    const std::string action = f.action ? std::string(to_string(*f.action)) : "";
+    if (f.blocked_by) {
+      not_checked.push_back(f.blocked_by->empty() || *f.blocked_by == s.component
+                                ? f.reason
+                                : f.reason + ", see " + *f.blocked_by);
+    } else if (f.subject.index) {
+      if (f.health == Health::kHealthy) continue;
+      nlohmann::json j = {{"gpu", *f.subject.index},
+                          {"health", std::string(to_string(f.health))},
+                          {"reason", f.reason}};
+      if (f.action) j["suggested_action"] = action;
+      gpu_findings.push_back(std::move(j));
+    } else if (!f.subject.bus_id.empty()) {
+      nlohmann::json j = {{"pci_bus_id", f.subject.bus_id},
+                          {"health", std::string(to_string(f.health))},
+                          {"suggested_action", action},
+                          {"reason", f.reason}};
+      if (f.code) j["code"] = *f.code;
+      if (f.injected) j["injected"] = true;
+      devices.push_back(std::move(j));
+    }
+  }
+  if (!gpu_findings.empty()) out["gpu_findings"] = gpu_findings.dump();
+  if (!devices.empty()) out["devices"] = devices.dump();
+  if (!not_checked.empty()) out["not_checked"] = not_checked.dump();
+  return out;
+}
+
 nlohmann::json to_json(const HealthState& s) {
   nlohmann::json j = {
       {"time", format_rfc3339(s.time)},
@@ -22,7 +57,7 @@ nlohmann::json to_json(const HealthState& s) {
   if (!s.run_mode.empty()) j["run_mode"] = s.run_mode;
   if (!s.error.empty()) j["error"] = s.error;
   if (s.suggested_actions) j["suggested_actions"] = to_json(*s.suggested_actions);
-  if (!s.extra_info.empty()) j["extra_info"] = s.extra_info;
+  if (auto extra = wire_extra_info(s); !extra.empty()) j["extra_info"] = std::move(extra);
   if (!s.raw_output.empty()) j["raw_output"] = s.raw_output;
   return j;
 }

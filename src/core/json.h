@@ -8,6 +8,11 @@
 namespace gpud {
 
 nlohmann::json to_json(const SuggestedActions& a);
+// GPUd's extra_info strings of a state: its extra_info, plus "data" (the typed data, dumped) and
+// its findings as JSON text: "gpu_findings" [{gpu, health, reason, suggested_action?}] (a GPU known
+// by index), "devices" [{pci_bus_id, code?, health, suggested_action, reason, injected?}] (a device
+// known by its bus id alone: Xid, SXid), "not_checked" ["<reason>[, see <owner>]"] (blocked).
+std::map<std::string, std::string> wire_extra_info(const HealthState& s);
 nlohmann::json to_json(const HealthState& s);
 // API event: component, time, name, type, message, plus extra_info and, once set-healthy
 // acknowledged it, acknowledged {time, by} (additions to GPUd's shape).

@@ -208,6 +208,7 @@ inline constexpr unsigned int NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE = 80;
 inline constexpr unsigned int NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96;
 inline constexpr unsigned int NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96;
 inline constexpr unsigned int NVML_DEVICE_SERIAL_BUFFER_SIZE = 30;
+inline constexpr unsigned int NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE = 32;
 inline constexpr unsigned int NVML_GSP_FIRMWARE_VERSION_BUF_SIZE = 0x40;
 
 // ---- structs (exact LP64 layouts) ----

@@ -161,6 +161,7 @@ void read_identity(Reader& r) {
   r.str(g.name, a.name, NVML_DEVICE_NAME_V2_BUFFER_SIZE);
   r.str(g.uuid, a.uuid, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
   r.str(g.serial, a.serial, NVML_DEVICE_SERIAL_BUFFER_SIZE);
+  r.str(g.vbios_version, a.vbios_version, NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE);
   r.u32(g.minor_number, a.minor_number);
   r.u32(g.board_id, a.board_id);
   nvmlPlatformInfo_t platform{};

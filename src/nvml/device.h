@@ -123,6 +123,7 @@ struct GpuSnapshot {
   Field<std::string> uuid;        // "GPU-..."
   Field<std::string> pci_bus_id;  // normalised "0000:3b:00.0"
   Field<std::string> serial;
+  Field<std::string> vbios_version;  // "96.00.89.00.01"
   // nvmlDeviceGetPlatformInfo's chassisSerialNumber (GB200/GB300 trays, R570+; NOT_SUPPORTED or
   // absent elsewhere), printable ASCII only.
   Field<std::string> chassis_serial;

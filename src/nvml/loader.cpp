@@ -61,6 +61,7 @@ Api resolve_api(const DynamicLibrary& lib) {
   GPUD_RESOLVE(name, "nvmlDeviceGetName");
   GPUD_RESOLVE(uuid, "nvmlDeviceGetUUID");
   GPUD_RESOLVE(serial, "nvmlDeviceGetSerial");
+  GPUD_RESOLVE(vbios_version, "nvmlDeviceGetVbiosVersion");
   GPUD_RESOLVE(minor_number, "nvmlDeviceGetMinorNumber");
   GPUD_RESOLVE(board_id, "nvmlDeviceGetBoardId");
   GPUD_RESOLVE(index, "nvmlDeviceGetIndex");

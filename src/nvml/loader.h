@@ -46,6 +46,7 @@ struct Api {
   PfnDevString name = nullptr;
   PfnDevString uuid = nullptr;
   PfnDevString serial = nullptr;
+  PfnDevString vbios_version = nullptr;
   PfnDevUint minor_number = nullptr;
   PfnDevUint board_id = nullptr;
   PfnDevUint index = nullptr;

@@ -148,6 +148,7 @@ void keep_identity_of_lost_gpus(NvmlSnapshot& snap, const NvmlSnapshot& previous
       g.uuid = p.uuid;
       if (!g.pci_bus_id.ok()) g.pci_bus_id = p.pci_bus_id;
       g.serial = p.serial;
+      g.vbios_version = p.vbios_version;
       g.identity_from_last_good = true;
     }
   }

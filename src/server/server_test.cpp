@@ -115,7 +115,7 @@ class FakeComponent : public Component {
     const int v = variant.load();
     return single_state(spec_.name, spec_.health,
                         spec_.name + " is fine" + (v > 0 ? " (" + std::to_string(v) + ")" : ""),
-                        actions, {{"data", "{\"x\":1}"}});
+                        actions, nlohmann::json{{"x", 1}});
   }
   bool can_set_healthy() const override { return spec_.settable; }
   Result<void> set_healthy(const Acknowledgement& ack) override {

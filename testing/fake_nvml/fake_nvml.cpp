@@ -211,6 +211,7 @@ Scenario build(const json& doc) {
     char serial[32];
     std::snprintf(serial, sizeof(serial), "165232300%04u", 1000 + i);
     g["serial"] = serial;
+    g["vbios_version"] = "96.00.89.00.01";
     g["minor"] = i;
     g["board_id"] = 0x4300 + i * 0x100;
     if (auto it = per_gpu.find(i); it != per_gpu.end()) g.merge_patch(it->second);
@@ -956,6 +957,10 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* b, unsigned int
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t d, char* b, unsigned int n) {
   return guard([&] { return string_value(enter("nvmlDeviceGetSerial", &d), "/serial", b, n); });
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t d, char* b, unsigned int n) {
+  return guard(
+      [&] { return string_value(enter("nvmlDeviceGetVbiosVersion", &d), "/vbios_version", b, n); });
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned int* v) {
   return guard([&] { return value(enter("nvmlDeviceGetMinorNumber", &d), "/minor", v); });

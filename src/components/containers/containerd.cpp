@@ -372,8 +372,7 @@ CheckResult evaluate_containerd(const ContainerdSnapshot& s) {
       reason = *config_fault + "; " + reason;
       errors.insert(errors.end(), config_errors.begin(), config_errors.end());
     }
-    CheckResult r =
-        single_state("containerd", h, reason, std::nullopt, {{"data", data.dump()}}, s.now);
+    CheckResult r = single_state("containerd", h, reason, std::nullopt, data, s.now);
     if (!errors.empty()) r.states[0].error = fmt::format("{}", fmt::join(errors, "; "));
     r.detail = reason + "\n" + (errors.empty() ? "" : fmt::format("{}\n", fmt::join(errors, "\n")));
     return r;

@@ -106,7 +106,7 @@ TEST(ContainerdRule, RunningListsSandboxesWithTheirContainers) {
   CheckResult r = evaluate_containerd(running());
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
   EXPECT_EQ(r.states[0].reason, "containerd is running (1 pod sandboxes, 1 containers)");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   ASSERT_EQ(data["sandboxes"].size(), 1u);
   const auto& p = data["sandboxes"][0];
   EXPECT_EQ(p["id"], "aaa111");
@@ -236,7 +236,7 @@ TEST(ContainerdRule, ToolkitPodWithoutTheNvidiaRuntimeIsUnhealthy) {
   s.nvidia_runtime = Result<ContainerdNvidiaRuntime>(runtime_config(true));
   r = evaluate_containerd(s);
   EXPECT_EQ(r.health(), Health::kHealthy);
-  EXPECT_EQ(nlohmann::json::parse(r.states[0].extra_info.at("data"))["nvidia_runtime"],
+  EXPECT_EQ(r.states[0].data["nvidia_runtime"],
             "/etc/containerd/config.toml: default_runtime_name = \"nvidia\"");
 }
 
@@ -360,8 +360,7 @@ TEST(ContainerdConfig, NativeCdiWithAnNvidiaSpecIsAValidNvidiaSetup) {
   s.nvidia_runtime = r;
   CheckResult c = evaluate_containerd(s);
   EXPECT_EQ(c.health(), Health::kHealthy) << c.summary();
-  EXPECT_EQ(nlohmann::json::parse(c.states[0].extra_info.at("data"))["nvidia_cdi_spec"],
-            "/var/run/cdi/nvidia.yaml");
+  EXPECT_EQ(c.states[0].data["nvidia_cdi_spec"], "/var/run/cdi/nvidia.yaml");
 }
 
 TEST(ContainerdConfig, CdiEnabledWithoutAnNvidiaSpecIsNotConfigured) {
@@ -593,9 +592,7 @@ struct NodeHarness {
   ComponentContext ctx;
 };
 
-nlohmann::json data_of(const CheckResult& r) {
-  return nlohmann::json::parse(r.states[0].extra_info.at("data"));
-}
+nlohmann::json data_of(const CheckResult& r) { return r.states[0].data; }
 
 TEST(ContainerdComponent, K3sAndRke2NodesAreFoundByTheirConfigAndReadThroughIt) {
   const std::string root = fixture("containerd/host-k3s");

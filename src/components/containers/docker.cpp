@@ -25,7 +25,7 @@ CheckResult evaluate_docker(const DockerSnapshot& s) {
   nlohmann::json data = nlohmann::json::object();
   data["socket"] = s.socket_path;
   auto finish = [&data](Health health, std::string reason, std::string error = "") {
-    CheckResult r = single_state("docker", health, reason, std::nullopt, {{"data", data.dump()}});
+    CheckResult r = single_state("docker", health, reason, std::nullopt, data);
     if (!error.empty()) r.states[0].error = error;
     r.detail = reason + "\n" + (error.empty() ? "" : error + "\n");
     return r;

@@ -46,9 +46,7 @@ Error http_error(long status, const std::string& body_fixture) {
                     static_cast<int>(runtimes::DockerErrorKind::kHttp));
 }
 
-nlohmann::json data_of(const CheckResult& r) {
-  return nlohmann::json::parse(r.states[0].extra_info.at("data"));
-}
+nlohmann::json data_of(const CheckResult& r) { return r.states[0].data; }
 
 TEST(DockerRule, NotInstalledIsHealthyNotApplicable) {
   DockerSnapshot s;

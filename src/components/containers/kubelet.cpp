@@ -852,7 +852,7 @@ CheckResult evaluate_kubelet(const KubeletSnapshot& s) {
     }
   }
   if (!errors.empty()) data["errors"] = errors;
-  CheckResult r = single_state(kKubeletName, health, reason, std::nullopt, {{"data", data.dump()}});
+  CheckResult r = single_state(kKubeletName, health, reason, std::nullopt, data);
   if (health != Health::kHealthy) r.states[0].error = fmt::format("{}", fmt::join(errors, "; "));
   r.detail = reason + "\n" + detail;
   return r;

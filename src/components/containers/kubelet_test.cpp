@@ -145,9 +145,7 @@ int closed_port() {
   return ntohs(addr.sin_port);
 }
 
-nlohmann::json data_of(const CheckResult& r) {
-  return nlohmann::json::parse(r.states.at(0).extra_info.at("data"));
-}
+nlohmann::json data_of(const CheckResult& r) { return r.states.at(0).data; }
 
 TEST(KubeletPodList, FixtureParsesPodsPhasesAndRestarts) {
   auto pods = parse_pod_list(fixture());
@@ -260,8 +258,7 @@ TEST(Kubelet, ReadOnlyPortListsPodsAndPublishesContainers) {
   EXPECT_EQ(data["containers"], 6);
   EXPECT_EQ(data["container_restarts"], 9);
   EXPECT_EQ(data["containers_waiting_by_reason"]["CrashLoopBackOff"], 1);
-  EXPECT_EQ(r.states[0].extra_info.at("data").find("llm-train-0"), std::string::npos)
-      << data.dump();
+  EXPECT_EQ(r.states[0].data.dump().find("llm-train-0"), std::string::npos) << data.dump();
   // What the attribution of a GPU process of the trainer container finds.
   auto a = runtimes::attribute(
       {"4f1d2c3b4a5968778695a4b3c2d1e0f00112233445566778899aabbccddeeff0", "", "containerd"}, &dir);
@@ -534,7 +531,7 @@ TEST(KubeletRule, PodResourcesAllocationsInTheDataAndAFailingSocketIsDegraded) {
   s.pod_resources = std::vector<runtimes::PodResources>{pod};
   CheckResult r = evaluate_kubelet(s);
   EXPECT_EQ(r.health(), Health::kHealthy);
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   ASSERT_EQ(data["gpu_allocations"].size(), 1u);  // only the nvidia.com resources
   EXPECT_EQ(data["gpu_allocations"][0]["device_ids"], nlohmann::json({"GPU-a", "GPU-b"}));
   auto holders = nvidia_device_holders({pod});

@@ -36,8 +36,8 @@ CheckResult evaluate_cpu(const Result<CpuSnapshot>& snapshot) {
       s.logical_cores > 0 ? fmt::format("{} cores", s.logical_cores) : "cores unknown";
   std::string reason = fmt::format("cpu usage {}, load average {:.2f} {:.2f} {:.2f} ({})", usage,
                                    s.load.one, s.load.five, s.load.fifteen, cores);
-  CheckResult r = single_state("cpu", Health::kHealthy, std::move(reason), std::nullopt,
-                               {{"data", to_json(s).dump()}});
+  CheckResult r =
+      single_state("cpu", Health::kHealthy, std::move(reason), std::nullopt, to_json(s));
   r.detail =
       fmt::format("logical cores: {}\nusage: {}\nload average (1m 5m 15m): {:.2f} {:.2f} {:.2f}\n",
                   s.logical_cores > 0 ? std::to_string(s.logical_cores) : "unknown", usage,

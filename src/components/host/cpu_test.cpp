@@ -51,7 +51,7 @@ TEST(CpuRule, HealthyReasonCarriesUsageLoadAndCores) {
   EXPECT_EQ(r.states[0].health, Health::kHealthy);
   EXPECT_EQ(r.states[0].component, "cpu");
   EXPECT_EQ(r.states[0].reason, "cpu usage 12.3%, load average 0.52 0.40 0.31 (8 cores)");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["logical_cores"], 8);
   EXPECT_DOUBLE_EQ(data["used_percent"].get<double>(), 12.34);
   EXPECT_DOUBLE_EQ(data["load_avg_15m"].get<double>(), 0.31);
@@ -64,7 +64,7 @@ TEST(CpuRule, UnknownUsageIsStillHealthy) {
   EXPECT_EQ(r.health(), Health::kHealthy);
   EXPECT_NE(r.states[0].reason.find("n/a"), std::string::npos);
   EXPECT_NE(r.states[0].reason.find("cores unknown"), std::string::npos);
-  EXPECT_TRUE(nlohmann::json::parse(r.states[0].extra_info.at("data"))["used_percent"].is_null());
+  EXPECT_TRUE(r.states[0].data["used_percent"].is_null());
 }
 
 TEST(CpuRule, CollectionFailureIsUnhealthyWithError) {

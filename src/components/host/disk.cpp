@@ -105,8 +105,7 @@ CheckResult evaluate_disk(const DiskSnapshot& s) {
     for (size_t i = 0; i < usages.size(); ++i) reason += (i ? "; " : "") + usages[i];
     if (usages.empty()) reason = "no tracked mount points";
   }
-  CheckResult r =
-      single_state("disk", health, std::move(reason), std::nullopt, {{"data", to_json(s).dump()}});
+  CheckResult r = single_state("disk", health, std::move(reason), std::nullopt, to_json(s));
   for (const auto& e : errors) r.states[0].error += (r.states[0].error.empty() ? "" : "; ") + e;
 
   std::string& d = r.detail;

@@ -44,7 +44,7 @@ TEST(DiskRule, PlentyOfSpaceIsHealthy) {
   EXPECT_EQ(r.health(), Health::kHealthy);
   EXPECT_EQ(r.states[0].reason,
             "disk usage / 40.0% used, 60.0 GiB free; /data 10.0% used, 9.0 GiB free");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["mounts"].size(), 2u);
   EXPECT_EQ(data["mounts"][0]["fs_type"], "ext4");
   EXPECT_EQ(data["mounts"][1]["available_bytes"].get<uint64_t>(), 9 * kGiB);
@@ -137,7 +137,7 @@ TEST(DiskComponent, ConfiguredMountMissingFromFixtureIsDegradedAndRootHasMetrics
   EXPECT_EQ(r.health(), Health::kDegraded);
   EXPECT_NE(r.states[0].reason.find("mount point /data is not mounted"), std::string::npos)
       << r.states[0].reason;
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["mounts"][0]["mount_point"], "/");
   EXPECT_EQ(data["mounts"][0]["device"], "/dev/vda");
   EXPECT_EQ(data["mounts"][0]["fs_type"], "ext4");
@@ -163,7 +163,7 @@ TEST(DiskComponent, MountedConfiguredPointGetsItsOwnSeries) {
   CheckResult r = c.check();
   EXPECT_EQ(r.states[0].reason.find("not mounted"), std::string::npos) << r.states[0].reason;
   EXPECT_EQ(r.states[0].reason.find("cannot stat"), std::string::npos) << r.states[0].reason;
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["mounts"][1]["fs_type"], "tmpfs");  // the mount stacked last on /data
   EXPECT_NE(metrics.prometheus_text().find(
                 "disk_total_bytes{gpud_component=\"disk\",mount_point=\"/data\"}"),
@@ -191,7 +191,7 @@ TEST(DiskComponent, MissingMountTableStillStatsRoot) {
   ComponentContext ctx{&cfg, nullptr, &metrics, false};
   DiskComponent c(ctx);
   CheckResult r = c.check();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["mount_table_read"], false);
   EXPECT_GT(data["mounts"][0]["total_bytes"].get<uint64_t>(), 0u);
   EXPECT_EQ(r.states[0].reason.find("not mounted"), std::string::npos);
@@ -214,7 +214,7 @@ TEST(DiskComponent, WithNfsChecksConfiguredNetworkMountsAreListedWithTheirUsage)
   DiskComponent c(ComponentContext{&cfg, nullptr, nullptr, false});
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   ASSERT_TRUE(data.contains("network_mounts")) << data.dump();
   const auto& n = data["network_mounts"];
   ASSERT_EQ(n.size(), 4u) << n.dump();
@@ -234,7 +234,7 @@ TEST(DiskComponent, WithNfsChecksConfiguredNetworkMountsAreListedWithTheirUsage)
   // Without NFS checks (GPUd's default) network file systems are not statted at all.
   cfg.nfs_checkers.clear();
   DiskComponent quiet(ComponentContext{&cfg, nullptr, nullptr, false});
-  data = nlohmann::json::parse(quiet.check().states[0].extra_info.at("data"));
+  data = quiet.check().states[0].data;
   EXPECT_FALSE(data.contains("network_mounts")) << data.dump();
 }
 

@@ -44,8 +44,7 @@ CheckResult evaluate_fd(const Result<FdSnapshot>& snapshot) {
   if (health != Health::kHealthy)
     actions = SuggestedActions{"check/restart user applications for leaky file descriptors",
                                {RepairAction::kCheckUserAppAndGpu}};
-  CheckResult r = single_state("fd", health, std::move(reason), std::move(actions),
-                               {{"data", to_json(s).dump()}});
+  CheckResult r = single_state("fd", health, std::move(reason), std::move(actions), to_json(s));
   r.detail = fmt::format("allocated file handles: {}\nfile-max: {}\nused: {:.2f}%\n",
                          s.allocated_file_handles, s.file_max, pct);
   return r;

@@ -66,7 +66,7 @@ TEST(FdComponent, NearLimitFixtureIsUnhealthyAndPublishesMetrics) {
   EXPECT_EQ(c.name(), "fd");
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kUnhealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["allocated_file_handles"], 97000);
   EXPECT_EQ(data["file_max"], 100000);
   std::string text = metrics.prometheus_text();

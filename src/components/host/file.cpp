@@ -25,18 +25,16 @@ CheckResult FileComponent::check() {
   nlohmann::json data = {{"files", required}, {"missing", missing}};
   CheckResult r;
   if (required.empty()) {
-    r = single_state(name(), Health::kHealthy, "no files to check", std::nullopt,
-                     {{"data", data.dump()}});
+    r = single_state(name(), Health::kHealthy, "no files to check", std::nullopt, data);
     r.detail = "no files configured (--files)\n";
     return r;
   }
   if (missing.empty()) {
-    r = single_state(name(), Health::kHealthy, "all files exist", std::nullopt,
-                     {{"data", data.dump()}});
+    r = single_state(name(), Health::kHealthy, "all files exist", std::nullopt, data);
   } else {
     r = single_state(name(), Health::kUnhealthy,
                      fmt::format("files missing: {}", fmt::join(missing, ", ")), std::nullopt,
-                     {{"data", data.dump()}});
+                     data);
   }
   for (const auto& f : required) {
     bool gone = std::find(missing.begin(), missing.end(), f) != missing.end();

@@ -104,8 +104,7 @@ CheckResult evaluate_fuse(const Result<host::FuseConnections>& snapshot) {
     reason = "no FUSE connections";
   else
     reason = fmt::format("{} FUSE connection(s), none congested", s.connections.size());
-  CheckResult r =
-      single_state("fuse", health, std::move(reason), std::nullopt, {{"data", to_json(s).dump()}});
+  CheckResult r = single_state("fuse", health, std::move(reason), std::nullopt, to_json(s));
   if (!unreadable.empty()) r.states[0].error = fmt::format("{}", fmt::join(unreadable, "; "));
   r.detail = detail.empty() ? "no FUSE connections\n" : detail;
   return r;

@@ -83,7 +83,7 @@ TEST(FuseComponent, HealthyFixtureNamesConnectionsFromTheMountTable) {
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
   EXPECT_EQ(r.states[0].reason, "2 FUSE connection(s), none congested");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   ASSERT_EQ(data["connections"].size(), 2u);
   EXPECT_EQ(data["connections"][0]["connection"], "45");
   EXPECT_EQ(data["connections"][0]["device_name"], "lxcfs");

@@ -29,15 +29,15 @@ CheckResult KernelModuleComponent::check() {
                          {"loaded", nlohmann::json::array()},
                          {"missing", nlohmann::json::array()}};
   if (required.empty()) {
-    auto r = single_state(name(), Health::kHealthy, "no kernel modules to check", std::nullopt,
-                          {{"data", data.dump()}});
+    auto r =
+        single_state(name(), Health::kHealthy, "no kernel modules to check", std::nullopt, data);
     r.detail = "no kernel modules configured (--kernel-modules)\n";
     return r;
   }
   auto loaded = host::read_loaded_modules(fs_);
   if (!loaded) {
     auto r = single_state(name(), Health::kUnhealthy, "failed to read loaded kernel modules",
-                          std::nullopt, {{"data", data.dump()}});
+                          std::nullopt, data);
     r.states.front().error = loaded.error().message;
     r.detail = "cannot read " + fs_.path("/proc/modules") + "\n";
     return r;
@@ -47,12 +47,11 @@ CheckResult KernelModuleComponent::check() {
   data["missing"] = missing;
   CheckResult r;
   if (missing.empty()) {
-    r = single_state(name(), Health::kHealthy, "all kernel modules are loaded", std::nullopt,
-                     {{"data", data.dump()}});
+    r = single_state(name(), Health::kHealthy, "all kernel modules are loaded", std::nullopt, data);
   } else {
     r = single_state(name(), Health::kUnhealthy,
                      fmt::format("kernel modules not loaded: {}", fmt::join(missing, ", ")),
-                     std::nullopt, {{"data", data.dump()}});
+                     std::nullopt, data);
   }
   r.detail = fmt::format(
       "required: {}\nmissing: {}\n", fmt::join(required, ", "),

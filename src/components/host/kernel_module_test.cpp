@@ -47,7 +47,7 @@ TEST(KernelModuleComponent, MissingModulesAreUnhealthy) {
   CheckResult r = KernelModuleComponent(h.ctx).check();
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   EXPECT_EQ(r.states[0].reason, "kernel modules not loaded: nvidia_peermem, gdrdrv");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["missing"], nlohmann::json({"nvidia_peermem", "gdrdrv"}));
 }
 

@@ -107,8 +107,8 @@ CheckResult LibraryComponent::check() {
     libs[l.name] = l.path;
     detail += fmt::format("{}: {}\n", l.name, l.path.empty() ? "not found" : l.path);
   }
-  auto r = single_state(name(), ev.health, ev.reason, ev.actions,
-                        {{"data", nlohmann::json{{"libraries", libs}}.dump()}});
+  auto r =
+      single_state(name(), ev.health, ev.reason, ev.actions, nlohmann::json{{"libraries", libs}});
   r.detail = std::move(detail);
   return r;
 }

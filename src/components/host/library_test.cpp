@@ -63,7 +63,7 @@ TEST(LibraryComponent, InstalledLibrariesAreHealthy) {
   Harness h(fixture("libs"));
   CheckResult r = LibraryComponent(h.ctx).check();
   EXPECT_EQ(r.health(), Health::kHealthy);
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["libraries"]["libcuda.so.1"], "/usr/lib64/libcuda.so");
 }
 
@@ -71,7 +71,7 @@ TEST(LibraryComponent, FindsTheGpuOperatorsDriverRootOnItsOwn) {
   Harness h(fixture("gpu-operator"));  // libraries only under run/nvidia/driver
   CheckResult r = LibraryComponent(h.ctx).check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(
       data["libraries"]["libnvidia-ml.so.1"],
       fixture("gpu-operator") + "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1");
@@ -82,7 +82,7 @@ TEST(LibraryComponent, HonoursTheConfiguredDriverRoot) {
   h.config.nvidia_driver_root = fixture("driver-root");
   CheckResult r = LibraryComponent(h.ctx).check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["libraries"]["libcuda.so.1"], fixture("driver-root") + "/usr/lib64/libcuda.so.1");
 }
 

@@ -45,8 +45,8 @@ CheckResult evaluate_memory(const Result<MemorySnapshot>& snapshot) {
       fmt::format("memory used {} of {} ({:.1f}%), {} available{}", human_bytes(s.used_bytes()),
                   human_bytes(s.total_bytes), s.used_percent(), human_bytes(s.available_bytes),
                   s.available_estimated ? " (estimated: no MemAvailable)" : "");
-  CheckResult r = single_state("memory", Health::kHealthy, std::move(reason), std::nullopt,
-                               {{"data", to_json(s).dump()}});
+  CheckResult r =
+      single_state("memory", Health::kHealthy, std::move(reason), std::nullopt, to_json(s));
   r.detail = fmt::format("total: {}\nused: {} ({:.1f}%)\navailable: {}{}\nfree: {}\n",
                          human_bytes(s.total_bytes), human_bytes(s.used_bytes()), s.used_percent(),
                          human_bytes(s.available_bytes),

@@ -31,7 +31,7 @@ TEST(MemoryRule, HealthyReasonCarriesUsedTotalAndAvailable) {
   CheckResult r = evaluate_memory(s);
   EXPECT_EQ(r.health(), Health::kHealthy);
   EXPECT_EQ(r.states[0].reason, "memory used 4.0 GiB of 16.0 GiB (25.0%), 12.0 GiB available");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["used_bytes"].get<uint64_t>(), 4ULL << 30);
   EXPECT_EQ(data["available_estimated"], false);
 }
@@ -85,7 +85,7 @@ TEST(MemoryComponent, ReportsVmallocAndBpfJitBytesUnderGpudsNamesAndAsGauges) {
   MemoryComponent c(ctx);
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["vm_alloc_total_bytes"].get<uint64_t>(), 34359738367ULL * 1024);
   EXPECT_EQ(data["vm_alloc_used_bytes"].get<uint64_t>(), 14412ULL * 1024);
   EXPECT_EQ(data["bpf_jit_buffer_bytes"].get<uint64_t>(), 2134016u);
@@ -120,7 +120,7 @@ TEST(MemoryComponent, UnreadableVmallocinfoLeavesBpfJitAbsentAndHealthAlone) {
              "0xffffffffc0107000-0xffffffffc0109000 bpf_jit_alloc_exec+0xe/0x20 pages=1\n");
   r = c.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_FALSE(data.contains("bpf_jit_buffer_bytes")) << data.dump();
   EXPECT_TRUE(data.contains("vm_alloc_used_bytes"));
   std::string text = metrics.prometheus_text();

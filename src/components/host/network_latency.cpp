@@ -49,8 +49,7 @@ CheckResult evaluate_network_latency(const std::vector<host::TcpConnectResult>& 
   std::string reason = reasons.empty() ? fmt::format("TCP connect latency: {}", fmt::join(ok, ", "))
                                        : fmt::format("{}", fmt::join(reasons, "; "));
   nlohmann::json data = {{"threshold_milliseconds", threshold.count()}, {"targets", list}};
-  CheckResult out =
-      single_state("network-latency", health, reason, std::nullopt, {{"data", data.dump()}});
+  CheckResult out = single_state("network-latency", health, reason, std::nullopt, data);
   if (!errors.empty()) out.states[0].error = fmt::format("{}", fmt::join(errors, "; "));
   std::string detail;
   for (const auto& r : results)

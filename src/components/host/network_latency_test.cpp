@@ -43,7 +43,7 @@ TEST(NetworkLatencyRule, UnreachableTargetIsUnhealthyWithWhy) {
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   EXPECT_EQ(r.states[0].reason, "cannot connect to 10.0.0.1:443 (Connection refused)");
   EXPECT_EQ(r.states[0].error, "10.0.0.1:443: Connection refused");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_FALSE(data["targets"][0].contains("latency_milliseconds"));
   EXPECT_EQ(data["targets"][1]["latency_milliseconds"], 0.8);
 }

@@ -117,7 +117,7 @@ CheckResult NfsComponent::check() {
       v.reason += "; " + fmt::format("{}", fmt::join(p.passed, "; "));
     }
   }
-  return single_state(name(), v.health, v.reason, v.actions, {}, now);
+  return single_state(name(), v.health, v.reason, v.actions, nullptr, now);
 }
 
 NfsProbeVerdict probe_nfs_volumes(const host::HostFs& fs,

@@ -327,8 +327,7 @@ CheckResult OsComponent::check() {
     set_or_clear("os_uptime_seconds", snap.info.uptime_seconds);
   }
 
-  CheckResult r =
-      single_state(kName, ev.health, ev.reason, ev.actions, {{"data", data.dump()}}, now);
+  CheckResult r = single_state(kName, ev.health, ev.reason, ev.actions, data, now);
   // A network device that cannot be freed needs a reboot; the other kernel-log events (panics,
   // oopses, file-max, transmit timeouts) are listed with health unchanged.
   if (auto h =

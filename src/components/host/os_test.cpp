@@ -253,7 +253,7 @@ TEST(OsComponent, CheckReportsSnapshotAndMetrics) {
   ASSERT_EQ(r.states.size(), 1u);
   EXPECT_EQ(r.states[0].component, "os");
   EXPECT_EQ(r.states[0].health, Health::kHealthy);  // D state only once so far
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["processes"], 6);
   EXPECT_EQ(data["zombie_processes"], 1);
   EXPECT_EQ(data["blocked_processes"], 2);
@@ -362,7 +362,7 @@ TEST(OsComponent, SmokeOnThisMachineHasShape) {
   OsComponent os(h.ctx);
   CheckResult r = os.check();
   ASSERT_EQ(r.states.size(), 1u);
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_GT(data["processes"].get<int64_t>(), 0);
   EXPECT_FALSE(data["kernel_version"].get<std::string>().empty());
 }

@@ -86,7 +86,7 @@ CheckResult PciComponent::check() {
                          : unreadable_history(h.error());
   if (std::string acs = check_acs(now); !acs.empty())
     v.reason = (v.reason.empty() ? "ok" : v.reason) + "; " + acs;
-  return single_state(name(), v.health, v.reason, v.actions, {}, now);
+  return single_state(name(), v.health, v.reason, v.actions, nullptr, now);
 }
 
 std::string PciComponent::check_acs(TimePoint now) {

@@ -67,8 +67,8 @@ CheckResult evaluate_power_supply(const Result<host::PowerSupplies>& snapshot) {
     reason = "no power supplies";
   else
     reason = fmt::format("{} power supply(ies), none offline", snapshot->supplies.size());
-  CheckResult r = single_state("power-supply", health, std::move(reason), std::nullopt,
-                               {{"data", to_json(*snapshot).dump()}});
+  CheckResult r =
+      single_state("power-supply", health, std::move(reason), std::nullopt, to_json(*snapshot));
   if (!unreadable.empty()) r.states[0].error = fmt::format("{}", fmt::join(unreadable, "; "));
   r.detail = detail.empty() ? "no power supplies\n" : fmt::format("{}\n", fmt::join(detail, "\n"));
   return r;

@@ -62,7 +62,7 @@ TEST(PowerSupplyComponent, HealthyFixtureReadsEveryAttribute) {
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
   EXPECT_EQ(r.states[0].reason, "3 power supply(ies), none offline");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   ASSERT_EQ(data["power_supplies"].size(), 3u);
   EXPECT_EQ(data["power_supplies"][0],
             nlohmann::json({{"name", "AC"}, {"type", "Mains"}, {"online", 1}}));

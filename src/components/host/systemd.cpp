@@ -119,7 +119,7 @@ CheckResult evaluate_systemd(const Result<std::vector<SystemdUnitReport>>& units
   else
     reason = fmt::format("{}", fmt::join(states, ", "));
   CheckResult r = single_state("systemd", health, std::move(reason), std::nullopt,
-                               {{"data", nlohmann::json{{"units", list}}.dump()}});
+                               nlohmann::json{{"units", list}});
   if (!errors.empty()) r.states[0].error = fmt::format("{}", fmt::join(errors, "; "));
   r.detail = detail;
   return r;
@@ -129,7 +129,8 @@ CheckResult evaluate_systemd_not_checked(const std::string& why) {
   CheckResult r = single_state("systemd", Health::kHealthy,
                                "not checked: cannot ask the host's systemd (" + why + ")");
   r.states[0].error = why;  // nothing was read: not a successful check
-  r.states[0].extra_info["not_checked"] = nlohmann::json::array({"systemd units: " + why}).dump();
+  r.states[0].findings.push_back(
+      Finding::blocked(Subject::host(), Health::kHealthy, "systemd units: " + why, "systemd"));
   r.detail = r.states[0].reason + "\n";
   return r;
 }

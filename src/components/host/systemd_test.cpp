@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/json.h"
 #include "testing/fake_command.h"
 #include "testing/fake_systemd_bus.h"
 
@@ -118,7 +119,7 @@ TEST(SystemdComponent, HealthyDefaultsListInstalledUnits) {
   EXPECT_EQ(r.states[0].reason,
             "gpud.service active, containerd.service active, kubelet.service active, "
             "nvidia-persistenced.service active");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   ASSERT_EQ(data["units"].size(), 4u);
   EXPECT_EQ(data["units"][2]["unit"], "kubelet.service");
   EXPECT_EQ(data["units"][2]["n_restarts"], 1);
@@ -235,7 +236,9 @@ TEST(SystemdComponent, NoWayToAskTheHostsSystemdIsNotCheckedNotUnhealthy) {
             std::string::npos)
       << r.states[0].error;
   EXPECT_NE(r.states[0].error.find("systemctl-not-in-the-image not found"), std::string::npos);
-  EXPECT_TRUE(r.states[0].extra_info.count("not_checked"));
+  EXPECT_TRUE(not_checked(r.states[0]));
+  EXPECT_EQ(wire_extra_info(r.states[0]).at("not_checked"),
+            nlohmann::json::array({"systemd units: " + r.states[0].error}).dump());
   EXPECT_EQ(v.metrics.prometheus_text().find("systemd_unit_active{"), std::string::npos);
 }
 

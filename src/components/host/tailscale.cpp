@@ -54,7 +54,7 @@ CheckResult evaluate_tailscale(const TailscaleSnapshot& s) {
   Health health = problems.empty() ? Health::kHealthy : Health::kUnhealthy;
   std::string reason = problems.empty() ? std::string("tailscale is running")
                                         : fmt::format("{}", fmt::join(problems, "; "));
-  CheckResult r = single_state("tailscale", health, reason, std::nullopt, {{"data", data.dump()}});
+  CheckResult r = single_state("tailscale", health, reason, std::nullopt, data);
   if (!errors.empty()) r.states[0].error = fmt::format("{}", fmt::join(errors, "; "));
   r.detail = reason + "\n" + (errors.empty() ? "" : fmt::format("{}\n", fmt::join(errors, "\n")));
   return r;

@@ -94,7 +94,7 @@ TEST(TailscaleComponent, RunningWithActiveServiceIsHealthy) {
   ASSERT_TRUE(c.supported());
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["backend_state"], "Running");
   EXPECT_EQ(data["service_active_state"], "active");
   EXPECT_EQ(data["version"], "1.76.6-t0b2d5e42a-g2e0b2a1d0");
@@ -112,7 +112,7 @@ TEST(TailscaleComponent, WithoutSystemdOnlyTheStatusCounts) {
   Harness h("status-running.json", "");
   CheckResult r = TailscaleComponent(h.ctx).check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_FALSE(data.contains("service_active_state"));
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "components/nvidia/nvidia_component.h"
 #include "core/pci_address.h"
 #include "core/strings.h"
 
@@ -10,17 +9,27 @@ namespace gpud::components {
 
 namespace {
 
-// extra_info[key] as a JSON array; empty when absent or not an array.
-nlohmann::json array_of(const HealthState& s, const char* key) {
-  auto it = s.extra_info.find(key);
-  if (it == s.extra_info.end()) return nlohmann::json::array();
-  auto j = nlohmann::json::parse(it->second, nullptr, false);
-  return j.is_array() ? j : nlohmann::json::array();
+// Whether `subject` is about `gpu`: the same index, UUID or bus id, or every GPU.
+bool about(const Subject& subject, const GpuHealth& gpu) {
+  if (subject.kind != Subject::Kind::kGpu) return false;
+  if (subject.is_every_gpu()) return true;
+  if (subject.index) return *subject.index == gpu.index;
+  if (!subject.uuid.empty()) return subject.uuid == gpu.uuid;
+  return !gpu.pci_bus_id.empty() &&
+         normalize_pci_bus_id(subject.bus_id) == normalize_pci_bus_id(gpu.pci_bus_id);
 }
 
-std::string text_of(const nlohmann::json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+// Whether a data row (a component's "gpus" entry) is `gpu`'s: by its index, else its UUID, else
+// its bus id (some components' rows carry no index).
+bool row_of(const nlohmann::json& row, const GpuHealth& gpu) {
+  if (auto i = row.find("index"); i != row.end())
+    return i->is_number_unsigned() && i->get<unsigned int>() == gpu.index;
+  if (auto u = row.find("uuid");
+      u != row.end() && u->is_string() && !u->get_ref<const std::string&>().empty())
+    return u->get_ref<const std::string&>() == gpu.uuid;
+  auto b = row.find("bus_id");
+  return b != row.end() && b->is_string() && !gpu.pci_bus_id.empty() &&
+         normalize_pci_bus_id(b->get<std::string>()) == normalize_pci_bus_id(gpu.pci_bus_id);
 }
 
 }  // namespace
@@ -35,36 +44,33 @@ std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
     h.pci_bus_id = g.pci_bus_id.ok() ? g.pci_bus_id.value : "";
     out.push_back(std::move(h));
   }
-  auto add = [](GpuHealth& gpu, const HealthState& s, Health health, std::string reason,
-                const std::string& action = {}, bool injected = false) {
-    if (health == Health::kHealthy) return;
-    std::optional<RepairAction> a = parse_repair_action(action);
-    if (!a && s.suggested_actions && !s.suggested_actions->repair_actions.empty())
-      a = s.suggested_actions->repair_actions.front();
-    gpu.causes.push_back({s.component, health, std::move(reason), a, injected});
-  };
   for (const HealthState& s : states) {
-    for (const auto& f : array_of(s, "gpu_findings")) {
-      if (!f.is_object() || !f.contains("gpu") || !f["gpu"].is_number_unsigned()) continue;
-      auto index = f["gpu"].get<unsigned int>();
-      auto health = parse_health(text_of(f, "health"));
+    for (const Finding& f : s.findings)
+      for (auto& gpu : out) {
+        if (!about(f.subject, gpu)) continue;
+        // Another component's fault kept this one from checking: not a cause of its own.
+        if (f.blocked_by && *f.blocked_by != s.component) {
+          gpu.blocked_by.push_back({s.component, f.reason, *f.blocked_by});
+          continue;
+        }
+        if (f.health == Health::kHealthy) continue;
+        std::optional<RepairAction> action = f.action;
+        if (!action && s.suggested_actions && !s.suggested_actions->repair_actions.empty())
+          action = s.suggested_actions->repair_actions.front();
+        gpu.causes.push_back({s.component, f.health, f.reason, action, f.injected});
+      }
+    if (!s.data.is_object()) continue;
+    auto rows = s.data.find("gpus");
+    if (rows == s.data.end() || !rows->is_array()) continue;
+    for (const auto& row : *rows) {
+      if (!row.is_object()) continue;
       for (auto& gpu : out)
-        if (gpu.index == index && health)
-          add(gpu, s, *health, text_of(f, "reason"), text_of(f, "suggested_action"));
+        if (row_of(row, gpu)) {
+          nlohmann::json v = row;
+          for (const char* key : {"index", "uuid", "bus_id"}) v.erase(key);
+          if (!v.empty()) gpu.values[s.component] = std::move(v);
+        }
     }
-    for (const auto& d : array_of(s, "devices")) {
-      if (!d.is_object()) continue;
-      const std::string bus = normalize_pci_bus_id(text_of(d, "pci_bus_id"));
-      auto health = parse_health(text_of(d, "health"));
-      for (auto& gpu : out)
-        if (!bus.empty() && normalize_pci_bus_id(gpu.pci_bus_id) == bus && health)
-          add(gpu, s, *health, text_of(d, "reason"), text_of(d, "suggested_action"),
-              d.value("injected", nlohmann::json(false)) == true);
-    }
-    // A fault of NVML itself (missing, failed, hung) is every GPU's.
-    if (s.component == kNvmlFaultOwner && s.health != Health::kHealthy &&
-        s.extra_info.count("gpu_findings") == 0)
-      for (auto& gpu : out) add(gpu, s, s.health, s.reason);
   }
   for (auto& gpu : out) {
     std::stable_sort(gpu.causes.begin(), gpu.causes.end(), [](const auto& a, const auto& b) {
@@ -79,15 +85,22 @@ nlohmann::json to_json(const std::vector<GpuHealth>& gpus) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& g : gpus) {
     nlohmann::json reasons = nlohmann::json::array();
-    for (const auto& c : g.causes)
+    for (const auto& c : g.causes) {
       reasons.push_back({{"component", c.component},
                          {"health", std::string(to_string(c.health))},
                          {"reason", c.reason}});
+      if (c.action) reasons.back()["suggested_action"] = std::string(to_string(*c.action));
+    }
+    nlohmann::json blocked = nlohmann::json::array();
+    for (const auto& b : g.blocked_by)
+      blocked.push_back({{"component", b.component}, {"reason", b.reason}, {"owner", b.owner}});
     out.push_back({{"index", g.index},
                    {"uuid", g.uuid},
                    {"pci_bus_id", g.pci_bus_id},
                    {"health", std::string(to_string(g.health))},
-                   {"reasons", std::move(reasons)}});
+                   {"reasons", std::move(reasons)},
+                   {"blocked_by", std::move(blocked)},
+                   {"values", g.values}});
   }
   return out;
 }

@@ -1,9 +1,8 @@
 // Per-GPU health: for each GPU, the worst health any component gives it, with the findings that
 // made it, so that an operator or a device plugin can isolate one GPU instead of draining the node.
-// It is read from the components' latest states, never from NVML: a component's NVIDIA verdict
-// lists its per-GPU findings in extra_info "gpu_findings" (render_verdict), the Xid / SXid
-// components their devices in extra_info "devices" (by bus id), and a fault of NVML itself (a
-// finding of accelerator-nvidia-info about no single GPU) is a cause of every GPU.
+// It is read from the components' latest states, never from NVML: their typed findings (a GPU by
+// index, UUID or bus id; every GPU for a fault of NVML itself), what kept a component from checking
+// the GPU (findings blocked by another component), and each GPU's row of the components' data.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -36,12 +35,23 @@ struct GpuHealthCause {
   bool injected = false;  // the finding stands on faults gpud injected (a drill)
 };
 
+// A component that did not check the GPU, and why: the fault another component owns.
+struct GpuBlocked {
+  std::string component;
+  std::string reason;  // "GPU 3 (0000:5d:00.0) lost", "all GPUs: NVML is not answering: …"
+  std::string owner;   // the component that owns the fault ("accelerator-nvidia-info")
+};
+
 struct GpuHealth {
   unsigned int index = 0;
   std::string uuid;
   std::string pci_bus_id;
   Health health = Health::kHealthy;
   std::vector<GpuHealthCause> causes;  // worst first
+  std::vector<GpuBlocked> blocked_by;
+  // Each component's row for the GPU (its data's "gpus" entry, without the identity keys), by
+  // component name: the values the verdicts judged.
+  nlohmann::json values = nlohmann::json::object();
 };
 
 // The GPUs of `identity` (the last good snapshot: index, uuid, bus id) judged over `states` (every
@@ -49,7 +59,9 @@ struct GpuHealth {
 std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
                                   const std::vector<HealthState>& states);
 
-// [{"index", "uuid", "pci_bus_id", "health", "reasons": [{"component", "health", "reason"}]}]
+// [{"index", "uuid", "pci_bus_id", "health", "reasons": [{"component", "health", "reason",
+// "suggested_action"?}], "blocked_by": [{"component", "reason", "owner"}], "values": {<component>:
+// {...}}}]
 nlohmann::json to_json(const std::vector<GpuHealth>& gpus);
 
 // Replaces the kGpuHealthMetric series with one per GPU and health value (1 for its health, 0 for

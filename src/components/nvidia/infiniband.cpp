@@ -414,7 +414,7 @@ CheckResult evaluate_infiniband(const Result<host::InfinibandSnapshot>& snapshot
   if (!snapshot)
     return single_state(kComponent, Health::kUnhealthy,
                         "cannot read InfiniBand ports: " + snapshot.error().message, std::nullopt,
-                        {}, now);
+                        nullptr, now);
   const host::InfinibandSnapshot& s = *snapshot;
   Health health = Health::kHealthy;
   std::vector<std::string> reasons;
@@ -547,9 +547,9 @@ CheckResult evaluate_infiniband(const Result<host::InfinibandSnapshot>& snapshot
   }
   if (other_layer > 0) summary += fmt::format("; {} Ethernet/other port(s) ignored", other_layer);
   std::string reason = health == Health::kHealthy ? summary : join(reasons, "; ");
-  std::map<std::string, std::string> extra = {{"infiniband_ports", std::to_string(ib_ports)},
-                                              {"active_ports", std::to_string(active)}};
-  CheckResult r = single_state(kComponent, health, reason, actions, extra, now);
+  CheckResult r = single_state(kComponent, health, reason, actions, nullptr, now);
+  r.states[0].extra_info = {{"infiniband_ports", std::to_string(ib_ports)},
+                            {"active_ports", std::to_string(active)}};
   r.detail = detail;
   return r;
 }

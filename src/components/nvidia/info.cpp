@@ -42,13 +42,14 @@ NvidiaVerdict evaluate_info(const nvml::NvmlSnapshot& snapshot) {
   std::string product = product_of(snapshot);
   std::string brand, architecture;
   NvidiaVerdict v;
-  v.columns = {"UUID", "BUS ID", "SERIAL", "MINOR", "BOARD ID", "STATE"};
+  v.columns = {"UUID", "BUS ID", "SERIAL", "VBIOS", "MINOR", "BOARD ID", "STATE"};
   for (const auto& g : snapshot.gpus) {
     if (brand.empty() && g.brand.ok()) brand = brand_name(g.brand.value);
     if (architecture.empty()) architecture = g.architecture;
     GpuRow& row = v.gpus.emplace_back(g);
     row.cells = {field_text(g.uuid), field_text(g.pci_bus_id)};
     row.field("serial", g.serial)
+        .field("vbios_version", g.vbios_version)
         .field("minor_number", g.minor_number)
         .field("board_id", g.board_id);
     row.data["name"] = field_json(g.name);

@@ -110,7 +110,9 @@ std::optional<CheckResult> nvidia_preamble(
   // Every component, the owner too, says what it could not check, and none gives a verdict.
   if (!snap && nvml::is_not_answering(snap.error())) {
     CheckResult r = single_state(component, Health::kInitializing, "not checked: " + error);
-    r.states[0].extra_info["not_checked"] = nlohmann::json::array({"all GPUs: " + error}).dump();
+    r.states[0].findings.push_back(Finding::blocked(Subject::every_gpu(), Health::kInitializing,
+                                                    "all GPUs: " + error,
+                                                    std::string(kNvmlFaultOwner)));
     r.states[0].error = error;
     return r;
   }
@@ -118,7 +120,9 @@ std::optional<CheckResult> nvidia_preamble(
     CheckResult r =
         single_state(component, Health::kHealthy,
                      "not checked: " + error + " (see " + std::string(kNvmlFaultOwner) + ")");
-    r.states[0].extra_info["not_checked"] = nlohmann::json::array({"all GPUs: " + error}).dump();
+    r.states[0].findings.push_back(Finding::blocked(Subject::every_gpu(), Health::kHealthy,
+                                                    "all GPUs: " + error,
+                                                    std::string(kNvmlFaultOwner)));
     r.states[0].error = error;  // nothing was read: not a successful check
     return r;
   }
@@ -145,13 +149,21 @@ std::optional<CheckResult> nvidia_preamble(
   auto r = single_state(component, Health::kUnhealthy, reason,
                         SuggestedActions{what, {RepairAction::kRebootSystem}});
   r.states[0].error = error;
+  // NVML's own fault is every GPU's.
+  r.states[0].findings.push_back(Finding::about(Subject::every_gpu(), Health::kUnhealthy, reason,
+                                                RepairAction::kRebootSystem));
   return r;
 }
 
-std::vector<std::string> unreachable_gpus(const nvml::NvmlSnapshot& snapshot) {
-  std::vector<std::string> out;
+std::vector<Finding> unreachable_gpus(const nvml::NvmlSnapshot& snapshot) {
+  std::vector<Finding> out;
   for (const auto& g : snapshot.gpus)
-    if (!g.checkable()) out.push_back(gpu_label(g) + (g.lost ? " lost" : " requires reset"));
+    if (!g.checkable())
+      out.push_back(Finding::blocked(Subject::gpu(g.index, g.uuid.ok() ? g.uuid.value : "",
+                                                  g.pci_bus_id.ok() ? g.pci_bus_id.value : ""),
+                                     Health::kHealthy,
+                                     gpu_label(g) + (g.lost ? " lost" : " requires reset"),
+                                     std::string(kNvmlFaultOwner)));
   return out;
 }
 
@@ -170,14 +182,14 @@ nvml::NvmlSnapshot checkable_part(const nvml::NvmlSnapshot& snapshot) {
   return out;
 }
 
-void mark_not_checked(CheckResult& result, const std::vector<std::string>& what) {
-  if (what.empty()) return;
+void mark_not_checked(CheckResult& result, const std::vector<Finding>& blocked) {
+  if (blocked.empty()) return;
+  std::vector<std::string> what;
+  for (const auto& b : blocked) what.push_back(b.reason);
   const std::string see = ", see " + std::string(kNvmlFaultOwner);
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& w : what) list.push_back(w + see);
   for (auto& st : result.states) {
     st.reason += " (not checked: " + join(what, "; ") + see + ")";
-    st.extra_info["not_checked"] = list.dump();
+    st.findings.insert(st.findings.end(), blocked.begin(), blocked.end());
   }
 }
 

@@ -122,14 +122,15 @@ std::optional<CheckResult> nvidia_preamble(
     std::string_view component, const NvidiaPreambleInput& in,
     const Result<std::shared_ptr<const nvml::NvmlSnapshot>>& snap);
 
-// The GPUs of `snapshot` that cannot be judged (lost, reset required), as the owner's reason
-// names them: "GPU 3 (0000:3a:00.0) lost".
-std::vector<std::string> unreachable_gpus(const nvml::NvmlSnapshot& snapshot);
+// The GPUs of `snapshot` that cannot be judged (lost, reset required), as findings blocked by the
+// owner, each reason as the owner's names it: "GPU 3 (0000:3a:00.0) lost".
+std::vector<Finding> unreachable_gpus(const nvml::NvmlSnapshot& snapshot);
 // `snapshot` without those GPUs (nor the NVLink pairs they are in).
 nvml::NvmlSnapshot checkable_part(const nvml::NvmlSnapshot& snapshot);
-// Marks `result` as not having checked `what` (each "GPU 3 (0000:3a:00.0) lost"): the reason ends
-// with "(not checked: …, see accelerator-nvidia-info)" and extra_info "not_checked" lists them.
-void mark_not_checked(CheckResult& result, const std::vector<std::string>& what);
+// Marks `result` as not having checked the `blocked` GPUs (unreachable_gpus): the reason ends with
+// "(not checked: GPU 3 (0000:3a:00.0) lost, see accelerator-nvidia-info)" and each state carries
+// the findings (extra_info "not_checked" on the wire).
+void mark_not_checked(CheckResult& result, const std::vector<Finding>& blocked);
 
 // The product of a snapshot: the name of its first GPU whose name could be read ("" when none).
 std::string product_of(const nvml::NvmlSnapshot& snapshot);

@@ -33,6 +33,9 @@
 #include "components/nvidia/temperature.h"
 #include "components/nvidia/test_result.h"
 #include "components/nvidia/utilization.h"
+#include "components/registry.h"
+#include "core/json.h"
+#include "core/registry.h"
 #include "core/time_util.h"
 #include "nvml/source.h"
 #include "store/database.h"
@@ -206,7 +209,7 @@ TEST(GpuStateScenarios, EveryScenarioGivesTheExpectedVerdicts) {
       ASSERT_EQ(r.states.size(), 1U);
       EXPECT_EQ(r.states[0].component, name);
       EXPECT_FALSE(r.states[0].reason.empty());
-      EXPECT_EQ(r.states[0].extra_info.count("data"), 1U);
+      EXPECT_EQ(r.states[0].data.is_null(), false);
       if (known == expectations().end()) continue;  // a scenario another component added
       Expect want;
       if (auto it = known->second.find(name); it != known->second.end()) want = it->second;
@@ -217,9 +220,45 @@ TEST(GpuStateScenarios, EveryScenarioGivesTheExpectedVerdicts) {
   }
 }
 
+// Every NVIDIA component's typed findings about one GPU name a GPU of the snapshot: its index, and
+// its UUID and bus id where the finding has them (issue #31). Findings about every GPU (NVML's own
+// faults) and the host are not about one GPU.
+TEST(GpuStateScenarios, EveryNvidiaFindingNamesAGpuOfTheSnapshot) {
+  size_t checked = 0;
+  for (const auto& file : scenario_files()) {
+    if (file == "h100x8-hung-driver.json") continue;  // no snapshot: every finding is every GPU's
+    SCOPED_TRACE(file);
+    GpuStateRig rig(file);
+    auto snap = rig.source->snapshot();
+    ASSERT_TRUE(snap.ok()) << snap.error().message;
+    Registry registry;
+    ASSERT_TRUE(register_all(registry, rig.ctx).ok());
+    for (gpud::Component* c : registry.supported()) {
+      if (!c->name().starts_with("accelerator-nvidia-")) continue;
+      for (const HealthState& s : c->check().states)
+        for (const Finding& f : s.findings) {
+          if (f.subject.kind != Subject::Kind::kGpu || f.subject.is_every_gpu()) continue;
+          SCOPED_TRACE(s.component + ": " + f.reason);
+          ASSERT_TRUE(f.subject.index.has_value());
+          const auto& gpus = (*snap)->gpus;
+          auto g = std::find_if(gpus.begin(), gpus.end(),
+                                [&](const auto& x) { return x.index == *f.subject.index; });
+          ASSERT_NE(g, gpus.end());
+          EXPECT_EQ(f.subject.uuid, g->uuid.value);
+          EXPECT_EQ(f.subject.bus_id, g->pci_bus_id.value);
+          ++checked;
+        }
+    }
+  }
+  // Not vacuous: the fault scenarios have findings about single GPUs.
+  EXPECT_GE(checked, 10U);
+}
+
+// The state's not_checked as the wire says it.
 std::string not_checked(const CheckResult& r) {
-  auto it = r.states.at(0).extra_info.find("not_checked");
-  return it == r.states.at(0).extra_info.end() ? "" : it->second;
+  auto extra = wire_extra_info(r.states.at(0));
+  auto it = extra.find("not_checked");
+  return it == extra.end() ? "" : it->second;
 }
 
 // One lost GPU is one finding: accelerator-nvidia-info's, with REBOOT_SYSTEM; every other
@@ -266,7 +305,7 @@ TEST(GpuStateScenarios, AGpuThatNeedsAResetIsOneFindingWithItsIdentity) {
       EXPECT_TRUE(contains(r.summary(), "answered 'GPU requires reset'")) << r.summary();
       EXPECT_TRUE(contains(r.summary(), ", serial ")) << r.summary();
       EXPECT_EQ(action_of(r), RepairAction::kRebootSystem);
-      auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+      auto data = r.states[0].data;
       EXPECT_EQ(data["gpus"][5]["state"], "reset_required");
       EXPECT_EQ(data["gpus_answering"], 7);
       continue;
@@ -315,7 +354,7 @@ TEST(GpuStateScenarios, AGpuLostMidRunIsNamedWithItsLastKnownIdentity) {
                        "GPU 3 (0000:5d:00.0, GPU-1d2e3f40-5a6b-7c8d-9e0f-1a2b3c4d5e03, serial "
                        "1652323001003) is lost: nvmlDeviceGetName answered 'GPU is lost'"))
       << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["gpus"][3]["state"], "lost");
   EXPECT_EQ(data["gpus"][3]["identity_from_last_good"], true);
   EXPECT_EQ(data["gpus"][3]["fault"]["call"], "nvmlDeviceGetName");
@@ -720,7 +759,7 @@ TEST(GpuStateScenarios, AGpuPassedThroughToAVmIsNotExpected) {
   GpuStateRig rig("h100x8-healthy.json", false, 5s, 0, 5s, "host-os/pci-8gpu-vfio");
   CheckResult r = rig.check("accelerator-nvidia-gpu-counts");
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["passthrough_bus_ids"], nlohmann::json::array({"0000:e1:00.0"}));
   EXPECT_EQ(data["expected_from"], "pci");
 }

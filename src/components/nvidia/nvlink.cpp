@@ -101,7 +101,7 @@ NvidiaVerdict evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_g
                : std::string("-");
   };
   // Which findings stand depends on all GPUs (the cascade below): collected first.
-  std::vector<Finding> errors, inactive;
+  std::vector<VerdictFinding> errors, inactive;
   int supported = 0, active = 0;
   for (const auto& g : snapshot.gpus) {
     GpuLinks s = summarize(g);
@@ -123,8 +123,8 @@ NvidiaVerdict evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_g
                                                               {"links", links}});
     if (p2p_probed) row.data["p2p_ok_peers"] = p2p_ok_peers[g.index];
     if (g.nvlinks.status == nvml::FieldStatus::kError)
-      errors.push_back({g.index, Health::kUnhealthy, gpu_label(g) + ": " + g.nvlinks.error,
-                        std::nullopt, /*nvml_error=*/false});
+      errors.push_back(
+          VerdictFinding::about(g, Health::kUnhealthy, gpu_label(g) + ": " + g.nvlinks.error));
     if (!s.supported) {
       row.cells = {g.uuid.value,
                    g.nvlinks.status == nvml::FieldStatus::kError ? "error" : "not supported",
@@ -139,9 +139,9 @@ NvidiaVerdict evaluate_nvlink(const nvml::NvmlSnapshot& snapshot, int expected_g
     if (s.all_active) ++active;
     // GPUd's setNVLinkSuggestedActions: inactive links suggest a reboot.
     if (!s.inactive.empty())
-      inactive.push_back({g.index, Health::kDegraded,
-                          gpu_label(g) + ": link(s) " + join_links(s.inactive) + " inactive",
-                          RepairAction::kRebootSystem, /*nvml_error=*/false});
+      inactive.push_back(VerdictFinding::about(
+          g, Health::kDegraded, gpu_label(g) + ": link(s) " + join_links(s.inactive) + " inactive",
+          RepairAction::kRebootSystem));
     row.cells = {g.uuid.value,
                  std::to_string(g.nvlinks.value.size()),
                  s.inactive.empty() ? "-" : join_links(s.inactive),

@@ -41,23 +41,30 @@ CheckResult evaluate_peermem(const Result<std::vector<host::LoadedModule>>& modu
   if (!modules)
     return single_state(kComponent, Health::kDegraded,
                         "cannot read the loaded kernel modules: " + modules.error().message,
-                        std::nullopt, {}, now);
+                        std::nullopt, nullptr, now);
   const PeermemStatus s = peermem_status(*modules);
-  std::map<std::string, std::string> extra = {
-      {"peermem_loaded", s.peermem_loaded ? "true" : "false"},
-      {"ibcore_using_peermem_module", s.ib_core_uses_peermem ? "true" : "false"}};
+  // GPUd's extra_info keys.
+  auto with_extra = [&](CheckResult r) {
+    r.states[0].extra_info = {
+        {"peermem_loaded", s.peermem_loaded ? "true" : "false"},
+        {"ibcore_using_peermem_module", s.ib_core_uses_peermem ? "true" : "false"}};
+    return r;
+  };
   if (s.ib_core_uses_peermem)
-    return single_state(kComponent, Health::kHealthy, "ibcore successfully loaded peermem module",
-                        std::nullopt, extra, now);
+    return with_extra(single_state(kComponent, Health::kHealthy,
+                                   "ibcore successfully loaded peermem module", std::nullopt,
+                                   nullptr, now));
   std::string reason = "ibcore is not using peermem module";
   if (s.peermem_loaded) reason += " (nvidia_peermem is loaded but ib_core does not list it)";
   if (!ports_expected || infiniband_ports == 0)
-    return single_state(kComponent, Health::kHealthy, reason, std::nullopt, extra, now);
+    return with_extra(
+        single_state(kComponent, Health::kHealthy, reason, std::nullopt, nullptr, now));
   reason += fmt::format(
       " while {} InfiniBand port(s) are present and expected (--infiniband-expected-port-states): "
       "GPUDirect RDMA is off, load nvidia_peermem",
       infiniband_ports);
-  return single_state(kComponent, Health::kDegraded, reason, std::nullopt, extra, now);
+  return with_extra(
+      single_state(kComponent, Health::kDegraded, reason, std::nullopt, nullptr, now));
 }
 
 PeermemComponent::PeermemComponent(const ComponentContext& ctx)

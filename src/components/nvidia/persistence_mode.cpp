@@ -13,7 +13,7 @@ std::vector<const nvml::GpuSnapshot*> persistence_mode_disabled(
 NvidiaVerdict evaluate_persistence_mode(const nvml::NvmlSnapshot& snapshot) {
   NvidiaVerdict v;
   v.columns = {"UUID", "PERSISTENCE MODE"};
-  std::vector<Finding> errors;
+  std::vector<VerdictFinding> errors;
   size_t supported = 0;
   for (const auto& g : snapshot.gpus) {
     const auto& pm = g.persistence_mode;
@@ -26,8 +26,8 @@ NvidiaVerdict evaluate_persistence_mode(const nvml::NvmlSnapshot& snapshot) {
                                        : (pm.supported() ? "error: " + pm.error : "not supported")};
     if (pm.supported()) ++supported;
     if (pm.status == nvml::FieldStatus::kError)
-      errors.push_back({g.index, Health::kUnhealthy, gpu_label(g) + ": " + pm.error, std::nullopt,
-                        /*nvml_error=*/false});
+      errors.push_back(
+          VerdictFinding::about(g, Health::kUnhealthy, gpu_label(g) + ": " + pm.error));
   }
   auto disabled = persistence_mode_disabled(snapshot);
   // Nothing is broken and a reboot does not enable it: the node's setup is what to fix.

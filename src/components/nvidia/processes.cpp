@@ -83,7 +83,7 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
   // extra_info has a row per GPU (its processes inside), the table a row per process.
   v.columns = {"PID", "TYPE", "USED MEMORY", "BAD ENV", "CONTAINER", "COMMAND"};
   v.empty_table = "no GPU processes\n";
-  std::vector<Finding> errors, bad;
+  std::vector<VerdictFinding> errors, bad;
   size_t total = 0, supported = 0, graphics_only = 0;
   std::set<std::string> containers;  // where the processes run, for the healthy reason
   const Health error_health =
@@ -93,8 +93,8 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
     const auto& f = g.processes;
     if (f.supported()) ++supported;
     if (f.status == nvml::FieldStatus::kError) {
-      errors.push_back({g.index, error_health, gpu_label(g) + ": " + f.error, std::nullopt,
-                        /*nvml_error=*/true});
+      errors.push_back(VerdictFinding::about(g, error_health, gpu_label(g) + ": " + f.error,
+                                             std::nullopt, /*nvml_error=*/true));
       jg["error"] = f.error;
     }
     nlohmann::json list = nlohmann::json::array();
@@ -120,10 +120,10 @@ NvidiaVerdict evaluate_processes(const nvml::NvmlSnapshot& snapshot,
         std::string envs;
         for (const auto& var : info.bad_env_vars) {
           envs += (envs.empty() ? "" : ",") + var;
-          bad.push_back(
-              {g.index, Health::kDegraded,
-               "pid " + std::to_string(p.pid) + " on " + gpu_label(g) + " has " + var + " set",
-               RepairAction::kCheckUserAppAndGpu, /*nvml_error=*/false});
+          bad.push_back(VerdictFinding::about(
+              g, Health::kDegraded,
+              "pid " + std::to_string(p.pid) + " on " + gpu_label(g) + " has " + var + " set",
+              RepairAction::kCheckUserAppAndGpu));
         }
         GpuRow& row = v.gpus.emplace_back(g.index, nlohmann::json());
         row.in_data = false;

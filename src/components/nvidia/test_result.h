@@ -20,9 +20,7 @@ inline std::optional<RepairAction> action_of(const CheckResult& r) {
   return a->repair_actions.front();
 }
 
-// The first state's extra_info {"data"}, parsed.
-inline nlohmann::json data_of(const CheckResult& r) {
-  return nlohmann::json::parse(r.states.at(0).extra_info.at("data"));
-}
+// The first state's data (extra_info.data on the wire).
+inline nlohmann::json data_of(const CheckResult& r) { return r.states.at(0).data; }
 
 }  // namespace gpud::components::testing

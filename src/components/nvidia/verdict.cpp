@@ -32,20 +32,38 @@ std::string format_table(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
+VerdictFinding VerdictFinding::about(const nvml::GpuSnapshot& gpu, Health health,
+                                     std::string reason, std::optional<RepairAction> action,
+                                     bool nvml_error) {
+  VerdictFinding f;
+  f.gpu = gpu.index;
+  f.health = health;
+  f.reason = std::move(reason);
+  f.action = action;
+  f.nvml_error = nvml_error;
+  f.uuid = gpu.uuid.ok() ? gpu.uuid.value : "";
+  f.bus_id = gpu.pci_bus_id.ok() ? gpu.pci_bus_id.value : "";
+  return f;
+}
+
 void NvidiaVerdict::add(const nvml::GpuSnapshot& gpu, Health health, std::string reason,
                         std::optional<RepairAction> action) {
-  findings.push_back({gpu.index, health, std::move(reason), action, /*nvml_error=*/false});
+  findings.push_back(VerdictFinding::about(gpu, health, std::move(reason), action));
 }
 
 void NvidiaVerdict::add(Health health, std::string reason, std::optional<RepairAction> action) {
-  findings.push_back({std::nullopt, health, std::move(reason), action, /*nvml_error=*/false});
+  VerdictFinding f;
+  f.health = health;
+  f.reason = std::move(reason);
+  f.action = action;
+  findings.push_back(std::move(f));
 }
 
 void NvidiaVerdict::nvml_error(const nvml::GpuSnapshot& gpu, std::string_view what,
                                const std::string& error) {
-  findings.push_back({gpu.index, Health::kUnhealthy,
-                      gpu_label(gpu) + ": " + std::string(what) + ": " + error, std::nullopt,
-                      /*nvml_error=*/true});
+  findings.push_back(VerdictFinding::about(gpu, Health::kUnhealthy,
+                                           gpu_label(gpu) + ": " + std::string(what) + ": " + error,
+                                           std::nullopt, /*nvml_error=*/true));
 }
 
 Health NvidiaVerdict::health() const {
@@ -62,8 +80,8 @@ std::optional<RepairAction> NvidiaVerdict::action() const {
   return std::nullopt;
 }
 
-std::vector<Finding> NvidiaVerdict::findings_for(unsigned int gpu) const {
-  std::vector<Finding> out;
+std::vector<VerdictFinding> NvidiaVerdict::findings_for(unsigned int gpu) const {
+  std::vector<VerdictFinding> out;
   for (const auto& f : findings)
     if (f.gpu == gpu) out.push_back(f);
   return out;
@@ -96,19 +114,23 @@ CheckResult render_verdict(std::string_view component, const NvidiaVerdict& v, T
   CheckResult r = single_state(
       component, v.health(),
       reasons.empty() ? v.healthy_reason : v.reason_prefix + join(reasons, "; ") + v.reason_suffix,
-      std::move(actions), {{"data", data.dump()}}, now);
+      std::move(actions), std::move(data), now);
   r.states[0].error = join(errors, "; ");
   r.detail = std::move(detail);
-  // Each GPU's own findings, for the per-GPU view (gpu_health).
-  nlohmann::json per_gpu = nlohmann::json::array();
-  for (const auto& f : v.findings)
-    if (f.gpu && f.health != Health::kHealthy) {
-      nlohmann::json finding = {
-          {"gpu", *f.gpu}, {"health", std::string(to_string(f.health))}, {"reason", f.reason}};
-      if (f.action) finding["suggested_action"] = std::string(to_string(*f.action));
-      per_gpu.push_back(std::move(finding));
+  // Each finding, typed: a GPU's with its identity (from its row when the finding has none).
+  for (const auto& f : v.findings) {
+    Finding typed = Finding::about(Subject::host(), f.health, f.reason, f.action);
+    if (f.gpu) {
+      std::string uuid = f.uuid, bus = f.bus_id;
+      for (const auto& g : v.gpus)
+        if (g.index == *f.gpu && g.data.is_object()) {
+          if (uuid.empty()) uuid = g.data.value("uuid", "");
+          if (bus.empty()) bus = g.data.value("bus_id", "");
+        }
+      typed.subject = Subject::gpu(*f.gpu, std::move(uuid), std::move(bus));
     }
-  if (!per_gpu.empty()) r.states[0].extra_info["gpu_findings"] = per_gpu.dump();
+    r.states[0].findings.push_back(std::move(typed));
+  }
   return r;
 }
 

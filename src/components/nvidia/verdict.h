@@ -17,12 +17,22 @@ namespace gpud::components {
 
 // One thing a rule found. A Healthy finding is a note: a part of the reason that changes no
 // health.
-struct Finding {
+// render_verdict turns each into the state's typed Finding (core/health.h).
+struct VerdictFinding {
   std::optional<unsigned int> gpu;  // the GPU's index; nullopt when not about one GPU
   Health health = Health::kHealthy;
   std::string reason;  // its part of the state's reason
   std::optional<RepairAction> action;
   bool nvml_error = false;  // an NVML error: the reason is also part of the state's error
+  // The GPU's UUID and bus id ("" when not known here: render_verdict takes them from the GPU's
+  // row).
+  std::string uuid;
+  std::string bus_id;
+
+  // A finding about `gpu`, with its identity.
+  static VerdictFinding about(const nvml::GpuSnapshot& gpu, Health health, std::string reason,
+                              std::optional<RepairAction> action = std::nullopt,
+                              bool nvml_error = false);
 };
 
 // uuid, bus_id and index of a GPU, the start of most per-GPU JSON objects.
@@ -75,7 +85,7 @@ struct GpuRow {
 };
 
 struct NvidiaVerdict {
-  std::vector<Finding> findings;
+  std::vector<VerdictFinding> findings;
   std::string healthy_reason;      // the reason when nothing was found
   std::string reason_prefix;       // before the findings' reasons, when there are findings
   std::string reason_suffix;       // after them
@@ -110,7 +120,7 @@ struct NvidiaVerdict {
   // CHECK_USER_APP_AND_GPU.
   std::optional<RepairAction> action() const;
   // The findings about one GPU.
-  std::vector<Finding> findings_for(unsigned int gpu) const;
+  std::vector<VerdictFinding> findings_for(unsigned int gpu) const;
 };
 
 // The one state of `component`: the findings' reasons joined with "; " between the prefix and

@@ -26,7 +26,7 @@ TEST(Verdict, NoFindingRendersTheHealthyReasonDataAndTable) {
   EXPECT_EQ(r.states[0].reason, "all fine");
   EXPECT_EQ(r.states[0].error, "");
   EXPECT_FALSE(r.states[0].suggested_actions);
-  EXPECT_EQ(r.states[0].extra_info.at("data"),
+  EXPECT_EQ(r.states[0].data.dump(),
             R"({"gpus":[{"bus_id":"0000:10:00.0","core":34,"index":0,"sm_mhz":345,)"
             R"("uuid":"GPU-00000000"},{"bus_id":"0000:11:00.0","core":34,"index":1,"sm_mhz":null,)"
             R"("uuid":"GPU-00000001"}],"product":"H100"})");
@@ -61,7 +61,7 @@ TEST(Verdict, WithoutColumnsTheDetailIsThePrefaceAndDataHasNoGpus) {
   v.data = {{"supported", false}};
   v.detail_preface = "feature: not supported\n";
   auto r = render_verdict("c", v);
-  EXPECT_EQ(r.states[0].extra_info.at("data"), R"({"supported":false})");
+  EXPECT_EQ(r.states[0].data.dump(), R"({"supported":false})");
   EXPECT_EQ(r.detail, "feature: not supported\n");
 }
 
@@ -82,7 +82,7 @@ TEST(Verdict, PrefixSuffixPostscriptAndRowsShownOneWay) {
   auto r = render_verdict("c", v);
   EXPECT_EQ(r.health(), Health::kDegraded);
   EXPECT_EQ(r.states[0].reason, "found: b; a note (twice)");
-  EXPECT_EQ(r.states[0].extra_info.at("data"),
+  EXPECT_EQ(r.states[0].data.dump(),
             R"({"gpus":[{"bus_id":"0000:10:00.0","index":0,"uuid":"GPU-00000000"}]})");
   EXPECT_EQ(r.detail, "GPU  X\n1    x\nend\n");
 }
@@ -94,7 +94,7 @@ TEST(Verdict, ATableWithoutRowsCanSaySo) {
   v.empty_table = "nothing running\n";
   auto r = render_verdict("c", v);
   EXPECT_EQ(r.detail, "nothing running\n");
-  EXPECT_EQ(r.states[0].extra_info.at("data"), R"({"gpus":[]})");
+  EXPECT_EQ(r.states[0].data.dump(), R"({"gpus":[]})");
 }
 
 }  // namespace

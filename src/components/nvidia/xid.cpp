@@ -69,20 +69,17 @@ CheckResult error_check_result(std::string_view component, const ErrorVerdict& v
                                std::string_view what, uint64_t total,
                                const std::vector<Event>& newest, TimePoint now) {
   std::string reason = v.reason.empty() ? fmt::format("{} is healthy", what) : v.reason;
-  CheckResult r = single_state(component, v.health, reason, v.actions, {}, now);
+  CheckResult r = single_state(component, v.health, reason, v.actions, nullptr, now);
   r.states.front().name = std::string(component == kXidComponent ? "error_xid" : "error_sxid");
-  if (!v.devices.empty()) {
-    // Each device with a current error, worst first: what an operator isolates or inspects.
-    nlohmann::json devices = nlohmann::json::array();
-    for (const DeviceError& d : v.devices) {
-      devices.push_back({{"pci_bus_id", d.device},
-                         {"code", d.code},
-                         {"health", std::string(to_string(d.health))},
-                         {"suggested_action", d.action ? std::string(to_string(*d.action)) : ""},
-                         {"reason", d.reason}});
-      if (d.injected) devices.back()["injected"] = true;
-    }
-    r.states.front().extra_info["devices"] = devices.dump();
+  // Each device with a current error, worst first: what an operator isolates or inspects. A
+  // kernel-log line names its device by bus id alone: a GPU for an Xid, an NVSwitch for an SXid.
+  for (const DeviceError& d : v.devices) {
+    Finding f = Finding::about(
+        component == kXidComponent ? Subject::gpu_at(d.device) : Subject::nvswitch_at(d.device),
+        d.health, d.reason, d.action);
+    f.code = d.code;
+    f.injected = d.injected;
+    r.states.front().findings.push_back(std::move(f));
   }
   r.detail = fmt::format("{} events in the lookback: {}\n", what, total);
   for (const Event& e : newest) r.detail += "  " + e.message + "\n";

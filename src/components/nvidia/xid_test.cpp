@@ -14,6 +14,7 @@
 #include "components/nvidia/sxid.h"
 #include "components/nvidia/test_snapshot.h"
 #include "components/registry.h"
+#include "core/json.h"
 #include "core/time_util.h"
 #include "kmsg/dispatcher.h"
 #include "kmsg/writer.h"
@@ -243,7 +244,7 @@ TEST(XidRule, AnXidOnAnotherGpuDoesNotHideTheFirst) {
   EXPECT_EQ(v.actions->repair_actions, std::vector{RepairAction::kRebootSystem});
   ASSERT_EQ(v.devices.size(), 2u);
   CheckResult r = error_check_result(kXidComponent, v, "XIDComponent", 0, {}, at(3));
-  auto devices = nlohmann::json::parse(r.states.front().extra_info.at("devices"));
+  auto devices = nlohmann::json::parse(wire_extra_info(r.states.front()).at("devices"));
   ASSERT_EQ(devices.size(), 2u);
   EXPECT_EQ(devices[0]["code"], 48);  // both fatal with REBOOT_SYSTEM: by bus id
   EXPECT_EQ(devices[0]["pci_bus_id"], "0000:1a:00.0");
@@ -258,7 +259,7 @@ TEST(XidRule, ADrillsDeviceIsMarkedInjected) {
   drill.extra_info["injected"] = true;
   auto v = evaluate_xid({drill, xid_event(2, 48, "0000:1a:00.0", "GPU-0")}, {}, {}, false);
   CheckResult r = error_check_result(kXidComponent, v, "XIDComponent", 0, {}, at(3));
-  auto devices = nlohmann::json::parse(r.states.front().extra_info.at("devices"));
+  auto devices = nlohmann::json::parse(wire_extra_info(r.states.front()).at("devices"));
   ASSERT_EQ(devices.size(), 2u);
   EXPECT_EQ(devices[0]["pci_bus_id"], "0000:1a:00.0");
   EXPECT_FALSE(devices[0].contains("injected"));

@@ -128,8 +128,7 @@ CheckResult evaluate_gpud(const GpudSnapshot& s, const GpudAcknowledged& ack, Ti
     std::replace(nvml.begin(), nvml.end(), '_', ' ');
     reason += "; NVML " + nvml;
   }
-  CheckResult r = single_state(kGpudComponent, health, reason, std::nullopt,
-                               {{"data", to_json(s).dump()}}, now);
+  CheckResult r = single_state(kGpudComponent, health, reason, std::nullopt, to_json(s), now);
   if (!st.last_error.empty() && health != Health::kHealthy) r.states.front().error = st.last_error;
   r.detail = reason + "\n";
   return r;

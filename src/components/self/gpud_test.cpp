@@ -33,7 +33,7 @@ TEST(GpudRule, WritableStoreAndFollowedKernelLogIsHealthy) {
   EXPECT_EQ(r.states[0].reason,
             "state database writable (3.0 MiB, /var/lib/gpud/gpud.state); kernel log followed "
             "(1234 records); NVML ready");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["db_size_bytes"], 3 * 1024 * 1024);
   EXPECT_EQ(data["kernel_log"]["records"], 1234);
 }
@@ -91,7 +91,7 @@ TEST(GpudRule, QuarantineIsDegradedWithThePathUntilAcknowledged) {
   CheckResult after = evaluate_gpud(s, ack);
   EXPECT_EQ(after.health(), Health::kHealthy);
   // The file stays listed while it is on disk.
-  auto data = nlohmann::json::parse(after.states[0].extra_info.at("data"));
+  auto data = after.states[0].data;
   EXPECT_EQ(data["quarantined_files"].size(), 1u);
 }
 
@@ -130,7 +130,7 @@ TEST(GpudRule, RecordsWrittenByProcessesAreShownNotJudged) {
   EXPECT_EQ(r.health(), Health::kHealthy);
   EXPECT_THAT(r.states[0].reason,
               HasSubstr("kernel log followed (1234 records, 42 written by processes ignored)"));
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["kernel_log"]["foreign_records"], 42);
   s.kernel_log.foreign_records = 0;
   EXPECT_THAT(evaluate_gpud(s, {}).states[0].reason,
@@ -155,7 +155,7 @@ TEST(GpudRule, ASinkThatCannotReachItsSystemIsDegradedWithItsError) {
   EXPECT_THAT(r.states[0].reason,
               HasSubstr("kubernetes-node-conditions: PATCH /api/v1/nodes/n1/status: HTTP 403: "
                         "forbidden"));
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["sinks"][0]["ok"], false);
   EXPECT_EQ(data["sinks"][0]["name"], "kubernetes-node-conditions");
 }

@@ -301,7 +301,7 @@ TEST_F(ContainerdDaemon, ListsTheSandboxAndItsPauseProcessResolvesToThePod) {
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
   EXPECT_EQ(r.states[0].reason, "containerd is running (1 pod sandboxes, 0 containers)");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   ASSERT_EQ(data["sandboxes"].size(), 1u) << data.dump();
   EXPECT_EQ(data["sandboxes"][0]["id"], id);
   EXPECT_EQ(data["sandboxes"][0]["name"], "trainer-0");
@@ -411,7 +411,7 @@ TEST_F(ContainerdDaemon, AToolkitSandboxWithoutTheNvidiaRuntimeIsUnhealthy) {
              "  runtime_type = \"io.containerd.runc.v2\"\n");
   r = c.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["nvidia_toolkit_pod"], "gpud-test/nvidia-container-toolkit-daemonset-x7k2p");
   EXPECT_EQ(data["nvidia_runtime"],
             "/etc/containerd/conf.d/99-nvidia.toml: "

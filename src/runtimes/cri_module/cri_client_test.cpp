@@ -287,7 +287,7 @@ TEST_P(KubeletPodResources, MapsGpusToPods) {
   ASSERT_TRUE(kubelet.supported());  // /var/lib/kubelet exists
   CheckResult r = kubelet.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   ASSERT_EQ(data["gpu_allocations"].size(), 1u) << data.dump();
   EXPECT_EQ(data["gpu_allocations"][0]["pod"], "trainer-0");
   EXPECT_EQ(data["gpu_allocations"][0]["device_ids"].size(), 2u);

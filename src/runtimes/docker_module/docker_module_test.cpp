@@ -496,7 +496,7 @@ TEST_F(DockerDaemon, ListsTheContainerWithItsPodThenUnhealthyWhenStopped) {
   CheckResult r = c.check();
   ASSERT_EQ(r.health(), Health::kHealthy) << r.summary() << " " << r.states[0].error;
   EXPECT_EQ(r.states[0].reason, "docker is running, 1 container (1 running)");
-  auto data = nlohmann::json::parse(r.states[0].extra_info.at("data"));
+  auto data = r.states[0].data;
   EXPECT_EQ(data["version"].get<std::string>().substr(0, 3), "20.") << data.dump();
   ASSERT_EQ(data["containers"].size(), 1u) << data.dump();
   const auto& row = data["containers"][0];
