@@ -62,10 +62,10 @@ std::string format_uptime(double seconds) {
 
 }  // namespace
 
-std::vector<BlockedProcess> DStateTracker::update(const std::vector<host::ProcessStat>& blocked) {
+std::vector<BlockedProcess> DStateTracker::update(const std::vector<host::ProcPidStat>& blocked) {
   std::map<std::pair<int64_t, std::string>, int> next;
   std::vector<BlockedProcess> out;
-  for (const host::ProcessStat& p : blocked) {
+  for (const host::ProcPidStat& p : blocked) {
     auto key = std::make_pair(p.pid, p.comm);
     auto it = streaks_.find(key);
     int checks = (it == streaks_.end() ? 0 : it->second) + 1;
@@ -254,7 +254,7 @@ CheckResult OsComponent::check() {
   snap.blocked = scan.count('D');
   for (const auto& [state, n] : scan.counts_by_state)
     snap.processes_by_state[std::string(host::process_state_name(state))] += n;
-  std::vector<host::ProcessStat> in_d;
+  std::vector<host::ProcPidStat> in_d;
   for (const auto& p : scan.processes)
     if (p.state == 'D') in_d.push_back(p);
 
