@@ -296,17 +296,10 @@ TEST(XidRule, A10LeavesRowRemappingXidsToRemappedRowsToo) {
 }
 
 TEST(XidRule, Xid94HasAThousandRebootsByDefault) {
-  Config c;
-  auto t = xid_thresholds(c);
-  ASSERT_TRUE(t);
-  EXPECT_EQ(t->threshold(94), 1000);
-  EXPECT_EQ(t->threshold(79), 2);
-  c.xid_reboot_threshold = 3;
-  c.xid_thresholds = R"({"overrides":{"79":{"rebootThreshold":7}}})";
-  t = xid_thresholds(c);
-  EXPECT_EQ(t->threshold(79), 7);
-  EXPECT_EQ(t->threshold(48), 3);
-  EXPECT_EQ(t->threshold(94), 1000);
+  const Config c;
+  EXPECT_EQ(c.xid_thresholds.threshold(94), 1000);
+  EXPECT_EQ(c.xid_thresholds.threshold(79), 2);
+  EXPECT_EQ(c.sxid_thresholds.threshold(94), 2) << "94 -> 1000 is an Xid default only";
 }
 
 TEST(SxidRule, FatalSxidIsUnhealthy) {
@@ -618,7 +611,7 @@ TEST(XidComponent, TwoHundredThousandStoredXidsAreJudgedInFlatMemory) {
             << whole_read.growth_kib() / 1024 << " MiB\n";
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), static_cast<size_t>(kStored + 1));
-  const ErrorVerdict whole = evaluate_xid(*all, {}, xid_thresholds(config).value(), false);
+  const ErrorVerdict whole = evaluate_xid(*all, {}, config.xid_thresholds, false);
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   EXPECT_EQ(whole.health, Health::kUnhealthy);
   EXPECT_EQ(r.states.front().reason, whole.reason);
