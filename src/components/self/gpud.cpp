@@ -178,7 +178,10 @@ GpudSnapshot GpudComponent::collect() const {
     s.kernel_log = p.kernel_log();
   else
     s.kernel_log.error = "no kernel-log follower in this process";
-  if (ctx().nvidia != nullptr) s.nvml_status = std::string(nvml::to_string(ctx().nvidia->status()));
+  if (ctx().nvidia != nullptr) {
+    s.nvml_status = std::string(nvml::to_string(ctx().nvidia->status()));
+    s.nvml_answered = ctx().nvidia->answered_last_collection();
+  }
   if (p.sinks) s.sinks = p.sinks();
   return s;
 }
@@ -199,8 +202,9 @@ void GpudComponent::publish(const GpudSnapshot& s) const {
     m.set(c, "gpud_kernel_log_record_errors_total", static_cast<double>(*k.record_errors));
   if (k.parse_errors)
     m.set(c, "gpud_kernel_log_parse_errors_total", static_cast<double>(*k.parse_errors));
-  if (!s.nvml_status.empty())
-    m.set(c, "gpud_nvml_up", s.nvml_status == nvml::to_string(nvml::NvmlStatus::kReady) ? 1 : 0);
+  // Kept beside accelerator_nvidia_nvml_up for GPUd's dashboards, with its meaning: NVML
+  // answered its last collection (a hung driver is 0 here too, not only a failed load).
+  if (!s.nvml_status.empty()) m.set(c, "gpud_nvml_up", s.nvml_answered ? 1 : 0);
 }
 
 CheckResult GpudComponent::check() {

@@ -62,6 +62,9 @@ struct GpudSnapshot {
   uint64_t events_dropped = 0;
   KernelLogCounters kernel_log;
   std::string nvml_status;  // "not found", "errored", "ready"; "" without an NVML source
+  // NVML answered its last collection (nvml::NvidiaSource::answered_last_collection): the value
+  // of gpud_nvml_up, the same as accelerator_nvidia_nvml_up's.
+  bool nvml_answered = false;
   std::vector<SinkStatus> sinks;
 };
 
