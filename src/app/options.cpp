@@ -347,7 +347,8 @@ Result<void> finalize(RunFlags& f) {
   if (f.xid_reboot_threshold < 1) return make_error("--xid-reboot-threshold must be at least 1");
   // Parsed here once, over Config's defaults; the components read the typed thresholds.
   for (auto [json, out, defaults, flag] :
-       {std::tuple{&f.xid_thresholds, &c.xid_thresholds, Config{}.xid_thresholds, "--xid-thresholds"},
+       {std::tuple{&f.xid_thresholds, &c.xid_thresholds, Config{}.xid_thresholds,
+                   "--xid-thresholds"},
         std::tuple{&f.sxid_thresholds, &c.sxid_thresholds, Config{}.sxid_thresholds,
                    "--sxid-thresholds"}}) {
     defaults.default_threshold = f.xid_reboot_threshold;

@@ -136,7 +136,7 @@ struct Config {
   // by app/ (finalize) over these defaults. Xid 94 (a contained ECC error) recurs by design: 1000.
   RebootThresholds xid_thresholds{kDefaultRebootThreshold, {{94, 1000}}};
   RebootThresholds sxid_thresholds{kDefaultRebootThreshold, {}};
-  std::chrono::seconds xid_lookback{0};  // 0: the events retention
+  std::chrono::seconds xid_lookback{0};   // 0: the events retention
   std::chrono::seconds sxid_lookback{0};  // 0: the events retention
   std::vector<std::string> kernel_logs;   // scan --kernel-log FILE ("-": stdin)
 

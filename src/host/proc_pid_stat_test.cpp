@@ -1,11 +1,10 @@
 #include "host/proc_pid_stat.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 namespace gpud::host {
 namespace {
@@ -109,8 +108,7 @@ TEST(ProcPidStat, FileLongerThanTheCapIsAnError) {
   t.write(10, "garbage");
   auto g = read_proc_pid_stat(HostFs(t.root.string()), 10);
   ASSERT_FALSE(g);
-  EXPECT_NE(g.error().message.find("/proc/10/stat: not a /proc/<pid>/stat line"),
-            std::string::npos)
+  EXPECT_NE(g.error().message.find("/proc/10/stat: not a /proc/<pid>/stat line"), std::string::npos)
       << g.error().message;
 }
 

@@ -244,8 +244,7 @@ std::optional<TimePoint> process_start_time(const host::HostFs& fs, std::string_
     if (p.comm != comm) continue;
     auto after = host::started_after_boot(p);
     if (!after) continue;
-    const TimePoint start =
-        boot_time + std::chrono::duration_cast<TimePoint::duration>(*after);
+    const TimePoint start = boot_time + std::chrono::duration_cast<TimePoint::duration>(*after);
     if (!oldest || start < *oldest) oldest = start;
   }
   return oldest;

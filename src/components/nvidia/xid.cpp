@@ -184,7 +184,8 @@ CheckResult XidComponent::check() {
   const TimePoint since = lookback_start(ctx(), config().xid_lookback, now);
   return error_component_check(ctx(), kXidComponent, "XIDComponent", since, now,
                                [&](const auto& events, const auto& reboots) {
-                                 return evaluate_xid(events, reboots, config().xid_thresholds, row_remapping());
+                                 return evaluate_xid(events, reboots, config().xid_thresholds,
+                                                     row_remapping());
                                });
 }
 
