@@ -26,8 +26,8 @@ TEST(ProcessScan, CountsByStateAndSkipsVanishedAndNonNumeric) {
   EXPECT_EQ(scan.count('R'), 1);
   EXPECT_EQ(scan.count('I'), 1);
   EXPECT_EQ(scan.count('T'), 0);
-  EXPECT_EQ(scan.processes[2], (ProcessStat{200, "my )proc (x", 'D'}));
-  EXPECT_EQ(scan.processes[3], (ProcessStat{300, "nvidia-smi", 'D'}));
+  EXPECT_EQ(scan.processes[2], (ProcPidStat{200, "my )proc (x", 'D', 600}));
+  EXPECT_EQ(scan.processes[3], (ProcPidStat{300, "nvidia-smi", 'D', 700}));
 }
 
 TEST(ProcessScan, MissingProcIsEmpty) {

@@ -175,7 +175,7 @@ TEST(OsRule, WorstFindingWinsAndReasonsAreJoinedWorstFirst) {
 
 TEST(DStateTracker, CountsConsecutiveChecksPerProcess) {
   DStateTracker t;
-  std::vector<host::ProcPidStat> d = {{300, "nvidia-smi", 'D'}};
+  std::vector<host::ProcPidStat> d = {{300, "nvidia-smi", 'D', {}}};
   EXPECT_EQ(t.update(d)[0].checks, 1);
   EXPECT_EQ(t.update(d)[0].checks, 2);
   EXPECT_EQ(t.update(d)[0].checks, 3);
@@ -183,7 +183,7 @@ TEST(DStateTracker, CountsConsecutiveChecksPerProcess) {
 
 TEST(DStateTracker, LeavingDStateResetsTheStreak) {
   DStateTracker t;
-  std::vector<host::ProcPidStat> d = {{300, "nvidia-smi", 'D'}};
+  std::vector<host::ProcPidStat> d = {{300, "nvidia-smi", 'D', {}}};
   t.update(d);
   t.update(d);
   EXPECT_TRUE(t.update({}).empty());
@@ -192,8 +192,8 @@ TEST(DStateTracker, LeavingDStateResetsTheStreak) {
 
 TEST(DStateTracker, ReusedPidWithAnotherCommStartsOver) {
   DStateTracker t;
-  t.update({{300, "nvidia-smi", 'D'}});
-  auto r = t.update({{300, "dd", 'D'}});
+  t.update({{300, "nvidia-smi", 'D', {}}});
+  auto r = t.update({{300, "dd", 'D', {}}});
   EXPECT_EQ(r[0].checks, 1);
 }
 
