@@ -43,10 +43,11 @@ constexpr SnapshotMetric<Reading> kNoHelp[] = {
     {.name = "x", .help = "", .value = [](const Reading& r) { return r.temp_c; }}};
 static_assert(!valid_metric_table(kNoHelp));
 
+// "component/name{label=value}" -> value, for every series of `m`.
 std::map<std::string, double> series_of(const MetricRegistry& m) {
   std::map<std::string, double> out;
   for (const MetricSample& s : m.snapshot(0)) {
-    std::string key = s.name;
+    std::string key = s.component + "/" + s.name;
     for (const auto& [n, v] : s.labels) key += "{" + n + "=" + v + "}";
     out[key] = s.value;
   }
@@ -77,17 +78,17 @@ TEST(SnapshotMetric, AValueNotReadThisTimeLosesItsSeries) {
   describe_metrics(&m, kTable);
   Reading r{40.0, 1, {{"a", 1}, {"b", 2}}};
   publish_metrics(&m, "test", kTable, &r);
-  ASSERT_EQ(series_of(m).at("test_temp_celsius"), 40.0);
-  ASSERT_TRUE(series_of(m).contains("test_zone_value{zone=b}"));
+  ASSERT_EQ(series_of(m).at("test/test_temp_celsius"), 40.0);
+  ASSERT_TRUE(series_of(m).contains("test/test_zone_value{zone=b}"));
 
   r.temp_c.reset();
   r.by_zone.erase("b");
   publish_metrics(&m, "test", kTable, &r);
   auto s = series_of(m);
-  EXPECT_FALSE(s.contains("test_temp_celsius"));
-  EXPECT_FALSE(s.contains("test_zone_value{zone=b}"));
-  EXPECT_EQ(s.at("test_zone_value{zone=a}"), 1.0);
-  EXPECT_EQ(s.at("test_events_total"), 1.0);
+  EXPECT_FALSE(s.contains("test/test_temp_celsius"));
+  EXPECT_FALSE(s.contains("test/test_zone_value{zone=b}"));
+  EXPECT_EQ(s.at("test/test_zone_value{zone=a}"), 1.0);
+  EXPECT_EQ(s.at("test/test_events_total"), 1.0);
 }
 
 TEST(SnapshotMetric, AFailedReadLeavesNoSeriesOfTheTable) {
@@ -102,8 +103,8 @@ TEST(SnapshotMetric, AFailedReadLeavesNoSeriesOfTheTable) {
   publish_metrics(&m, "test", kTable, Result<Reading>(make_error("read failed")));
   auto s = series_of(m);
   EXPECT_EQ(s.size(), 2u);
-  EXPECT_EQ(s.at("test_temp_celsius"), 7.0);  // other's
-  EXPECT_EQ(s.at("test_not_in_the_table"), 9.0);
+  EXPECT_EQ(s.at("other/test_temp_celsius"), 7.0);
+  EXPECT_EQ(s.at("test/test_not_in_the_table"), 9.0);
 
   publish_metrics(&m, "test", kTable, Result<Reading>(r));
   ASSERT_EQ(series_of(m).size(), 5u);
