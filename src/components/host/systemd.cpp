@@ -137,7 +137,7 @@ CheckResult evaluate_systemd_not_checked(const std::string& why) {
 
 namespace {
 
-// An installed unit that could be read, as a series label.
+// A unit has series when it was read and is installed.
 bool has_series(const SystemdUnitReport& u) { return u.state.error.empty() && installed(u.state); }
 
 constexpr SnapshotMetric<std::vector<SystemdUnitReport>> kMetrics[] = {
