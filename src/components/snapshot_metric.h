@@ -1,8 +1,8 @@
 // SnapshotMetric: a component's metrics declared as data (name, help, kind and a read of the
 // snapshot its check collected), the counterpart of the NVIDIA components' GpuMetric for the host
-// components, the gpud component and the InfiniBand ports. Each check publishes the whole table from its snapshot: a value the read
-// could not produce has no series, and a check whose collection failed leaves none, so no code
-// path can keep a metric's last value by forgetting to clear it.
+// components, the gpud component and the InfiniBand ports. Each check publishes the whole table
+// from its snapshot: a value the read could not produce has no series, and a check whose collection
+// failed leaves none, so no code path can keep a metric's last value by forgetting to clear it.
 #pragma once
 
 #include <cstddef>
