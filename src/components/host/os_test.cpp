@@ -296,6 +296,43 @@ TEST(OsComponent, WhatCannotBeReadHasNoGauge) {
   EXPECT_FALSE(m.contains("os_allocated_file_handles_percent"));
   EXPECT_FALSE(m.contains("os_limit"));
   EXPECT_FALSE(m.contains("os_threshold_allocated_file_handles_percent"));
+  // No /proc/sys/kernel/pid_max: no limit, and no percentage of one.
+  EXPECT_FALSE(m.contains("os_threshold_running_pids"));
+  EXPECT_FALSE(m.contains("os_threshold_running_pids_percent"));
+}
+
+// Read once, then unreadable: the gauges of what was read go, they do not keep the last value.
+TEST(OsComponent, AValueThatCanNoLongerBeReadLosesItsGauge) {
+  BootRoot root;
+  root.set_btime(1700000000);
+  std::filesystem::create_directories(root.path() + "/proc/sys/fs");
+  std::filesystem::create_directories(root.path() + "/proc/sys/kernel");
+  std::ofstream(root.path() + "/proc/sys/fs/file-nr") << "1500\t0\t100000\n";
+  std::ofstream(root.path() + "/proc/sys/fs/file-max") << "100000\n";
+  std::ofstream(root.path() + "/proc/sys/kernel/pid_max") << "32768\n";
+  std::ofstream(root.path() + "/proc/uptime") << "350735.47 234388.90\n";
+  Harness h(root.path());
+  OsComponent os(h.ctx);
+  os.check();
+  std::map<std::string, double> m;
+  for (const MetricSample& s : h.metrics.snapshot(0)) m[s.name] = s.value;
+  ASSERT_EQ(m.at("os_allocated_file_handles"), 1500);
+  ASSERT_EQ(m.at("os_limit"), 100000);
+  ASSERT_EQ(m.at("os_threshold_running_pids"), 32768);
+  ASSERT_TRUE(m.contains("os_uptime_seconds"));
+
+  for (const char* f : {"/proc/sys/fs/file-nr", "/proc/sys/fs/file-max", "/proc/sys/kernel/pid_max",
+                        "/proc/uptime"})
+    std::filesystem::remove(root.path() + f);
+  os.check();
+  m.clear();
+  for (const MetricSample& s : h.metrics.snapshot(0)) m[s.name] = s.value;
+  EXPECT_TRUE(m.contains("os_running_pids"));
+  for (const char* name :
+       {"os_allocated_file_handles", "os_allocated_file_handles_percent", "os_limit",
+        "os_threshold_allocated_file_handles_percent", "os_threshold_running_pids",
+        "os_threshold_running_pids_percent", "os_uptime_seconds"})
+    EXPECT_FALSE(m.contains(name)) << name;
 }
 
 // GPUd's file-handle gauges (leptonai/gpud 4a8de33a3f02e207f39e9023d67125592d599731,

@@ -104,7 +104,6 @@ class GpudComponent : public Component {
 
  private:
   GpudSnapshot collect() const;
-  void publish(const GpudSnapshot& s) const;
 
   mutable std::mutex mu_;
   GpudAcknowledged acknowledged_;
