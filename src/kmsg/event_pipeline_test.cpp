@@ -115,10 +115,10 @@ TEST(EventPipeline, TheTableHandedOverBetweenTwoLinesNamesTheSecondLinesGpu) {
   EXPECT_NE(text.find("uuid=\"GPU-abc\"} 1"), std::string::npos) << text;
 }
 
-// Whether another thread can take the pipeline's lock within a second (a counter's read takes it).
+// Whether another thread can take the pipeline's lock within 5 s (a counter's read takes it).
 bool lock_is_free(const EventPipeline& d) {
   auto other = std::async(std::launch::async, [&d] { return d.matched(); });
-  return other.wait_for(std::chrono::seconds(1)) == std::future_status::ready;
+  return other.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
 }
 
 // What a line's event calls of the caller and of its owner (the annotation, the counter, the
