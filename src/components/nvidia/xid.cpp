@@ -272,7 +272,7 @@ std::optional<kmsg::Match> match_xid_line(std::string_view s) {
         R"(NVRM:\s+The NVIDIA GPU ((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.0.*?fallen off the bus and is not responding to commands)");
     // Drivers that print no Xid line with it: "NVRM: GPU at PCI:0000:b3:00: GPU has fallen off the
     // bus." and "NVRM: GPU at 0000:b3:00.0 has fallen off the bus.". When an Xid 79 line comes
-    // too, both make the same event, which the dispatcher's deduper keeps once.
+    // too, both make the same event, which the event pipeline's deduper keeps once.
     static const RE2 kAt(
         std::string(kmsg::kMessageStart) +
         R"(NVRM:\s+GPU at (?:PCI:)?((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?:?\s+(?:GPU )?has fallen off the bus)");

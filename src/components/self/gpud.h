@@ -19,7 +19,7 @@ namespace gpud::components {
 
 inline constexpr std::string_view kGpudComponent = "gpud";
 
-// What the kernel-log follower and dispatcher counted since start.
+// What the kernel-log follower and event pipeline counted since start.
 struct KernelLogCounters {
   bool followed = false;
   std::string error;  // why it is not followed
@@ -29,7 +29,7 @@ struct KernelLogCounters {
   // Records a process wrote to /dev/kmsg (not the kernel), read and dropped unmatched
   // (kmsg::kernel_record). Information, never a fault: systemd and `logger --kmsg` write there.
   uint64_t foreign_records = 0;
-  // Records the follower could not parse, and matched lines whose fields the dispatcher could not
+  // Records the follower could not parse, and matched lines whose fields the pipeline could not
   // parse; absent where the daemon does not count them.
   std::optional<uint64_t> record_errors;
   std::optional<uint64_t> parse_errors;
