@@ -96,6 +96,13 @@ Result<void> Daemon::start() {
   if (!runtime) return runtime.error();
   runtime_ = std::move(*runtime);
   store::Database& db = *runtime_->db;
+  db.set_on_failure([this] {
+    {
+      std::lock_guard lock(mu_);
+      ++store_failures_;
+    }
+    cv_.notify_all();
+  });
   MetricRegistry& metrics = runtime_->metrics;
   history_ = std::make_unique<store::MetricStore>(db);
 
@@ -464,11 +471,18 @@ void Daemon::loop() {
               std::min<std::chrono::steady_clock::duration>(config_.metrics_sample_interval,
                                                             std::chrono::seconds(10));
   bool store_usable = runtime_->db->health().usable;
+  bool poll = true;  // something to look at every kStoreRetryInterval (see below)
+  // The failures the loop has seen the effect of: a failure of its own retry does not wake it again.
+  uint64_t failures_seen = store_failures_;
   while (!stopping_) {
     // Events waiting for the store are retried every few seconds, so that they are stored soon
-    // after space comes back, not at the next sample only.
-    auto wake = std::min(next, std::chrono::steady_clock::now() + kStoreRetryInterval);
-    cv_.wait_until(lock, wake, [this] { return stopping_ || nvidia_answered_; });
+    // after space comes back, not at the next sample only; so is NVML looked at while it opens, is
+    // missing (maybe_reload) or has not answered a first collection. Otherwise nothing here needs
+    // a timer: a failed store operation (events start to wait) and NVML answering wake the loop.
+    auto wake = poll ? std::min(next, std::chrono::steady_clock::now() + kStoreRetryInterval) : next;
+    cv_.wait_until(lock, wake, [&] {
+      return stopping_ || nvidia_answered_ || store_failures_ != failures_seen;
+    });
     if (stopping_) break;
     lock.unlock();
     const bool usable_before_retry = runtime_->db->health().usable;
@@ -481,11 +495,21 @@ void Daemon::loop() {
     store_usable = usable;
     watch_nvidia();
     refresh_bus_identities(Clock::now());
-    components::publish_gpu_health(runtime_->metrics, gpu_health());
     if (std::chrono::steady_clock::now() >= next) {
       next = std::chrono::steady_clock::now() + config_.metrics_sample_interval;
+      // The GPUs' health gauges are refreshed for every scrape (before_metrics) and here for the
+      // history sample.
+      components::publish_gpu_health(runtime_->metrics, gpu_health());
       housekeeping(Clock::now());
     }
+    // Read after noting the failures so far: one after this note wakes the loop; one before it (its
+    // own retry's included) left the backlog or the store's health that `poll` reads.
+    lock.lock();
+    failures_seen = store_failures_;
+    lock.unlock();
+    nvml::NvidiaSource& nvidia = *runtime_->nvidia;
+    poll = runtime_->events->backlog_size() > 0 || !runtime_->db->health().usable ||
+           nvidia.opening() || nvidia.status() != nvml::NvmlStatus::kReady || !nvidia_ready_;
     lock.lock();
   }
 }
@@ -516,6 +540,7 @@ void Daemon::stop() {
     if (size_t left = runtime_->events->retry(); left > 0)
       logger("store")->error("{} events could not be stored and are lost: {}", left,
                              runtime_->db->health().last_error);
+    runtime_->db->set_on_failure(nullptr);  // it wakes a loop that has ended
   }
   if (lock_fd_ >= 0) {
     ::close(lock_fd_);

@@ -98,6 +98,9 @@ class Daemon {
   // Set by NVML's on_answer (a collection ended after a check was told "not answering"): the loop
   // re-checks the NVIDIA components and fills machine info now.
   bool nvidia_answered_ = false;  // guarded by mu_
+  // Counts the store's failed operations (guarded by mu_): a new one wakes the loop, which retries
+  // what waits for the store, then every kStoreRetryInterval while events wait or it is unusable.
+  uint64_t store_failures_ = 0;
   TimePoint last_retention_{};
   // What refresh_bus_identities read last (start() before the loop, then only the loop): NVIDIA
   // devices in sysfs, NVML's snapshot, and the table the pipeline was handed from them.
@@ -107,7 +110,10 @@ class Daemon {
   kmsg::BusIdentityTable bus_identities_;
 };
 
-// How often the daemon retries events that wait for the store (a full disk, a replaced database).
+// How often the daemon retries events that wait for the store (a full disk, a replaced database),
+// and looks at NVML while it is opening, missing or has not answered a first collection. With the
+// store well and NVML settled the loop sleeps until the next history sample, or until woken (a
+// failed store operation, NVML answering after a hang).
 inline constexpr std::chrono::seconds kStoreRetryInterval{5};
 // How long start() waits for NVML (its init and first collection) before following the kernel log
 // and serving: a driver that answers by then has its GPUs in /machine-info and names the GPUs of
