@@ -575,15 +575,15 @@ function eventList(events, emptyText) {
           el('ol', { class: 'events' }, ...events.slice(0, EVENTS_LISTED).map((e) => eventItem(e, now)))];
 }
 
-// A component's per-GPU values as rows of "key: value" (nested objects flattened with dots).
-function valueRows(obj, prefix = '') {
-  const rows = [];
-  for (const [k, v] of Object.entries(obj || {})) {
-    const key = prefix ? `${prefix}.${k}` : k;
-    if (v && typeof v === 'object' && !Array.isArray(v)) rows.push(...valueRows(v, key));
-    else rows.push([key, Array.isArray(v) ? JSON.stringify(v) : v === null ? 'not read' : String(v)]);
-  }
-  return rows;
+// A component's per-GPU values as rows of "key: value" (nested objects and lists of objects
+// flattened: "total.volatile.corrected", "links[3].replay_errors").
+function valueRows(v, key = '') {
+  if (v && typeof v === 'object' && !Array.isArray(v))
+    return Object.entries(v).flatMap(([k, x]) => valueRows(x, key ? `${key}.${k}` : k));
+  if (Array.isArray(v) && v.some((x) => x && typeof x === 'object'))
+    return v.flatMap((x, i) => valueRows(x, `${key}[${i}]`));
+  if (Array.isArray(v)) return [[key, v.length ? v.join(', ') : '(none)']];
+  return [[key, v === null ? 'not read' : String(v)]];
 }
 
 function renderDetail() {
