@@ -15,10 +15,10 @@ export const CHARTS = [
     metric: 'accelerator_nvidia_power_current_usage_milli_watts', perGpu: true, scale: 1 / 1000 },
   { id: 'gpu-util', title: 'GPU utilization (%)', component: 'accelerator-nvidia-utilization',
     metric: 'accelerator_nvidia_utilization_gpu_util_percent', perGpu: true, range: [0, 100] },
-  { id: 'cpu', title: 'CPU usage (%)', component: 'cpu', metric: 'cpu_used_percent',
-    range: [0, 100] },
-  { id: 'memory', title: 'Memory used (%)', component: 'memory', metric: 'memory_used_percent',
-    range: [0, 100] },
+  { id: 'cpu', title: 'CPU usage (%)', label: 'CPU usage', component: 'cpu',
+    metric: 'cpu_used_percent', range: [0, 100] },
+  { id: 'memory', title: 'Memory used (%)', label: 'Memory used', component: 'memory',
+    metric: 'memory_used_percent', range: [0, 100] },
 ];
 
 export const CHART_COMPONENTS = [...new Set(CHARTS.map((c) => c.component))];
@@ -75,7 +75,7 @@ export class MetricHistory {
 }
 
 function seriesLabel(spec, s) {
-  if (!spec.perGpu) return spec.title.replace(/ \(.*\)$/, '');
+  if (!spec.perGpu) return spec.label;
   return s.labels.gpu !== undefined ? `GPU ${s.labels.gpu}` : (s.labels.uuid || 'GPU');
 }
 
