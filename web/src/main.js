@@ -128,7 +128,7 @@ function blockedComponents() {
 // only then (its text is for people, not read here).
 function saysNotChecked(s) {
   const nc = s && s.extra_info && s.extra_info.not_checked;
-  return nc !== undefined && nc !== null && nc !== '' && nc !== '[]';
+  return nc !== undefined && nc !== null;
 }
 
 // ---- components ----
