@@ -292,7 +292,8 @@ function withLastValues(r, now) {
   state.lastValues.set(r.key, remembered);
   const shown = {};
   const staleSince = {};
-  for (const comp of TABLE_COMPONENTS) {
+  // The info component's row too: the GPU's identity (serial, VBIOS) for its drill-down.
+  for (const comp of [...TABLE_COMPONENTS, INFO]) {
     const v = r.values[comp];
     if (v && !blockedFrom.has(comp)) {
       remembered.set(comp, { at: now, values: v });
@@ -372,7 +373,8 @@ function renderGpus() {
     const condition = gpuCondition(r);
     const h = r.health;
     const xid = xids.get(busKey(r.bus_id)) || 0;
-    const staleTimes = Object.values(r.staleSince);
+    const staleTimes = TABLE_COMPONENTS.filter((c) => r.staleSince[c] !== undefined)
+      .map((c) => r.staleSince[c]);
     const oldest = staleTimes.length ? new Date(Math.min(...staleTimes)) : undefined;
     const stale = oldest ? `stale: last read ${fmtAgo(oldest, now)}` : undefined;
     const open = el('button', { type: 'button', class: 'gpu-open', 'aria-haspopup': 'dialog',
@@ -618,15 +620,16 @@ function renderGpuDetail(key) {
   badge.dataset.health = health;
   badge.textContent = health;
 
-  // Identity: /v1/gpus, the info component's row, /machine-info.
-  const info = r.values[INFO] || {};
+  // Identity: /v1/gpus, the info component's row (the last one read while NVML does not answer),
+  // /machine-info.
+  const info = r.shown[INFO] || {};
   const mi = ((state.machine && state.machine.gpuInfo && state.machine.gpuInfo.gpus) || [])
     .find((m) => gpuKey({ pci_bus_id: m.busID, uuid: m.uuid }) === r.key) || {};
   const identity = factList([
     ['UUID', r.uuid || mi.uuid, 'uuid'],
     ['Serial', info.serial || mi.sn || undefined, 'serial'],
     ['Bus ID', r.bus_id || mi.busID, 'bus-id'],
-    ['VBIOS', 'not read by gpud', 'vbios'],
+    ['VBIOS', info.vbios_version, 'vbios'],
     ['Product', info.name || (state.machine && state.machine.gpuInfo && state.machine.gpuInfo.product),
      'product'],
     ['Board ID', info.board_id ?? mi.boardID, 'board-id'],
@@ -674,7 +677,7 @@ function renderGpuDetail(key) {
                                                              el('td', { text: v }))))));
       }))
     : el('p', { class: 'empty', text: 'No component read a value of this GPU now.' });
-  const remembered = Object.entries(r.staleSince);
+  const remembered = Object.entries(r.staleSince).filter(([c]) => c !== INFO);
   const staleNote = remembered.length
     ? el('p', { class: 'stale-note', text: `The table shows the last values read of ` +
         `${remembered.map(([c]) => shortName(c)).join(', ')} ` +
