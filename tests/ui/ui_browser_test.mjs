@@ -442,7 +442,12 @@ async function lostGpu(page, port, useScenario) {
   const gpus = (await api(port, 'GET', '/v1/gpus')).json;
   const g3 = gpus.find((g) => g.index === 3);
   if (!g3) fail(`/v1/gpus has no GPU 3: ${JSON.stringify(gpus)}`);
-  const panel = await openGpu(page, 3);
+  await openGpu(page, 3);
+  // The info component's gpu_lost event (it names GPU 3's bus id) is among GPU 3's events.
+  await page.waitForSelector(`#detail .events .event[data-component="${owner}"][data-name="gpu_lost"]`,
+                             { timeout: 20_000 })
+    .catch(() => fail('GPU 3\'s panel does not list the gpu_lost event'));
+  const panel = await readPanel(page);
   if (panel.gpu !== g3.pci_bus_id || panel.state !== 'lost')
     fail(`GPU 3's panel is for ${panel.gpu} (${panel.state}), want ${g3.pci_bus_id} (lost)`);
   checkIdentity(panel, g3);
@@ -524,6 +529,18 @@ async function hungDriver(page, port, useScenario) {
   await page.screenshot({ path: shot, fullPage: true });
   log(`screenshot: ${shot}`);
 
+  await openCard(page, owner);
+  // The hang is an event of the owner (once its collection is declared hung), listed on its card.
+  await page.waitForSelector(`#detail .events .event[data-component="${owner}"][data-name="nvml_not_answering"]`,
+                             { timeout: 30_000 })
+    .catch(() => fail(`${owner}'s panel does not list the nvml_not_answering event`));
+  const c = await readPanel(page);
+  if (c.kept.length < 10) fail(`${owner}'s panel lists ${c.kept.length} components kept from checking`);
+  log(`${owner}'s drill-down (hung): ${c.reason}; ${c.kept.length} component(s) kept from ` +
+      `checking; ${c.events.length} event(s)`);
+  await drillShot(page, 'ui-drilldown-card-hung-driver.png');
+  await closeWithEscape(page, `#components .card[data-component="${owner}"] .card-open`);
+
   const gpus = (await api(port, 'GET', '/v1/gpus')).json;
   const g2 = gpus.find((g) => g.index === 2);
   const panel = await openGpu(page, 2);
@@ -535,16 +552,12 @@ async function hungDriver(page, port, useScenario) {
     fail(`GPU 2's panel lists too few components that could not check it: ${JSON.stringify(panel.findings)}`);
   if (!panel.staleNote) fail('GPU 2\'s panel does not say its table values are the last ones read');
   checkChartsOf(panel, 'GPU 2');
+  if (!panel.events.some((e) => e.component === owner && e.name === 'nvml_not_answering'))
+    fail(`GPU 2's panel does not list the hang (${owner}'s nvml_not_answering): ${JSON.stringify(panel.events)}`);
   log(`GPU 2's drill-down (hung): ${panel.title}; ${JSON.stringify(panel.findings.map((f) => f.text))}`);
   await drillShot(page, 'ui-drilldown-gpu-hung-driver.png');
   await closeWithEscape(page, '#gpu-table tbody tr:nth-child(3) .gpu-open');
 
-  const c = await openCard(page, owner);
-  if (c.kept.length < 10) fail(`${owner}'s panel lists ${c.kept.length} components kept from checking`);
-  log(`${owner}'s drill-down (hung): ${c.reason}; ${c.kept.length} component(s) kept from ` +
-      `checking; ${c.events.length} event(s)`);
-  await drillShot(page, 'ui-drilldown-card-hung-driver.png');
-  await closeWithEscape(page, `#components .card[data-component="${owner}"] .card-open`);
   useScenario('h100x8-healthy.json');
 }
 
@@ -564,7 +577,7 @@ function readPanel(page) {
       components: (f.dataset.components || '').split(' ').filter(Boolean), text: f.textContent })),
     staleNote: Boolean(d.querySelector('.stale-note')),
     events: [...d.querySelectorAll('.events .event')].map((e) => ({
-      component: e.dataset.component, pci: e.dataset.pci, text: e.textContent })),
+      component: e.dataset.component, name: e.dataset.name, pci: e.dataset.pci, text: e.textContent })),
     charts: [...d.querySelectorAll('.chart')].map((c) => ({
       id: c.dataset.chart, series: c.querySelector('.chart-plot').dataset.series || '',
       drawn: c.querySelectorAll('canvas').length > 0 })),

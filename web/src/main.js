@@ -456,8 +456,9 @@ function eventItem(e, now) {
     ? el('span', { class: 'resolved', title: `acknowledged ${ack.time} by ${ack.by}`,
                    text: 'resolved' })
     : null;
-  return el('li', { class: 'event', 'data-component': e.component, 'data-type': e.type,
-                    'data-pci': extra.pci_bus_id, 'data-resolved': ack ? 'true' : undefined },
+  return el('li', { class: 'event', 'data-component': e.component, 'data-name': e.name,
+                    'data-type': e.type, 'data-pci': extra.pci_bus_id,
+                    'data-resolved': ack ? 'true' : undefined },
     el('span', { class: 'type', 'data-type': e.type, text: e.type }),
     el('time', { dateTime: e.time, title: e.time, text: `${fmtTime(t)} (${fmtAgo(t, now)})` }),
     el('span', { class: 'component', text: shortName(e.component) }),
