@@ -13,7 +13,9 @@
 //
 // Environment (set by CTest): GPUD_BINARY, GPUD_FAKE_NVML, GPUD_SOURCE_DIR, GPUD_WEB_NODE_MODULES,
 // GPUD_UI_OUT_DIR; optional GPUD_CHROMIUM (default /usr/bin/chromium), GPUD_TEST_REAL_KMSG=1
-// (inject into the real /dev/kmsg where writable), GPUD_UI_TEST_PRIVATE_KMSG=1 (never).
+// (inject into the real /dev/kmsg where writable), GPUD_UI_TEST_PRIVATE_KMSG=1 (never),
+// GPUD_UI_ASSETS_DIR (the page and its assets from this web/build.mjs output folder instead of the
+// binary's: a UI change tested against a daemon built from another tree; the API is the daemon's).
 // Exit codes: 0 passed, 1 failed, 77 skipped (CTest SKIP_RETURN_CODE).
 import { spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
@@ -65,6 +67,23 @@ function skip(msg) {
 }
 
 const chromiumPath = process.env.GPUD_CHROMIUM || '/usr/bin/chromium';
+const assetsDir = process.env.GPUD_UI_ASSETS_DIR;
+
+// With GPUD_UI_ASSETS_DIR, the context gets GET / and /assets/* from that folder.
+async function useAssetsDir(context, origin) {
+  if (!assetsDir) return;
+  const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
+                  '.css': 'text/css; charset=utf-8' };
+  await context.route((url) => url.origin === origin &&
+                               (url.pathname === '/' || url.pathname.startsWith('/assets/')),
+  (route) => {
+    const { pathname } = new URL(route.request().url());
+    const file = path.join(assetsDir, pathname === '/' ? 'index.html' : path.normalize(pathname));
+    if (!fs.existsSync(file)) return route.fulfill({ status: 404, body: '' });
+    return route.fulfill({ status: 200, contentType: types[path.extname(file)] || 'application/octet-stream',
+                           body: fs.readFileSync(file) });
+  });
+}
 if (!fs.existsSync(chromiumPath))
   skip(`${chromiumPath} is missing (install Debian's chromium: scripts/install-deps.sh)`);
 
@@ -199,6 +218,8 @@ async function main() {
 
   const context = await browser.newContext({ ignoreHTTPSErrors: true,
                                              viewport: { width: 1440, height: 900 } });
+  await useAssetsDir(context, origin);
+  if (assetsDir) log(`the page and its assets come from ${assetsDir}, not from the binary`);
   const page = await context.newPage();
   const problems = [];
   page.on('console', (m) => {
@@ -697,6 +718,7 @@ async function cardDrillDown(page, xid, pci) {
 async function resizeWithEmptyCharts(origin) {
   const context = await browser.newContext({ ignoreHTTPSErrors: true,
                                              viewport: { width: 1440, height: 900 } });
+  await useAssetsDir(context, origin);
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
