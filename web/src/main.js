@@ -635,7 +635,9 @@ function renderGpuDetail(key) {
      'product'],
     ['Board ID', info.board_id ?? mi.boardID, 'board-id'],
     ['Minor number', info.minor_number ?? mi.minorID, 'minor'],
-    ['NVML state', info.state || (condition === 'not-answering' ? 'not answering' : undefined), 'state'],
+    // The state as read now, never a remembered one.
+    ['NVML state', condition === 'not-answering' ? 'not answering' : (r.values[INFO] || {}).state,
+     'state'],
   ]);
 
   // Findings from every component: the GPU's causes, then what could not check it.
