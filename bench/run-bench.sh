@@ -8,8 +8,11 @@
 #     children; the same daemon loading the cri module itself is measured beside it, for comparison)
 #   - in each case Debian's prometheus-node-exporter started at the same time and idling beside it:
 #     every figure is printed beside node_exporter's from the same minute, with the ratio and its goal.
-# Both daemons are scraped every 15 s (gpud's /metrics too), so the comparison is like for like. gpud's
-# CPU counts its children's too (the CRI helper, systemctl), as /proc/<pid>/stat's cutime and cstime.
+# Both daemons are scraped every 15 s, so the comparison is like for like: node_exporter over plain HTTP, gpud
+# on its plain-HTTP metrics listener (--metrics-listen-address, what the shipped DaemonSet's PodMonitor
+# scrapes), each waited for on that /metrics. With eight GPUs the same daemon scraped over its HTTPS API
+# (a TLS handshake per scrape, /healthz over HTTPS to wait for it) is measured beside, for comparison.
+# gpud's CPU counts its children's too (the CRI helper, systemctl), as /proc/<pid>/stat's cutime and cstime.
 # FOOTPRINT_ONLY=1 stops after the footprint figures.
 set -euo pipefail
 build=${1:-build}
@@ -58,22 +61,30 @@ if [[ ${FOOTPRINT_ONLY:-0} != 1 ]]; then
   echo
 fi
 # ---- Side by side with node_exporter ------------------------------------------------------------
-# side_start NAME ENV=VALUE... -- gpud run flags...: starts one gpud (TLS, its own port and data dir) and
-# waits for /healthz. side_measure TITLE SECONDS GOAL_RSS GOAL_CPU NAME...: starts node_exporter, idles
+# side_start NAME ENV=VALUE... -- gpud run flags...: starts one gpud (TLS, its own port and data dir) with a
+# plain-HTTP metrics listener and waits for its /metrics; a NAME ending in "-https" has no metrics
+# listener and is waited for on /healthz and scraped over the HTTPS API instead. side_measure TITLE SECONDS GOAL_RSS GOAL_CPU NAME...: starts node_exporter, idles
 # SECONDS scraping all of them every 15 s, and prints each gpud's peak RSS and CPU beside node_exporter's,
 # with the ratios and whether they meet the goals. The daemons are stopped afterwards.
-declare -A side_pid side_port
+declare -A side_pid side_port side_url
 side_names=()
 side_start() {
   local name=$1; shift
   local env=()
   while [[ $1 != -- ]]; do env+=("$1"); shift; done
   shift
-  local port; port=$(free_port)
+  local port ready; port=$(free_port)
+  if [[ $name == *-https ]]; then
+    side_url[$name]=https://127.0.0.1:$port/metrics; ready=https://127.0.0.1:$port/healthz
+  else
+    local mport; mport=$(free_port)
+    set -- --metrics-listen-address "127.0.0.1:$mport" "$@"
+    side_url[$name]=http://127.0.0.1:$mport/metrics; ready=${side_url[$name]}
+  fi
   env "${env[@]}" "$gpud" run --listen-address 127.0.0.1:$port --data-dir "$work/$name" --log-level warn \
     "$@" 2>"$work/$name.log" &
   side_pid[$name]=$!; side_port[$name]=$port; pids+=($!); side_names+=("$name")
-  until curl -skf "https://127.0.0.1:$port/healthz" >/dev/null 2>&1; do sleep 0.01; done
+  until curl -skf "$ready" >/dev/null 2>&1; do sleep 0.01; done
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 verdict() { awk -v r="$1" -v g="$2" 'BEGIN{ print (r != "n/a" && r <= g) ? "met" : "NOT met" }'; }
@@ -89,7 +100,7 @@ side_measure() {
   local n_c0; n_c0=$(cpu_seconds $npid)
   local end=$(( $(date +%s) + secs ))
   while (( $(date +%s) < end )); do
-    for n in "$@"; do curl -skf "https://127.0.0.1:${side_port[$n]}/metrics" >/dev/null || true; done
+    for n in "$@"; do curl -skf "${side_url[$n]}" >/dev/null || true; done
     curl -sf "http://127.0.0.1:$nport/metrics" >/dev/null || true
     sleep 15
   done
@@ -137,7 +148,8 @@ if [[ -f $fake_nvml ]]; then
   scan_median=$(printf '%s\n' "${scan_ms[@]}" | sort -n | sed -n 3p)
   echo "gpud scan wall time, median of 5: ${scan_median} ms (runs: ${scan_ms[*]}; target < 1000 ms)"
   side_start gpus8 FAKE_NVML_SCENARIO="$scenario" -- --nvml-lib "$fake_nvml"
-  side_measure gpus8 "$idle_s" 0.70 1.0 gpus8
+  side_start gpus8-https FAKE_NVML_SCENARIO="$scenario" -- --nvml-lib "$fake_nvml"
+  side_measure gpus8 "$idle_s" 0.70 1.0 gpus8 gpus8-https
 else
   echo "bench: $fake_nvml missing (build the fake_nvml target): skipping the eight-GPU figures"
 fi

@@ -1,5 +1,5 @@
 // Any bytes as a stream of kernel-log lines: each parsed in every format gpud reads, through every
-// component's kernel-log rule (multi-line ones see the sequence), into the dispatcher with its
+// component's kernel-log rule (multi-line ones see the sequence), into the event pipeline with its
 // deduper and per-GPU occurrences. Every event must serialise (valid UTF-8 JSON), as the store
 // requires. Its seeds (scripts/fuzz.sh) are every file of testing/fixtures/kmsg/, formats.txt among
 // them: each rule's own lines, so a new rule is fuzzed from its lines by construction (the MLX5
@@ -13,7 +13,7 @@
 
 #include "components/registry.h"
 #include "core/metrics.h"
-#include "kmsg/dispatcher.h"
+#include "kmsg/event_pipeline.h"
 #include "kmsg/parser.h"
 #include "testing/memory_event_log.h"
 
@@ -23,8 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto rules = components::all_kernel_log_rules();
   testing_support::MemoryEventLog events;
   MetricRegistry metrics;
-  kmsg::KernelLogDispatcher dispatcher(rules, events, metrics, {});
-  dispatcher.keep_occurrences();
+  kmsg::EventPipeline pipeline(rules, events, metrics, {});
+  pipeline.keep_occurrences();
   kmsg::ParseOptions opts;
   opts.boot_time = from_unix_seconds(1'790'000'000);
   opts.now = from_unix_seconds(1'795'000'000);
@@ -34,9 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t nl = input.find('\n');
     const std::string_view line = input.substr(0, nl);
     input.remove_prefix(nl == std::string_view::npos ? input.size() : nl + 1);
-    if (auto v = kmsg::parse_line_view(line, opts)) dispatcher.feed(kmsg::to_record(*v), now);
+    if (auto v = kmsg::parse_line_view(line, opts)) pipeline.feed(kmsg::to_record(*v), now);
   }
-  (void)dispatcher.occurrences();
+  (void)pipeline.occurrences();
   auto stored = events.query("", TimePoint::min(), TimePoint::max());
   if (stored)
     for (const Event& e : *stored) (void)e.extra_info.dump();

@@ -1,4 +1,4 @@
-// An Xid line's match as the kernel-log dispatcher hands it to the Xid component, logged now by
+// An Xid line's match as the event pipeline hands it to the Xid component, logged now by
 // process `pid`: for tests that trace a real process's Xid to its container.
 #pragma once
 

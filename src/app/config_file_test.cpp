@@ -144,8 +144,9 @@ events-retention-period: 24h
   EXPECT_EQ(c.log_level, "debug");
   EXPECT_TRUE(c.no_tls);
   EXPECT_EQ(c.tls_sans, (std::vector<std::string>{"a.example", "10.0.0.1"}));
-  EXPECT_EQ(nlohmann::json::parse(c.xid_thresholds),
+  EXPECT_EQ(nlohmann::json::parse(run.flags.xid_thresholds),
             nlohmann::json::parse(R"({"overrides":{"94":{"rebootThreshold":5}}})"));
+  EXPECT_EQ(c.xid_thresholds.threshold(94), 5) << "parsed once, into the Config";
   EXPECT_EQ(c.events_retention, std::chrono::hours(24));
   EXPECT_EQ(run.flags.components, "cpu,disk");
 }
@@ -327,8 +328,9 @@ TEST(ConfigFile, UpRenderingReadsBackAsTheSameFlags) {
   ASSERT_TRUE(validate_run_flags(run.flags, run.sample));
   const Config& c = run.flags.config;
   EXPECT_EQ(c.gpu_count, 8);
-  EXPECT_EQ(nlohmann::json::parse(c.xid_thresholds),
+  EXPECT_EQ(nlohmann::json::parse(run.flags.xid_thresholds),
             nlohmann::json::parse(R"({"overrides":{"94":{"rebootThreshold":7}}})"));
+  EXPECT_EQ(c.xid_thresholds.threshold(94), 7);
   EXPECT_EQ(c.tls_sans, (std::vector<std::string>{"a.example", "10.0.0.1"}));
   EXPECT_TRUE(c.no_tls);
   EXPECT_EQ(run.flags.files, "/x y,/z");

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "app/bus_identities.h"
 #include "app/gpud_state_migration.h"
 #include "components/nvidia/gpu_health.h"
 #include "components/nvidia/xid.h"
@@ -81,7 +82,6 @@ Result<void> Daemon::start() {
   hooks.on_kernel_log_event = [this](std::string_view component) {
     if (scheduler_) scheduler_->trigger(component);
   };
-  hooks.identify_bus = [this](std::string_view bus) { return identify_bus(bus); };
   hooks.kernel_log_counters = [this] { return kernel_log_counters(); };
   if (auto r = make_node_conditions(); !r) return r;
   hooks.sinks = [this] {
@@ -96,6 +96,13 @@ Result<void> Daemon::start() {
   if (!runtime) return runtime.error();
   runtime_ = std::move(*runtime);
   store::Database& db = *runtime_->db;
+  db.set_on_failure([this] {
+    {
+      std::lock_guard lock(mu_);
+      ++store_failures_;
+    }
+    cv_.notify_all();
+  });
   MetricRegistry& metrics = runtime_->metrics;
   history_ = std::make_unique<store::MetricStore>(db);
 
@@ -113,12 +120,12 @@ Result<void> Daemon::start() {
   // What set-healthy acknowledged before this start: the kernel ring, re-read when the log is
   // followed below, is judged against it, so an acknowledged fault is not a fault again.
   if (auto boot = fs.read_line("/proc/sys/kernel/random/boot_id"); boot && !boot->empty())
-    runtime_->dispatcher->set_boot_id(*boot);
+    runtime_->pipeline->set_boot_id(*boot);
   else
     logger("kmsg")->warn(
         "cannot read the boot id; acknowledgements are matched by wall-clock time only");
   if (auto marks = meta.kernel_log_watermarks(); marks) {
-    for (auto& [component, w] : *marks) runtime_->dispatcher->set_watermark(component, w);
+    for (auto& [component, w] : *marks) runtime_->pipeline->set_watermark(component, w);
   } else {
     logger("kmsg")->warn(
         "cannot read what set-healthy acknowledged ({}); acknowledged kernel-log "
@@ -131,11 +138,12 @@ Result<void> Daemon::start() {
 
   machine_info_ = host::collect_machine_info(fs);
   // Takes the first NVML snapshot when NVML answers in time, before the kernel log is followed:
-  // the ring re-read then names each bus id's GPU (identify_bus reads that snapshot, never NVML),
-  // so a record re-read after a restart becomes the identical row and is not stored twice. NVML
-  // opens and collects on threads of its own: a driver whose init or calls hang delays this by
-  // kNvmlStartWait at most; the NVIDIA components show Initializing ("not checked: NVML is not
-  // answering") until it answers, and the loop fills machine info then (watch_nvidia).
+  // the ring re-read then names each bus id's GPU (the pipeline's table is built from that
+  // snapshot, never from a call to NVML), so a record re-read after a restart becomes the
+  // identical row and is not stored twice. NVML opens and collects on threads of its own: a
+  // driver whose init or calls hang delays this by kNvmlStartWait at most; the NVIDIA components
+  // show Initializing ("not checked: NVML is not answering") until it answers, and the loop fills
+  // machine info then (watch_nvidia).
   nvidia_expected_ = runtime_->nvidia_pci_present || config_.gpu_count > 0;
   nvml::NvidiaSource& nvidia = *runtime_->nvidia;
   nvidia.set_answer_wait(kNvmlAnswerWait);
@@ -156,6 +164,7 @@ Result<void> Daemon::start() {
   }
   nvidia_ready_ = nvidia.fill_machine_info(machine_info_, /*collect=*/false);
   machine_info_at_ = Clock::now();
+  refresh_bus_identities(Clock::now());
 
   metrics.describe("gpud_sqlite_db_size_bytes", "Size of the state database (gpud.state) in bytes");
   metrics.describe(components::kGpuHealthMetric,
@@ -190,8 +199,8 @@ Result<void> Daemon::start() {
   deps.plugins = [this] { return plugins::registered_specs(runtime_->registry); };
   deps.acknowledge_kernel_log = [this](std::string_view component,
                                        const Acknowledgement& ack) -> Result<void> {
-    KernelLogWatermark w = runtime_->dispatcher->watermark_now(ack);
-    runtime_->dispatcher->set_watermark(std::string(component), w);
+    KernelLogWatermark w = runtime_->pipeline->watermark_now(ack);
+    runtime_->pipeline->set_watermark(std::string(component), w);
     store::Metadata meta(*runtime_->db);
     if (auto r = meta.set_kernel_log_watermark(std::string(component), w); !r)
       return make_error("acknowledged, but not kept across a restart: " + r.error().message);
@@ -264,33 +273,21 @@ Result<void> Daemon::run_init_plugins() {
   return {};
 }
 
-kmsg::BusIdentity Daemon::identify_bus(std::string_view raw_bus) {
-  const std::string bus = normalize_pci_bus_id(raw_bus);
-  kmsg::BusIdentity id;
-  // Runs on the kernel-log thread (and the Xid watcher's): never an NVML call, never a wait on a
-  // collection, which a hung driver can hold for the whole deadline exactly when an Xid 79 arrives.
-  if (runtime_) {
-    if (auto snap = runtime_->nvidia->last_good_snapshot())
-      for (const auto& g : snap->gpus)
-        if (g.pci_bus_id.ok() && normalize_pci_bus_id(g.pci_bus_id.value) == bus) {
-          id.known = true;
-          if (g.uuid.ok()) id.uuid = g.uuid.value;
-          return id;
-        }
-  }
-  auto known_in_sysfs = [&] {
-    return std::find(sysfs_nvidia_devices_.begin(), sysfs_nvidia_devices_.end(), bus) !=
-           sysfs_nvidia_devices_.end();
-  };
-  const TimePoint now = Clock::now();
-  if (!known_in_sysfs() && now - sysfs_nvidia_devices_at_ >= std::chrono::minutes(1)) {
-    sysfs_nvidia_devices_.clear();
-    for (const std::string& dev : host::find_nvidia_devices(host::HostFs(config_.host_root)))
-      sysfs_nvidia_devices_.push_back(normalize_pci_bus_id(dev));
+void Daemon::refresh_bus_identities(TimePoint now) {
+  // Reads NVML's last good snapshot, never NVML: this runs on the daemon's loop, which a hung
+  // driver must not hold.
+  auto snapshot = runtime_->nvidia->last_good_snapshot();
+  const bool rescan = now - sysfs_nvidia_devices_at_ >= kSysfsDevicesRescan;
+  if (!rescan && snapshot == bus_identities_snapshot_) return;
+  if (rescan) {
+    sysfs_nvidia_devices_ = host::find_nvidia_devices(host::HostFs(config_.host_root));
     sysfs_nvidia_devices_at_ = now;
   }
-  id.known = known_in_sysfs();
-  return id;
+  bus_identities_snapshot_ = snapshot;
+  kmsg::BusIdentityTable table = bus_identity_table(snapshot.get(), sysfs_nvidia_devices_);
+  if (table == bus_identities_) return;
+  bus_identities_ = table;
+  runtime_->pipeline->set_bus_identities(std::move(table));
 }
 
 void Daemon::start_kernel_log() {
@@ -307,7 +304,7 @@ void Daemon::start_kernel_log() {
     // /dev/kmsg stamps every record; a followed file's line without a stamp (the "<3>msg" a
     // test writes) happened when it arrived, which is then a time the daemon knows.
     const TimePoint now = Clock::now();
-    runtime_->dispatcher->feed_message(r.message, r.time.value_or(now), now, r.boot_offset_us);
+    runtime_->pipeline->feed_message(r.message, r.time.value_or(now), now, r.boot_offset_us);
   });
   if (auto r = follower_->start(); !r) {
     logger("kmsg")->warn("kernel log not followed ({}); kernel-log components see no new events",
@@ -333,7 +330,7 @@ components::KernelLogCounters Daemon::kernel_log_counters() {
   c.read_errors = follower_->errors();
   c.foreign_records = follower_->foreign_records();
   c.record_errors = follower_->record_errors();
-  c.parse_errors = runtime_->dispatcher->parse_errors();
+  c.parse_errors = runtime_->pipeline->parse_errors();
   return c;
 }
 
@@ -342,7 +339,7 @@ void Daemon::maybe_start_xid_watcher() {
   nvml::Nvml* nvml = runtime_->nvidia->ready_nvml();
   if (nvml == nullptr) return;
   auto w = nvml::XidWatcher::start(*nvml, [this](const nvml::XidEvent& e) {
-    runtime_->dispatcher->dispatch(
+    runtime_->pipeline->dispatch(
         components::nvml_xid_match(static_cast<int>(e.xid), e.pci_bus_id, e.uuid),
         e.time == TimePoint{} ? Clock::now() : e.time);
   });
@@ -474,11 +471,18 @@ void Daemon::loop() {
               std::min<std::chrono::steady_clock::duration>(config_.metrics_sample_interval,
                                                             std::chrono::seconds(10));
   bool store_usable = runtime_->db->health().usable;
+  bool poll = true;  // something to look at every kStoreRetryInterval (see below)
+  // The failures the loop has seen the effect of: a failure of its own retry does not wake it again.
+  uint64_t failures_seen = store_failures_;
   while (!stopping_) {
     // Events waiting for the store are retried every few seconds, so that they are stored soon
-    // after space comes back, not at the next sample only.
-    auto wake = std::min(next, std::chrono::steady_clock::now() + kStoreRetryInterval);
-    cv_.wait_until(lock, wake, [this] { return stopping_ || nvidia_answered_; });
+    // after space comes back, not at the next sample only; so is NVML looked at while it opens, is
+    // missing (maybe_reload) or has not answered a first collection. Otherwise nothing here needs
+    // a timer: a failed store operation (events start to wait) and NVML answering wake the loop.
+    auto wake = poll ? std::min(next, std::chrono::steady_clock::now() + kStoreRetryInterval) : next;
+    cv_.wait_until(lock, wake, [&] {
+      return stopping_ || nvidia_answered_ || store_failures_ != failures_seen;
+    });
     if (stopping_) break;
     lock.unlock();
     const bool usable_before_retry = runtime_->db->health().usable;
@@ -490,11 +494,22 @@ void Daemon::loop() {
       for (Component* c : runtime_->registry.supported()) scheduler_->trigger(c->name());
     store_usable = usable;
     watch_nvidia();
-    components::publish_gpu_health(runtime_->metrics, gpu_health());
+    refresh_bus_identities(Clock::now());
     if (std::chrono::steady_clock::now() >= next) {
       next = std::chrono::steady_clock::now() + config_.metrics_sample_interval;
+      // The GPUs' health gauges are refreshed for every scrape (before_metrics) and here for the
+      // history sample.
+      components::publish_gpu_health(runtime_->metrics, gpu_health());
       housekeeping(Clock::now());
     }
+    // Read after noting the failures so far: one after this note wakes the loop; one before it (its
+    // own retry's included) left the backlog or the store's health that `poll` reads.
+    lock.lock();
+    failures_seen = store_failures_;
+    lock.unlock();
+    nvml::NvidiaSource& nvidia = *runtime_->nvidia;
+    poll = runtime_->events->backlog_size() > 0 || !runtime_->db->health().usable ||
+           nvidia.opening() || nvidia.status() != nvml::NvmlStatus::kReady || !nvidia_ready_;
     lock.lock();
   }
 }
@@ -525,6 +540,7 @@ void Daemon::stop() {
     if (size_t left = runtime_->events->retry(); left > 0)
       logger("store")->error("{} events could not be stored and are lost: {}", left,
                              runtime_->db->health().last_error);
+    runtime_->db->set_on_failure(nullptr);  // it wakes a loop that has ended
   }
   if (lock_fd_ >= 0) {
     ::close(lock_fd_);

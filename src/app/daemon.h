@@ -16,7 +16,7 @@
 #include "core/config.h"
 #include "core/registry.h"
 #include "core/scheduler.h"
-#include "kmsg/dispatcher.h"
+#include "kmsg/event_pipeline.h"
 #include "kmsg/reader.h"
 #include "nvml/xid_watcher.h"
 #include "server/metrics_listener.h"
@@ -59,13 +59,15 @@ class Daemon {
   void start_kernel_log();
   components::KernelLogCounters kernel_log_counters();
   void maybe_start_xid_watcher();
-  kmsg::BusIdentity identify_bus(std::string_view bus);
+  // Hands the event pipeline the node's bus ids and GPU UUIDs when NVML's last good snapshot
+  // changed, or sysfs's NVIDIA devices (re-read every kSysfsDevicesRescan) did.
+  void refresh_bus_identities(TimePoint now);
   nlohmann::json machine_info();
 
   Config config_;
   KubernetesSettings kubernetes_;
   int lock_fd_ = -1;
-  // The store, metric registry, NVIDIA source, components and kernel-log dispatcher, as `gpud scan`
+  // The store, metric registry, NVIDIA source, components and event pipeline, as `gpud scan`
   // builds them too.
   std::unique_ptr<Runtime> runtime_;
   std::unique_ptr<store::MetricStore> history_;
@@ -96,14 +98,22 @@ class Daemon {
   // Set by NVML's on_answer (a collection ended after a check was told "not answering"): the loop
   // re-checks the NVIDIA components and fills machine info now.
   bool nvidia_answered_ = false;  // guarded by mu_
+  // Counts the store's failed operations (guarded by mu_): a new one wakes the loop, which retries
+  // what waits for the store, then every kStoreRetryInterval while events wait or it is unusable.
+  uint64_t store_failures_ = 0;
   TimePoint last_retention_{};
-  // NVIDIA devices in sysfs (normalized bus ids), re-read at most once a minute on a miss; used
-  // only from identify_bus, which the dispatcher calls under its own lock.
+  // What refresh_bus_identities read last (start() before the loop, then only the loop): NVIDIA
+  // devices in sysfs, NVML's snapshot, and the table the pipeline was handed from them.
   std::vector<std::string> sysfs_nvidia_devices_;
   TimePoint sysfs_nvidia_devices_at_{};
+  std::shared_ptr<const nvml::NvmlSnapshot> bus_identities_snapshot_;
+  kmsg::BusIdentityTable bus_identities_;
 };
 
-// How often the daemon retries events that wait for the store (a full disk, a replaced database).
+// How often the daemon retries events that wait for the store (a full disk, a replaced database),
+// and looks at NVML while it is opening, missing or has not answered a first collection. With the
+// store well and NVML settled the loop sleeps until the next history sample, or until woken (a
+// failed store operation, NVML answering after a hang).
 inline constexpr std::chrono::seconds kStoreRetryInterval{5};
 // How long start() waits for NVML (its init and first collection) before following the kernel log
 // and serving: a driver that answers by then has its GPUs in /machine-info and names the GPUs of
@@ -116,6 +126,9 @@ inline constexpr std::chrono::milliseconds kNvmlAnswerWait{1000};
 // How long start() waits for the container runtimes' first listing (components::checked_first())
 // before the other components' first checks and the kernel log go ahead without it.
 inline constexpr std::chrono::seconds kFirstChecksWait{3};
+// How often the NVIDIA devices in sysfs are listed again for the kernel log's bus ids (a device
+// NVML does not list, e.g. a GPU fallen off the bus, is still one of the node's).
+inline constexpr std::chrono::minutes kSysfsDevicesRescan{1};
 // How often a missing or failed NVML is tried again: where NVIDIA GPUs are expected, and not.
 inline constexpr std::chrono::seconds kNvmlRetryExpected{30};
 inline constexpr std::chrono::seconds kNvmlRetry{300};

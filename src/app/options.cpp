@@ -262,14 +262,14 @@ void add_component_flags(CLI::App& cmd, RunFlags& f) {
                  "Degraded when a GPU is this close (°C) to its slowdown temperature (0: off)")
       ->check(CLI::NonNegativeNumber);
   // kernel log
-  cmd.add_option("--xid-reboot-threshold", f.config.xid_reboot_threshold,
+  cmd.add_option("--xid-reboot-threshold", f.xid_reboot_threshold,
                  "Reboots after which a repeated Xid/SXid escalates to HARDWARE_INSPECTION")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd.add_option("--xid-thresholds", f.config.xid_thresholds,
+  cmd.add_option("--xid-thresholds", f.xid_thresholds,
                  "Per-Xid reboot thresholds, JSON "
                  "'{\"overrides\":{\"94\":{\"rebootThreshold\":1000}}}' (94 -> 1000 by default)");
-  cmd.add_option("--sxid-thresholds", f.config.sxid_thresholds,
+  cmd.add_option("--sxid-thresholds", f.sxid_thresholds,
                  "Per-SXid reboot thresholds, same JSON shape as --xid-thresholds");
   cmd.add_option("--os-blocked-process-persistence-threshold",
                  f.config.os_blocked_process_persistence,
@@ -344,11 +344,18 @@ Result<void> finalize(RunFlags& f) {
                         " such as 72h");
     *out = std::chrono::duration_cast<std::chrono::seconds>(*d);
   }
-  if (c.xid_reboot_threshold < 1) return make_error("--xid-reboot-threshold must be at least 1");
-  if (auto t = parse_reboot_thresholds(c.xid_thresholds, {}); !t)
-    return make_error("--xid-thresholds: " + t.error().message);
-  if (auto t = parse_reboot_thresholds(c.sxid_thresholds, {}); !t)
-    return make_error("--sxid-thresholds: " + t.error().message);
+  if (f.xid_reboot_threshold < 1) return make_error("--xid-reboot-threshold must be at least 1");
+  // Parsed here once, over Config's defaults; the components read the typed thresholds.
+  for (auto [json, out, defaults, flag] :
+       {std::tuple{&f.xid_thresholds, &c.xid_thresholds, Config{}.xid_thresholds,
+                   "--xid-thresholds"},
+        std::tuple{&f.sxid_thresholds, &c.sxid_thresholds, Config{}.sxid_thresholds,
+                   "--sxid-thresholds"}}) {
+    defaults.default_threshold = f.xid_reboot_threshold;
+    auto t = parse_reboot_thresholds(*json, defaults);
+    if (!t) return make_error(std::string(flag) + ": " + t.error().message);
+    *out = std::move(*t);
+  }
   c.infiniband_excluded_devices = split_list(f.infiniband_exclude_devices);
   c.mount_points = split_list(f.mount_points);
   if (!f.nfs_checker_configs.empty()) {

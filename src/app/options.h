@@ -27,6 +27,9 @@ struct RunFlags {
   std::string network_latency_threshold = "7s";
   std::string infiniband_exclude_devices;  // comma list
   // kernel log
+  int xid_reboot_threshold = kDefaultRebootThreshold;
+  std::string xid_thresholds;   // JSON {"overrides":{"94":{"rebootThreshold":1000}}}
+  std::string sxid_thresholds;  // same shape, for SXid codes
   std::string xid_lookback;  // Go duration; "": the events retention
   std::string sxid_lookback;
   // API

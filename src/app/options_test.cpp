@@ -125,5 +125,41 @@ TEST(RunFlags, BadHostComponentFlagsAreRefusedWithTheFlagNamed) {
   }
 }
 
+// The Xid / SXid thresholds are parsed once, here, over Config's one default (94 -> 1000 for Xid).
+TEST(RunFlags, XidThresholdsAreParsedIntoTheConfig) {
+  RunFlags defaults;
+  ASSERT_TRUE(finalize(defaults));
+  EXPECT_EQ(defaults.config.xid_thresholds.threshold(94), 1000);
+  EXPECT_EQ(defaults.config.xid_thresholds.threshold(79), 2);
+  EXPECT_EQ(defaults.config.sxid_thresholds.threshold(12028), 2);
+  RunCommandLine run;
+  ASSERT_TRUE(run.parse({"--xid-reboot-threshold", "3", "--xid-thresholds",
+                         R"({"overrides":{"79":{"rebootThreshold":7}}})", "--sxid-thresholds",
+                         R"({"overrides":{"12028":{"rebootThreshold":4}}})"}));
+  ASSERT_TRUE(finalize(run.flags));
+  const Config& c = run.flags.config;
+  EXPECT_EQ(c.xid_thresholds.threshold(79), 7);
+  EXPECT_EQ(c.xid_thresholds.threshold(48), 3) << "--xid-reboot-threshold is the default";
+  EXPECT_EQ(c.xid_thresholds.threshold(94), 1000) << "the default override stays";
+  EXPECT_EQ(c.sxid_thresholds.threshold(12028), 4);
+  EXPECT_EQ(c.sxid_thresholds.threshold(20034), 3);
+  EXPECT_EQ(c.sxid_thresholds.threshold(94), 3);
+}
+
+TEST(RunFlags, BadXidThresholdsAreRefusedWithTheFlagNamed) {
+  for (auto [flag, value, message] :
+       {std::tuple{"--xid-thresholds", "{not json", "--xid-thresholds: invalid thresholds"},
+        std::tuple{"--sxid-thresholds", R"({"overrides":{"x":{"rebootThreshold":1}}})",
+                   "--sxid-thresholds: invalid thresholds: \"x\" is not a positive code"},
+        std::tuple{"--xid-thresholds", R"({"overrides":{"79":{"rebootThreshold":0}}})",
+                   "--xid-thresholds: invalid thresholds: code 79 needs"}}) {
+    RunCommandLine run;
+    ASSERT_TRUE(run.parse({flag, value}));
+    auto r = finalize(run.flags);
+    ASSERT_FALSE(r) << flag << " " << value;
+    EXPECT_NE(r.error().message.find(message), std::string::npos) << r.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace gpud::app

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/health.h"
-#include "kmsg/dispatcher.h"
+#include "kmsg/event_pipeline.h"
 
 namespace gpud::app {
 

@@ -52,13 +52,10 @@ Result<std::unique_ptr<Runtime>> build_runtime(const Config& config, RuntimeMode
   }
   if (auto r = components::register_all(rt->registry, ctx); !r) return r.error();
 
-  rt->dispatcher = std::make_unique<kmsg::KernelLogDispatcher>(
-      components::kernel_log_rules(rt->registry), *rt->events, rt->metrics,
-      std::move(hooks.on_kernel_log_event),
-      [registry = &rt->registry](std::string_view component) {
-        return registry->find(component) != nullptr;
-      },
-      std::move(hooks.identify_bus));
+  // The rules of the registered components only: the pipeline keeps no other component's events.
+  rt->pipeline =
+      std::make_unique<kmsg::EventPipeline>(components::kernel_log_rules(rt->registry), *rt->events,
+                                            rt->metrics, std::move(hooks.on_kernel_log_event));
   return rt;
 }
 

@@ -1,6 +1,6 @@
 // Runtime: what `gpud run` and `gpud scan` both wire, built in one place so that the two cannot
 // drift: the state database and its event store, the metric registry, the NVIDIA source, the
-// components with their context, and the kernel-log dispatcher.
+// components with their context, and the event pipeline (kernel log and NVML events to the store).
 #pragma once
 
 #include <functional>
@@ -10,7 +10,7 @@
 #include "core/config.h"
 #include "core/metrics.h"
 #include "core/registry.h"
-#include "kmsg/dispatcher.h"
+#include "kmsg/event_pipeline.h"
 #include "nvml/source.h"
 #include "runtimes/container_directory.h"
 #include "store/database.h"
@@ -29,14 +29,13 @@ enum class RuntimeMode {
 
 // What only the daemon hands the runtime; `gpud scan` leaves them empty.
 struct DaemonHooks {
-  kmsg::KernelLogDispatcher::OnEvent on_kernel_log_event;  // a component got a kernel-log event
-  kmsg::KernelLogDispatcher::IdentifyBus identify_bus;     // names the GPU of a kernel-log bus id
+  kmsg::EventPipeline::OnEvent on_kernel_log_event;  // a component got a kernel-log event
   std::function<components::KernelLogCounters()> kernel_log_counters;  // for the gpud component
   std::function<std::vector<components::SinkStatus>()> sinks;          // for the gpud component
 };
 
 // Members are declared so that each is destroyed before what it points at. Not movable: the
-// components and the dispatcher point at its members.
+// components and the pipeline point at its members.
 struct Runtime {
   Runtime() = default;
   Runtime(const Runtime&) = delete;
@@ -45,12 +44,12 @@ struct Runtime {
   MetricRegistry metrics;
   std::unique_ptr<store::Database> db;
   std::unique_ptr<store::EventStore> events;
-  std::unique_ptr<nvml::NvidiaSource> nvidia;  // opened
-  bool nvidia_pci_present = false;             // NVIDIA GPUs in sysfs, read once at build
-  components::GpudProbes gpud_probes;          // what the gpud component reads (daemon only)
-  runtimes::ContainerDirectory containers;     // what the container-runtime components listed
-  Registry registry;                           // the components config.components enables
-  std::unique_ptr<kmsg::KernelLogDispatcher> dispatcher;  // stores into events, for registry
+  std::unique_ptr<nvml::NvidiaSource> nvidia;     // opened
+  bool nvidia_pci_present = false;                // NVIDIA GPUs in sysfs, read once at build
+  components::GpudProbes gpud_probes;             // what the gpud component reads (daemon only)
+  runtimes::ContainerDirectory containers;        // what the container-runtime components listed
+  Registry registry;                              // the components config.components enables
+  std::unique_ptr<kmsg::EventPipeline> pipeline;  // stores into events, for registry
 };
 
 // Opens the database, loads NVML and registers the components. The daemon takes the data dir's

@@ -57,17 +57,12 @@ TEST(BuildRuntime, DaemonOpensTheStateFileOfTheDataDir) {
   EXPECT_NE(rt.error().message.find(config.data_dir), std::string::npos) << rt.error().message;
 }
 
-TEST(BuildRuntime, DaemonHandsTheGpudComponentItsProbesAndTheDispatcherItsHooks) {
+TEST(BuildRuntime, DaemonHandsTheGpudComponentItsProbesAndThePipelineItsOnEvent) {
   Config config = test_config();
   config.db_in_memory = true;
   std::vector<std::string> triggered;
-  std::vector<std::string> identified;
   DaemonHooks hooks;
   hooks.on_kernel_log_event = [&](std::string_view c) { triggered.emplace_back(c); };
-  hooks.identify_bus = [&](std::string_view bus) {
-    identified.emplace_back(bus);
-    return kmsg::BusIdentity{};
-  };
   hooks.kernel_log_counters = [] { return components::KernelLogCounters{}; };
   auto rt = build_runtime(config, RuntimeMode::kDaemon, std::move(hooks));
   ASSERT_TRUE(rt) << rt.error().message;
@@ -75,17 +70,22 @@ TEST(BuildRuntime, DaemonHandsTheGpudComponentItsProbesAndTheDispatcherItsHooks)
   ASSERT_NE(gpud, nullptr);
   EXPECT_TRUE(gpud->supported());
 
-  EXPECT_EQ((*rt)->dispatcher->feed_message(kmsg::xid_line(79, "0000:3b:00.0"), Clock::now()), 1);
+  (*rt)->pipeline->set_bus_identities({{{"0000:3b:00.0", "GPU-abc"}}});
+  EXPECT_EQ((*rt)->pipeline->feed_message(kmsg::xid_line(79, "0000:3b:00.0"), Clock::now()), 1);
   EXPECT_EQ(triggered, std::vector<std::string>{std::string(components::kXidComponent)});
-  EXPECT_FALSE(identified.empty());
+  auto stored =
+      (*rt)->events->query(std::string(components::kXidComponent), TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ(stored->front().extra_info.value("gpu_uuid", ""), "GPU-abc");
 }
 
-TEST(BuildRuntime, DispatcherKeepsOnlyEventsOfRegisteredComponents) {
+TEST(BuildRuntime, PipelineKeepsOnlyEventsOfRegisteredComponents) {
   Config config = test_config();
   config.components = {"cpu"};
   auto rt = build_runtime(config, RuntimeMode::kScan);
   ASSERT_TRUE(rt) << rt.error().message;
-  EXPECT_EQ((*rt)->dispatcher->feed_message(kmsg::xid_line(79, "0000:3b:00.0"), Clock::now()), 0);
+  EXPECT_EQ((*rt)->pipeline->feed_message(kmsg::xid_line(79, "0000:3b:00.0"), Clock::now()), 0);
 }
 
 }  // namespace

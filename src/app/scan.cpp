@@ -20,7 +20,7 @@
 #include "core/time_util.h"
 #include "host/machine_info.h"
 #include "host/os_info.h"
-#include "kmsg/dispatcher.h"
+#include "kmsg/event_pipeline.h"
 #include "kmsg/reader.h"
 
 namespace gpud::app {
@@ -31,34 +31,34 @@ namespace {
 // kernel-log rules into the scan's in-memory store.
 Result<void> scan_kernel_log(const Config& config, const host::HostFs& fs,
                              std::optional<TimePoint> saved_log_boot_time,
-                             kmsg::KernelLogDispatcher& dispatcher) {
-  dispatcher.keep_occurrences();
+                             kmsg::EventPipeline& pipeline) {
+  pipeline.keep_occurrences();
   if (config.kernel_logs.empty()) {
     kmsg::ParseOptions parse;
     parse.boot_time = host::read_boot_time(fs);
     if (!parse.boot_time) parse.boot_time = kmsg::estimate_boot_time();
     const std::string& path = config.kmsg_path;
-    auto r = kmsg::read_kmsg_ring(path, parse,
-                                  [&](const kmsg::KmsgRecord& rec) { dispatcher.feed(rec); });
+    auto r =
+        kmsg::read_kmsg_ring(path, parse, [&](const kmsg::KmsgRecord& rec) { pipeline.feed(rec); });
     if (!r) logger("scan")->info("kernel log not read: {}", r.error().message);
     return {};
   }
   const TimePoint now = Clock::now();
   for (const std::string& path : config.kernel_logs) {
-    auto cb = [&](const kmsg::KmsgRecordView& rec) { dispatcher.feed(rec, now); };
+    auto cb = [&](const kmsg::KmsgRecordView& rec) { pipeline.feed(rec, now); };
     kmsg::ReadOptions opts;
     // A saved log's "[  1005.03]" stamps are wall-clock times only with its boot's time.
     opts.parse.boot_time = saved_log_boot_time;
     opts.parse.now = now;
-    opts.want_keywords = dispatcher.literals();
-    opts.want_every_line = [&] { return dispatcher.pending(); };
+    opts.want_keywords = pipeline.literals();
+    opts.want_every_line = [&] { return pipeline.pending(); };
     opts.threads = 2;
     TruncationGuard guard(path);
     auto r =
         path == "-" ? kmsg::read_saved_log(0, cb, opts) : kmsg::read_saved_log_file(path, cb, opts);
     if (!r) return make_error("--kernel-log " + path + ": " + r.error().message);
     logger("scan")->info("{}: {} lines, {} kernel-log events so far", path, r->lines,
-                         dispatcher.stored());
+                         pipeline.stored());
   }
   return {};
 }
@@ -163,7 +163,7 @@ void add_scan(CLI::App& app, int* exit_code) {
     }
     Runtime& rt = **runtime;
     host::HostFs fs(flags->config.host_root);
-    if (auto r = scan_kernel_log(flags->config, fs, saved_log_boot_time, *rt.dispatcher); !r) {
+    if (auto r = scan_kernel_log(flags->config, fs, saved_log_boot_time, *rt.pipeline); !r) {
       std::cerr << "✘ " << r.error().message << "\n";
       *exit_code = kExitUsage;
       return;
@@ -195,9 +195,9 @@ void add_scan(CLI::App& app, int* exit_code) {
       if (e.result.health() != Health::kHealthy) all_healthy = false;
 
     if (*json) {
-      std::cout << scan_json(info, entries, rt.dispatcher->occurrences()).dump(2) << "\n";
+      std::cout << scan_json(info, entries, rt.pipeline->occurrences()).dump(2) << "\n";
     } else {
-      std::cout << scan_text(info, entries, rt.dispatcher->occurrences());
+      std::cout << scan_text(info, entries, rt.pipeline->occurrences());
     }
     *exit_code = all_healthy ? kExitOk : kExitUnhealthy;
   });

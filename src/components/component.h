@@ -45,7 +45,7 @@ class Component : public gpud::Component {
   explicit Component(const ComponentContext& ctx) : gpud::Component(ctx), ctx_(ctx) {}
 
   // Adds to one of its kernel-log events, as the line is read, what the node knows now (the Xid's
-  // process to its container and pod); the registry hands it to the dispatcher as the rules'
+  // process to its container and pod); the registry hands it to the event pipeline as the rules'
   // `annotate`. Default: nothing.
   virtual bool annotates_kernel_log() const { return false; }
   virtual void annotate_kernel_log_match(kmsg::Match& /*m*/, const kmsg::MatchTime& /*t*/) const {}

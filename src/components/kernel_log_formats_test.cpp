@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "components/registry.h"
-#include "kmsg/dispatcher.h"
+#include "kmsg/event_pipeline.h"
 #include "kmsg/rules.h"
 #include "store/database.h"
 #include "store/event_store.h"
@@ -106,7 +106,8 @@ TEST(KernelLogFormats, InfinibandMlx5HealthCommandsProbeTxAndModules) {
 }
 TEST(KernelLogFormats, XidLostGpuWithoutAnXidLine) { expect_family("xid", 5); }
 
-// Every component's rules behind the daemon's dispatcher (dedup and all), over an in-memory store.
+// Every component's rules behind the daemon's event pipeline (dedup and all), over an in-memory
+// store.
 std::unique_ptr<store::Database> memory_db() {
   auto r = store::Database::open_in_memory();
   return std::move(*r);
@@ -116,14 +117,14 @@ struct Daemonlike {
   std::unique_ptr<store::Database> db = memory_db();
   store::EventStore events{*db};
   MetricRegistry metrics;
-  kmsg::KernelLogDispatcher dispatcher{all_kernel_log_rules(), events, metrics, {}};
+  kmsg::EventPipeline pipeline{all_kernel_log_rules(), events, metrics, {}};
 };
 
 // One lost GPU, told twice in the same second ("Xid 79" and "GPU at ... has fallen off the bus",
 // as drivers print them), is one stored event; the same pair later on another GPU is another.
 TEST(KernelLogFormats, LostGpuToldTwiceInOneSecondIsOneEvent) {
   Daemonlike daemon;
-  kmsg::KernelLogDispatcher& d = daemon.dispatcher;
+  kmsg::EventPipeline& d = daemon.pipeline;
   const TimePoint t = Clock::from_time_t(1'700'000'000);
   EXPECT_EQ(d.feed_message("NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.", t), 1);
   EXPECT_EQ(d.feed_message("NVRM: GPU at 0000:01:00.0 has fallen off the bus.", t), 0);
@@ -136,7 +137,7 @@ TEST(KernelLogFormats, LostGpuToldTwiceInOneSecondIsOneEvent) {
 // device and are one event.
 TEST(KernelLogFormats, AerSummaryAndDetailOfOneErrorAreOneEvent) {
   Daemonlike daemon;
-  kmsg::KernelLogDispatcher& d = daemon.dispatcher;
+  kmsg::EventPipeline& d = daemon.pipeline;
   const TimePoint t = Clock::from_time_t(1'700'000'000);
   EXPECT_EQ(d.feed_message("pcieport 0000:00:1c.1: AER: Corrected error received: 0000:00:1c.1", t),
             1);

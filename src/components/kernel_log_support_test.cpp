@@ -6,7 +6,7 @@
 #include "components/host/pci.h"
 #include "components/registry.h"
 #include "core/time_util.h"
-#include "kmsg/dispatcher.h"
+#include "kmsg/event_pipeline.h"
 #include "nvml/source.h"
 #include "store/database.h"
 #include "store/event_store.h"
@@ -82,7 +82,7 @@ TEST(KernelLogHistory, EveryKernelLogComponentTakesPartInAScanWithoutNvml) {
     EXPECT_TRUE(c->supported()) << rules.component;
   }
   // The NVLink driver's failure is judged from the log alone: Unhealthy, reboot.
-  kmsg::KernelLogDispatcher d(kernel_log_rules(registry), events, metrics, {});
+  kmsg::EventPipeline d(kernel_log_rules(registry), events, metrics, {});
   ASSERT_EQ(d.feed_message("NVRM: knvlinkUpdatePostRxDetectLinkMask_IMPL: Failed to update Rx "
                            "Detect Link mask!",
                            std::nullopt),

@@ -1,4 +1,4 @@
-// For tests: runs components' kernel-log rules over lines as the dispatcher does.
+// For tests: runs components' kernel-log rules over lines as the event pipeline does.
 #pragma once
 
 #include <gtest/gtest.h>

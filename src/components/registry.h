@@ -11,7 +11,7 @@ namespace gpud::components {
 Result<void> register_all(Registry& registry, const ComponentContext& ctx);
 // Every component name gpud knows, sorted (for validating --components).
 std::vector<std::string> known_names();
-// The kernel-log rules of the components in `registry`: what the dispatcher is built from.
+// The kernel-log rules of the components in `registry`: what the event pipeline is built from.
 std::vector<kmsg::ComponentRules> kernel_log_rules(const Registry& registry);
 // The components whose check fills what the others read: the container runtimes ("containerd",
 // "docker", "kubelet") list the containers the GPU processes and Xid lines are traced to. The

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/reboot_rules.h"
+
 namespace gpud {
 
 struct Config {
@@ -129,10 +131,12 @@ struct Config {
   std::chrono::milliseconds nvml_call_timeout{10'000};
 
   // kernel log
-  int xid_reboot_threshold = 2;          // reboots after which a repeated Xid/SXid needs inspection
-  std::string xid_thresholds;            // JSON {"overrides":{"94":{"rebootThreshold":1000}}}
-  std::string sxid_thresholds;           // same shape, for SXid codes
-  std::chrono::seconds xid_lookback{0};  // 0: the events retention
+  // Reboots after which a repeated Xid / SXid needs inspection: --xid-reboot-threshold as the
+  // default of both, with per-code overrides from --xid-thresholds / --sxid-thresholds, parsed once
+  // by app/ (finalize) over these defaults. Xid 94 (a contained ECC error) recurs by design: 1000.
+  RebootThresholds xid_thresholds{kDefaultRebootThreshold, {{94, 1000}}};
+  RebootThresholds sxid_thresholds{kDefaultRebootThreshold, {}};
+  std::chrono::seconds xid_lookback{0};   // 0: the events retention
   std::chrono::seconds sxid_lookback{0};  // 0: the events retention
   std::vector<std::string> kernel_logs;   // scan --kernel-log FILE ("-": stdin)
 

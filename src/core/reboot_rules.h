@@ -26,8 +26,9 @@ std::optional<RepairAction> evaluate_suggested_actions(std::vector<TimePoint> re
 std::optional<RepairAction> aggregate_actions(const std::vector<RepairAction>& actions);
 
 // Per-code reboot thresholds (--xid-reboot-threshold, --xid-thresholds).
+inline constexpr int kDefaultRebootThreshold = 2;  // --xid-reboot-threshold's default
 struct RebootThresholds {
-  int default_threshold = 2;
+  int default_threshold = kDefaultRebootThreshold;
   std::map<int, int> overrides;  // code -> threshold
   int threshold(int code) const;
 };

@@ -1,15 +1,23 @@
 #include "host/command.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "host/host_fs.h"
+#include "host/proc_pid_stat.h"
 
 namespace gpud::host {
 namespace {
@@ -90,6 +98,164 @@ TEST(RunCommand, OutputBeyondTheLimitIsDroppedWithoutBlockingTheProgram) {
   EXPECT_EQ(r->out.size(), 1000u);
   EXPECT_EQ(r->err, "done\n");
   EXPECT_EQ(r->exit_code, 0);
+}
+
+// Alive: exists and is not a zombie (a killed process reparented to a PID 1 that does not reap
+// stays a zombie, which runs nothing).
+bool alive(pid_t pid) {
+  auto stat = read_proc_pid_stat(HostFs("/"), pid);
+  return stat && stat->state != 'Z';
+}
+
+// Waits up to 2 s for every pid to die (SIGKILL is sent at once, but a dying process takes a
+// moment to become a zombie); the ones still alive.
+std::vector<pid_t> survivors(const std::vector<pid_t>& pids) {
+  std::vector<pid_t> left;
+  for (int i = 0; i < 100; ++i) {
+    left.clear();
+    for (pid_t p : pids)
+      if (alive(p)) left.push_back(p);
+    if (left.empty()) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return left;
+}
+
+std::vector<pid_t> read_pids(const std::string& path) {
+  std::vector<pid_t> out;
+  std::ifstream in(path);
+  pid_t p = 0;
+  while (in >> p) out.push_back(p);
+  return out;
+}
+
+struct PidFile {
+  std::string path;
+  PidFile() {
+    char tmpl[] = "/tmp/gpud-command-pids-XXXXXX";
+    const int fd = ::mkstemp(tmpl);
+    ::close(fd);
+    path = tmpl;
+  }
+  ~PidFile() { ::unlink(path.c_str()); }
+};
+
+TEST(RunProcess, DeadlineKillsTheWholeGroup) {
+  PidFile pids;
+  ProcessSpec spec;
+  // A child, a grandchild in a subshell that ignores SIGTERM, and the shell itself.
+  spec.argv = {"sh", "-c",
+               "echo $$ >> " + pids.path + "; sleep 300 & echo $! >> " + pids.path +
+                   "; ( trap '' TERM; sleep 300 & echo $! >> " + pids.path +
+                   "; wait ) & echo started; wait"};
+  spec.timeout = milliseconds(800);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_process(spec);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_FALSE(r->cancelled);
+  EXPECT_EQ(r->term_signal, SIGKILL);
+  EXPECT_EQ(r->exit_code, -1);
+  EXPECT_EQ(r->out, "started\n") << "the output read before the deadline is kept";
+  EXPECT_GE(r->duration, milliseconds(800));
+  auto all = read_pids(pids.path);
+  ASSERT_EQ(all.size(), 3U) << "sh, sleep, the subshell's sleep";
+  EXPECT_TRUE(survivors(all).empty()) << "a process of the group survived the deadline";
+}
+
+TEST(RunProcess, WhatTheProgramLeftRunningInItsGroupIsKilledWhenItExits) {
+  PidFile pids;
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "sleep 300 > /dev/null 2>&1 & echo $! > " + pids.path + "; echo done"};
+  spec.timeout = milliseconds(20'000);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_process(spec);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->out, "done\n");
+  auto all = read_pids(pids.path);
+  ASSERT_EQ(all.size(), 1U);
+  EXPECT_TRUE(survivors(all).empty()) << "the background sleep outlived the run";
+}
+
+TEST(RunProcess, CancelKillsTheGroupFromAnotherThread) {
+  PidFile pids;
+  std::atomic<bool> cancel{false};
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "sleep 300 & echo $! > " + pids.path + "; wait"};
+  spec.timeout = milliseconds(60'000);
+  spec.cancel = &cancel;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    cancel = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_process(spec);
+  stopper.join();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(r->cancelled);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->term_signal, SIGKILL);
+  auto all = read_pids(pids.path);
+  ASSERT_EQ(all.size(), 1U);
+  EXPECT_TRUE(survivors(all).empty()) << "the sleep outlived the cancellation";
+}
+
+TEST(RunCommand, CancelledRunIsAnErrorOfItsOwn) {
+  std::atomic<bool> cancel{true};
+  auto r = run_command({"sleep", "30"}, kDefaultSearchPath, milliseconds(30'000), 1024, &cancel);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, kCommandCancelled);
+  EXPECT_EQ(r.error().message, "`sleep 30` was cancelled");
+}
+
+TEST(RunProcess, MergedOutputIsCappedAndTheRestCountedAsDiscarded) {
+  ProcessSpec spec;
+  spec.argv = {"sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x; echo end >&2"};
+  spec.timeout = milliseconds(10'000);
+  spec.max_output = 4096;
+  spec.merge_stderr = true;
+  auto r = run_process(spec);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->out, std::string(4096, 'x'));
+  EXPECT_TRUE(r->err.empty());
+  EXPECT_EQ(r->discarded_bytes, 300000U + 4 - 4096) << "stderr went to the same, full, output";
+}
+
+TEST(RunProcess, GivenEnvironmentAndFd3AndNothingElseOfTheCaller) {
+  // Not close-on-exec, and numbered apart from the child's 0-4: it must not reach the child.
+  const int opened = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(opened, 0);
+  const int leaked = ::fcntl(opened, F_DUPFD, 20);
+  ::close(opened);
+  ASSERT_GE(leaked, 20);
+  const int script = ::memfd_create("gpud-command-test", MFD_CLOEXEC);
+  ASSERT_GE(script, 0);
+  const std::string text = "echo \"from fd 3: $GREETING\"; env; ls /proc/self/fd\n";
+  ASSERT_EQ(::write(script, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ASSERT_EQ(::lseek(script, 0, SEEK_SET), 0);
+  ::setenv("GPUD_COMMAND_TEST_SECRET", "x", 1);
+  ProcessSpec spec;
+  spec.argv = {"sh", "/proc/self/fd/3"};
+  spec.environment = std::vector<std::string>{"GREETING=hello", "PATH=/usr/bin:/bin"};
+  spec.fd3 = script;
+  spec.timeout = milliseconds(10'000);
+  auto r = run_process(spec);
+  ::unsetenv("GPUD_COMMAND_TEST_SECRET");
+  ::close(script);
+  ::close(leaked);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  EXPECT_TRUE(r->out.starts_with("from fd 3: hello\n")) << r->out;
+  EXPECT_EQ(r->out.find("GPUD_COMMAND_TEST_SECRET"), std::string::npos);
+  // ls's own descriptors: 0-2, the script (3) and the directory it lists; none of the caller's.
+  EXPECT_EQ(r->out.find("\n" + std::to_string(leaked) + "\n"), std::string::npos)
+      << "descriptor " << leaked << " leaked: " << r->out;
 }
 
 }  // namespace

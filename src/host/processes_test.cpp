@@ -9,28 +9,6 @@ std::string fixture(std::string_view sub) {
   return std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/host-os/" + std::string(sub);
 }
 
-TEST(ProcPidStat, ParsesPidCommState) {
-  auto p = parse_proc_pid_stat("1 (systemd) S 0 1 1 0 -1 4194560");
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->pid, 1);
-  EXPECT_EQ(p->comm, "systemd");
-  EXPECT_EQ(p->state, 'S');
-}
-
-TEST(ProcPidStat, CommWithSpacesAndParenthesesEndsAtLastParen) {
-  auto p = parse_proc_pid_stat("200 (my )proc (x) D 1 200 200 0");
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->comm, "my )proc (x");
-  EXPECT_EQ(p->state, 'D');
-}
-
-TEST(ProcPidStat, RejectsMalformed) {
-  EXPECT_FALSE(parse_proc_pid_stat("").has_value());
-  EXPECT_FALSE(parse_proc_pid_stat("12 (cut").has_value());
-  EXPECT_FALSE(parse_proc_pid_stat("abc (x) R").has_value());
-  EXPECT_FALSE(parse_proc_pid_stat("12 (x)").has_value());
-}
-
 TEST(ProcessState, NamesLikePs) {
   EXPECT_EQ(process_state_name('D'), "disk-sleep");
   EXPECT_EQ(process_state_name('Z'), "zombie");
@@ -48,8 +26,8 @@ TEST(ProcessScan, CountsByStateAndSkipsVanishedAndNonNumeric) {
   EXPECT_EQ(scan.count('R'), 1);
   EXPECT_EQ(scan.count('I'), 1);
   EXPECT_EQ(scan.count('T'), 0);
-  EXPECT_EQ(scan.processes[2], (ProcessStat{200, "my )proc (x", 'D'}));
-  EXPECT_EQ(scan.processes[3], (ProcessStat{300, "nvidia-smi", 'D'}));
+  EXPECT_EQ(scan.processes[2], (ProcPidStat{200, "my )proc (x", 'D', 600}));
+  EXPECT_EQ(scan.processes[3], (ProcPidStat{300, "nvidia-smi", 'D', 700}));
 }
 
 TEST(ProcessScan, MissingProcIsEmpty) {

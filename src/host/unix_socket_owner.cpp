@@ -1,13 +1,10 @@
 #include "host/unix_socket_owner.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
 
 #include "core/parse_number.h"
-#include "host/os_info.h"
 
 namespace gpud::host {
 
@@ -54,22 +51,6 @@ std::optional<int64_t> unix_socket_owner(const HostFs& fs, std::string_view path
     }
   }
   return std::nullopt;
-}
-
-std::optional<TimePoint> process_start_time(const HostFs& fs, int64_t pid) {
-  auto stat = fs.read("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return std::nullopt;
-  auto close = stat->rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  auto f = split_fields(std::string_view(*stat).substr(close + 1));
-  // f[0] is field 3 (state); starttime is field 22.
-  if (f.size() < 20) return std::nullopt;
-  auto ticks = parse_integer<uint64_t>(f[19]);
-  auto boot = read_boot_time(fs);
-  long hz = sysconf(_SC_CLK_TCK);
-  if (!ticks || !boot || hz <= 0) return std::nullopt;
-  return *boot + std::chrono::duration_cast<TimePoint::duration>(
-                     std::chrono::duration<double>(static_cast<double>(*ticks) / hz));
 }
 
 }  // namespace gpud::host

@@ -1,6 +1,6 @@
-// Which process serves a unix socket, and since when: the containerd component's uptime grace
-// needs the age of the containerd behind its socket, not of any process named containerd (docker
-// and other runtimes start containerds of their own).
+// Which process serves a unix socket: the containerd component's uptime grace needs the age
+// (host/proc_pid_stat.h) of the containerd behind its socket, not of any process named containerd
+// (docker and other runtimes start containerds of their own).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "core/health.h"
 #include "host/host_fs.h"
 
 namespace gpud::host {
@@ -23,8 +22,5 @@ std::vector<uint64_t> unix_socket_inodes(std::string_view proc_net_unix, std::st
 // /proc; nullopt when none does or /proc cannot be read.
 std::optional<int64_t> unix_socket_owner(const HostFs& fs, std::string_view path,
                                          std::string_view comm);
-
-// When `pid` started: the boot time plus field 22 (starttime, in clock ticks) of /proc/<pid>/stat.
-std::optional<TimePoint> process_start_time(const HostFs& fs, int64_t pid);
 
 }  // namespace gpud::host

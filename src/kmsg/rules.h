@@ -60,7 +60,7 @@ struct BusIdentity {
 // so crafted lines naming random bus ids cannot grow /metrics without bound.
 inline constexpr std::string_view kUnknownBusLabel = "unknown";
 
-// One event the dispatcher stored, as its owner's counters see it.
+// One event the event pipeline stored, as its owner's counters see it.
 struct StoredMatch {
   const Match& match;
   std::string_view uuid;       // "" when unknown
@@ -80,11 +80,11 @@ struct ComponentRules {
   std::vector<LineRule> lines;
   std::vector<SequenceRule> sequences;
   // Optional: describes the metrics the component keeps for its kernel-log events (once, when
-  // the dispatcher is built) and counts one stored event into them.
+  // the pipeline is built) and counts one stored event into them.
   std::function<void(MetricRegistry&)> describe_metrics;
   std::function<void(MetricRegistry&, const StoredMatch&)> count;
   // Optional: adds what the node knows while the line is read (the container of an Xid's pid) to
-  // a match about to be stored (not to repeats the deduper drops).
+  // a match about to be stored (not to repeats). It and count run after the pipeline unlocks.
   std::function<void(Match&, const MatchTime&)> annotate;
 };
 

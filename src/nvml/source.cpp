@@ -163,13 +163,22 @@ Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::snapshot(
   // Measured from when the collection began: a caller that comes late does not wait again.
   if (answer_wait_)
     give_up = (collecting_ ? collecting_since_ : std::chrono::steady_clock::now()) + *answer_wait_;
-  return wait_for_collection(lock, max_age, give_up);
+  auto r = wait_for_collection(lock, max_age, give_up);
+  answered_last_ = r.ok();
+  return r;
 }
 
 Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::snapshot_within(
     std::chrono::milliseconds wait) {
   std::unique_lock lock(mu_);
-  return wait_for_collection(lock, max_age_, std::chrono::steady_clock::now() + wait);
+  auto r = wait_for_collection(lock, max_age_, std::chrono::steady_clock::now() + wait);
+  answered_last_ = r.ok();
+  return r;
+}
+
+bool NvidiaSource::answered_last_collection() const {
+  std::lock_guard lock(mu_);
+  return nvml_ && nvml_->status() == NvmlStatus::kReady && answered_last_;
 }
 
 Result<std::shared_ptr<const NvmlSnapshot>> NvidiaSource::wait_for_collection(

@@ -64,6 +64,12 @@ class NvidiaSource {
   // goes on; once a collection has timed out, the hang's own error instead until one succeeds.
   Result<std::shared_ptr<const NvmlSnapshot>> snapshot(std::chrono::milliseconds max_age);
   Result<std::shared_ptr<const NvmlSnapshot>> snapshot() { return snapshot(max_age_); }
+  // Whether NVML answered the last collection a caller asked for: true when NVML is ready and the
+  // last snapshot() (or snapshot_within()) returned a snapshot; false when NVML is missing, failed,
+  // or the collection failed or did not answer within the wait (a hung driver), and before anyone
+  // asked. Never waits. The one meaning of "NVML up": accelerator_nvidia_nvml_up and gpud_nvml_up
+  // both publish it.
+  bool answered_last_collection() const;
   // snapshot() waiting at most `wait` from now (the daemon's start-up budget).
   Result<std::shared_ptr<const NvmlSnapshot>> snapshot_within(std::chrono::milliseconds wait);
 
@@ -124,6 +130,7 @@ class NvidiaSource {
   uint64_t collections_ = 0;         // collections ended
   bool told_not_answering_ = false;  // a caller was told so during the current collection
   std::optional<Error> last_hang_;   // the last collection's timeout, until one succeeds
+  bool answered_last_ = false;       // the last snapshot() returned a snapshot
   std::optional<std::chrono::milliseconds> answer_wait_;
   std::mutex on_answer_mu_;  // held while on_answer_ runs
   std::function<void()> on_answer_;

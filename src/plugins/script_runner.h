@@ -1,7 +1,8 @@
-// Runs one plugin step's bash script: /bin/bash reads the script from a memory file (never a shell
-// string built from the spec), in a process group of its own with a minimal environment, killed
-// whole at the deadline; its output (stdout and stderr together) is read to the end, and only the
-// first bytes are kept so that a chatty script neither blocks on a full pipe nor fills memory.
+// Runs one plugin step's bash script through the host's one subprocess runner (host/command.h's
+// run_process): /bin/bash reads the script from a memory file (never a shell string built from the
+// spec), in a process group of its own with a minimal environment, killed whole at the deadline or
+// on cancellation; its output (stdout and stderr together) is read to the end, and only the first
+// bytes are kept so that a chatty script neither blocks on a full pipe nor fills memory.
 #pragma once
 
 #include <atomic>
@@ -16,15 +17,13 @@ inline constexpr size_t kMaxOutputBytes = 4096;
 // ${PAR} (or ${PAR1}) and the entry's name ${NAME}: those are set too, so that bash expands them as
 // variables (data, never parsed as shell text) where GPUd pasted the text into the script.
 inline constexpr const char* kParamEnv = "GPUD_PLUGIN_PARAM";
-inline constexpr const char* kDefaultPath =
-    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 struct ScriptOptions {
   std::chrono::milliseconds timeout{60'000};
   size_t max_output_bytes = kMaxOutputBytes;
-  // The script's PATH ("" : kDefaultPath); its environment holds only PATH, HOME=/, LANG=C.UTF-8,
-  // GPUD_PLUGIN_NAME and NAME (plugin_name), GPUD_PLUGIN_PARAM, PAR and PAR1 (plugin_param), and
-  // GPUD_HOST_ROOT.
+  // The script's PATH ("" : host::kDefaultSearchPath); its environment holds only PATH, HOME=/,
+  // LANG=C.UTF-8, GPUD_PLUGIN_NAME and NAME (plugin_name), GPUD_PLUGIN_PARAM, PAR and PAR1
+  // (plugin_param), and GPUD_HOST_ROOT.
   std::string path;
   std::string plugin_name;
   std::string plugin_param;
@@ -40,7 +39,7 @@ struct ScriptResult {
   int exit_code = -1;  // bash's exit status; 128+N when killed by signal N
   bool timed_out = false;
   bool cancelled = false;
-  std::string error;           // the script could not be started (no bash, fork failed)
+  std::string error;           // the script could not be started (no bash, spawn failed)
   std::string output;          // the first max_output_bytes of stdout and stderr
   size_t discarded_bytes = 0;  // output read past that and dropped
   std::chrono::milliseconds duration{0};

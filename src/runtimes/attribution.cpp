@@ -1,8 +1,6 @@
 #include "runtimes/attribution.h"
 
-#include <unistd.h>
-
-#include "core/parse_number.h"
+#include "host/proc_pid_stat.h"
 
 namespace gpud::runtimes {
 
@@ -54,18 +52,11 @@ void add_attribution(const Attribution& a, nlohmann::json& object) {
 }
 
 std::optional<double> process_start_seconds(const host::HostFs& fs, uint32_t pid) {
-  auto text = fs.read("/proc/" + std::to_string(pid) + "/stat", 64 << 10);
-  if (!text) return std::nullopt;
-  // "<pid> (<comm>) <state> <ppid> ...": comm may hold spaces and ')', so fields count from the
-  // last ')'. starttime is field 22, the 20th after it.
-  const size_t close = text->rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  auto fields = host::split_fields(std::string_view(*text).substr(close + 1));
-  if (fields.size() < 20) return std::nullopt;
-  auto ticks = parse_integer<uint64_t>(fields[19]);
-  const long hz = sysconf(_SC_CLK_TCK);
-  if (!ticks || hz <= 0) return std::nullopt;
-  return static_cast<double>(*ticks) / static_cast<double>(hz);
+  auto stat = host::read_proc_pid_stat(fs, pid);
+  if (!stat) return std::nullopt;
+  auto after = host::started_after_boot(*stat);
+  if (!after) return std::nullopt;
+  return after->count();
 }
 
 }  // namespace gpud::runtimes

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "core/log.h"
 #include "core/time_util.h"
@@ -297,9 +298,15 @@ void Database::note_write_ok_locked() {
   health_.writable = true;
 }
 
+void Database::set_on_failure(std::function<void()> on_failure) {
+  std::lock_guard lock(mu_);
+  on_failure_ = std::move(on_failure);
+}
+
 void Database::count_failure_locked(std::string_view op) {
   ++health_.errors_by_op[std::string(op)];
   if (metrics_ != nullptr) metrics_->add("", kStoreErrorsTotal, 1, {{"op", std::string(op)}});
+  if (on_failure_) on_failure_();
 }
 
 bool Database::note_failure_locked(std::string_view op, const Error& error, int rc, bool write) {

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,6 +74,9 @@ class Database {
   // gpud_store_quarantines_total, including a quarantine at open); optional, set before use.
   void set_metrics(MetricRegistry* metrics);
   MetricRegistry* metrics() const { return metrics_; }
+  // Called after every failed operation (counted in errors_by_op), with mutex() held, so it must not
+  // use the database: the daemon's loop is woken by it to retry what waits for the store. Empty: none.
+  void set_on_failure(std::function<void()> on_failure);
 
   // These four take mutex() themselves: do not call them while holding it.
   Result<void> exec(const std::string& sql);
@@ -134,6 +138,7 @@ class Database {
   std::string path_;
   std::string quarantined_;
   MetricRegistry* metrics_ = nullptr;
+  std::function<void()> on_failure_;
   DatabaseHealth health_;
   // The damaged file was moved aside but no fresh one could be opened yet.
   bool reopen_pending_ = false;

@@ -1,14 +1,21 @@
 // The web UI in a real browser: starts `gpud run` on the fake NVML (eight H100s), opens the page in
 // Debian's chromium (headless, driven by playwright-core), checks the machine, the eight GPU rows and
 // one card per component, injects an Xid 79 through POST /inject-fault and checks that within one
-// refresh (no reload) the Xid card turns Unhealthy and the event is in the timeline; then loses
-// GPU 3 and checks the LOST row, the stale values, per-GPU health and Xid counts and the cards
-// grouped under their root cause. Saves ui-screenshot.png (desktop, full page),
-// ui-screenshot-phone.png and ui-screenshot-gpu-lost.png into $GPUD_UI_OUT_DIR.
+// refresh (no reload) the Xid card turns Unhealthy and the event is in the timeline, that the time
+// range (1 h, 24 h, 7 d) changes what the page asks for, and that the Xid card opens its events;
+// then loses GPU 3 and checks the LOST row, the stale values, per-GPU health and Xid counts, the
+// cards grouped under their root cause, and the drill-down of GPU 3, of GPU 2 (its Xid) and of the
+// root-cause card; then hangs the driver (GPU 2's power reading never returns) and checks every
+// row marked NOT ANSWERING with no live-looking value, the cards "Not checked" under the root
+// cause, and the drill-down of GPU 2 and of that card. Saves ui-screenshot.png (desktop, full
+// page), ui-screenshot-phone.png, ui-screenshot-gpu-lost.png, ui-screenshot-hung-driver.png and
+// the drill-downs ui-drilldown-{gpu,card}-{gpu-lost,hung-driver}.png into $GPUD_UI_OUT_DIR.
 //
 // Environment (set by CTest): GPUD_BINARY, GPUD_FAKE_NVML, GPUD_SOURCE_DIR, GPUD_WEB_NODE_MODULES,
 // GPUD_UI_OUT_DIR; optional GPUD_CHROMIUM (default /usr/bin/chromium), GPUD_TEST_REAL_KMSG=1
-// (inject into the real /dev/kmsg where writable), GPUD_UI_TEST_PRIVATE_KMSG=1 (never).
+// (inject into the real /dev/kmsg where writable), GPUD_UI_TEST_PRIVATE_KMSG=1 (never),
+// GPUD_UI_ASSETS_DIR (the page and its assets from this web/build.mjs output folder instead of the
+// binary's: a UI change tested against a daemon built from another tree; the API is the daemon's).
 // Exit codes: 0 passed, 1 failed, 77 skipped (CTest SKIP_RETURN_CODE).
 import { spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
@@ -60,6 +67,23 @@ function skip(msg) {
 }
 
 const chromiumPath = process.env.GPUD_CHROMIUM || '/usr/bin/chromium';
+const assetsDir = process.env.GPUD_UI_ASSETS_DIR;
+
+// With GPUD_UI_ASSETS_DIR, the context gets GET / and /assets/* from that folder.
+async function useAssetsDir(context, origin) {
+  if (!assetsDir) return;
+  const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
+                  '.css': 'text/css; charset=utf-8' };
+  await context.route((url) => url.origin === origin &&
+                               (url.pathname === '/' || url.pathname.startsWith('/assets/')),
+  (route) => {
+    const { pathname } = new URL(route.request().url());
+    const file = path.join(assetsDir, pathname === '/' ? 'index.html' : path.normalize(pathname));
+    if (!fs.existsSync(file)) return route.fulfill({ status: 404, body: '' });
+    return route.fulfill({ status: 200, contentType: types[path.extname(file)] || 'application/octet-stream',
+                           body: fs.readFileSync(file) });
+  });
+}
 if (!fs.existsSync(chromiumPath))
   skip(`${chromiumPath} is missing (install Debian's chromium: scripts/install-deps.sh)`);
 
@@ -194,14 +218,18 @@ async function main() {
 
   const context = await browser.newContext({ ignoreHTTPSErrors: true,
                                              viewport: { width: 1440, height: 900 } });
+  await useAssetsDir(context, origin);
+  if (assetsDir) log(`the page and its assets come from ${assetsDir}, not from the binary`);
   const page = await context.newPage();
   const problems = [];
   page.on('console', (m) => {
     if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
   });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  const requested = [];  // the API paths the page asked for, in order
   page.on('request', (r) => {
     const u = r.url();
+    if (u.startsWith(origin)) requested.push(u.slice(origin.length));
     if (!u.startsWith(origin) && !u.startsWith('data:')) problems.push(`request off-origin: ${u}`);
     if (r.method() !== 'GET') problems.push(`non-GET request: ${r.method()} ${u}`);
   });
@@ -345,7 +373,11 @@ async function main() {
   if (!/^resolved \(acknowledged .+ by .+\)$/.test(label)) fail(`resolved label "${label}"`);
   log(`after set-healthy: Xid card Healthy, the event kept in the timeline as ${label}`);
 
+  await timeRange(page, requested);
+  await cardDrillDown(page, xid, pci);
+
   await lostGpu(page, port, useScenario);
+  await hungDriver(page, port, useScenario);
 
   if (problems.length) fail(`browser problems:\n  ${problems.join('\n  ')}`);
 
@@ -425,6 +457,260 @@ async function lostGpu(page, port, useScenario) {
   const shot = path.join(outDir, 'ui-screenshot-gpu-lost.png');
   await page.screenshot({ path: shot, fullPage: true });
   log(`screenshot: ${shot}`);
+
+  // GPU 3's drill-down: its identity, the info component's finding, what could not check it, its
+  // charts only; no event of another GPU (GPU 2's Xid is in GPU 2's panel, not here).
+  const gpus = (await api(port, 'GET', '/v1/gpus')).json;
+  const g3 = gpus.find((g) => g.index === 3);
+  if (!g3) fail(`/v1/gpus has no GPU 3: ${JSON.stringify(gpus)}`);
+  await openGpu(page, 3);
+  // The info component's gpu_lost event (it names GPU 3's bus id) is among GPU 3's events.
+  await page.waitForSelector(`#detail .events .event[data-component="${owner}"][data-name="gpu_lost"]`,
+                             { timeout: 20_000 })
+    .catch(() => fail('GPU 3\'s panel does not list the gpu_lost event'));
+  const panel = await readPanel(page);
+  if (panel.gpu !== g3.pci_bus_id || panel.state !== 'lost')
+    fail(`GPU 3's panel is for ${panel.gpu} (${panel.state}), want ${g3.pci_bus_id} (lost)`);
+  checkIdentity(panel, g3);
+  if (!panel.findings.some((f) => f.component === owner && f.health === 'Unhealthy'))
+    fail(`GPU 3's panel has no Unhealthy finding of ${owner}: ${JSON.stringify(panel.findings)}`);
+  const notChecked = panel.findings.filter((f) => f.health === 'NotChecked' && f.owner === owner);
+  if (!notChecked.length || notChecked.flatMap((f) => f.components).length < 10)
+    fail(`GPU 3's panel lists too few components kept from it: ${JSON.stringify(notChecked)}`);
+  checkChartsOf(panel, 'GPU 3');
+  const wrong = panel.events.filter((e) => e.pci && e.pci.toLowerCase().startsWith('0000:3a:00'));
+  if (wrong.length) fail(`GPU 3's panel lists GPU 2's events: ${JSON.stringify(wrong)}`);
+  log(`GPU 3's drill-down: ${panel.title}; ${panel.findings.length} finding line(s); ` +
+      `${panel.events.length} event(s); charts ${JSON.stringify(panel.charts)}`);
+  await drillShot(page, 'ui-drilldown-gpu-lost.png');
+  await closeWithEscape(page, '#gpu-table tbody tr:nth-child(4) .gpu-open');
+
+  const p2 = await openGpu(page, 2);
+  if (!p2.events.some((e) => e.component === 'accelerator-nvidia-error-xid' &&
+                             (e.pci || '').toLowerCase().startsWith('0000:3a:00')))
+    fail(`GPU 2's panel does not list its Xid 79: ${JSON.stringify(p2.events)}`);
+  if (!p2.findings.some((f) => f.component === 'accelerator-nvidia-error-xid' && f.health === 'Unhealthy'))
+    fail(`GPU 2's panel has no Xid finding: ${JSON.stringify(p2.findings)}`);
+  checkChartsOf(p2, 'GPU 2');
+  await closeWithEscape(page, '#gpu-table tbody tr:nth-child(3) .gpu-open');
+  log('GPU 2\'s drill-down lists its Xid 79 event and finding');
+
+  // The root-cause card: its finding about GPU 3 and the components it kept from checking.
+  const c = await openCard(page, owner);
+  if (!c.gpus.some((g) => g.health === 'Unhealthy' && g.gpu === g3.pci_bus_id))
+    fail(`${owner}'s panel does not name GPU 3: ${JSON.stringify(c.gpus)}`);
+  if (c.kept.length < 10) fail(`${owner}'s panel lists ${c.kept.length} components kept from checking`);
+  log(`${owner}'s drill-down: ${c.gpus.length} GPU line(s), ${c.kept.length} component(s) kept ` +
+      `from checking, ${c.events.length} event(s)`);
+  await drillShot(page, 'ui-drilldown-card-gpu-lost.png');
+  await closeWithEscape(page, `#components .card[data-component="${owner}"] .card-open`);
+}
+
+// The driver hangs (h100x8-hung-driver.json: GPU 2's power reading sleeps past the call deadline):
+// every GPU row is marked NOT ANSWERING and shows no live-looking value (what it shows is its last
+// read, drawn stale), the NVIDIA cards are grey "Not checked" under the root cause, and the
+// drill-down of GPU 2 and of that card say so. Saves ui-screenshot-hung-driver.png and the two
+// drill-downs. The healthy scenario is put back at the end (the stuck call then returns).
+async function hungDriver(page, port, useScenario) {
+  useScenario('h100x8-hung-driver.json');
+  log('driver hung (GPU 2: nvmlDeviceGetPowerUsage sleeps 15 s)');
+  const owner = 'accelerator-nvidia-info';
+  const seen = await page.waitForFunction((owner) => {
+    const rows = [...document.querySelectorAll('#gpu-table tbody tr')];
+    if (rows.length !== 8) return false;
+    for (const r of rows) {
+      if (r.dataset.state !== 'not-answering' || !/NOT ANSWERING/.test(r.cells[0].textContent))
+        return false;
+      // A value shown is the last one read, drawn stale: none looks live.
+      for (const c of [...r.cells].slice(4))
+        if (c.textContent !== '–' && c.dataset.stale !== 'true') return false;
+      if (!/°C/.test(r.cells[4].textContent)) return false;
+    }
+    const group = document.querySelector(`#components .group[data-root-cause="${owner}"]`);
+    if (!group) return false;
+    const affected = [...group.querySelectorAll('.affected .card')];
+    return affected.length >= 10 &&
+           affected.every((c) => c.dataset.health !== 'Healthy' &&
+                                 c.querySelector('.badge').textContent !== 'Healthy') &&
+           affected.some((c) => c.querySelector('.badge').textContent === 'Not checked');
+  }, owner, { timeout: 40_000 }).then(() => true, () => false);
+  if (!seen) {
+    const rows = await page.$$eval('#gpu-table tbody tr', (rs) =>
+      rs.map((r) => `${r.dataset.state}: ${[...r.cells].map((c) => c.textContent + (c.dataset.stale ? '(stale)' : '')).join(' | ')}`));
+    const groups = await page.$$eval('#components .group', (gs) =>
+      gs.map((g) => `${g.dataset.rootCause}: ${[...g.querySelectorAll('.affected .card')].map((c) => `${c.dataset.component}=${c.querySelector('.badge').textContent}`).join(', ')}`));
+    const gpus = (await api(port, 'GET', '/v1/gpus')).body;
+    fail(`with the driver hung, within 40 s:\n  rows ${JSON.stringify(rows, null, 1)}\n  groups ` +
+         `${JSON.stringify(groups)}\n  /v1/gpus ${gpus.slice(0, 3000)}`);
+  }
+  const summary = await page.$$eval('#gpu-table tbody tr', (rs) =>
+    rs.map((r) => `${r.cells[0].textContent}:${r.cells[1].textContent}`));
+  log(`GPU rows with the driver hung: ${summary.join(', ')}`);
+  const shot = path.join(outDir, 'ui-screenshot-hung-driver.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  log(`screenshot: ${shot}`);
+
+  await openCard(page, owner);
+  // The hang is an event of the owner (once its collection is declared hung), listed on its card.
+  await page.waitForSelector(`#detail .events .event[data-component="${owner}"][data-name="nvml_not_answering"]`,
+                             { timeout: 30_000 })
+    .catch(() => fail(`${owner}'s panel does not list the nvml_not_answering event`));
+  const c = await readPanel(page);
+  if (c.kept.length < 10) fail(`${owner}'s panel lists ${c.kept.length} components kept from checking`);
+  log(`${owner}'s drill-down (hung): ${c.reason}; ${c.kept.length} component(s) kept from ` +
+      `checking; ${c.events.length} event(s)`);
+  await drillShot(page, 'ui-drilldown-card-hung-driver.png');
+  await closeWithEscape(page, `#components .card[data-component="${owner}"] .card-open`);
+
+  const gpus = (await api(port, 'GET', '/v1/gpus')).json;
+  const g2 = gpus.find((g) => g.index === 2);
+  const panel = await openGpu(page, 2);
+  if (panel.gpu !== g2.pci_bus_id || panel.state !== 'not-answering')
+    fail(`GPU 2's panel is for ${panel.gpu} (${panel.state}), want ${g2.pci_bus_id} (not-answering)`);
+  checkIdentity(panel, g2);
+  const notChecked = panel.findings.filter((f) => f.health === 'NotChecked' && f.owner === owner);
+  if (notChecked.flatMap((f) => f.components).length < 10)
+    fail(`GPU 2's panel lists too few components that could not check it: ${JSON.stringify(panel.findings)}`);
+  if (!panel.staleNote) fail('GPU 2\'s panel does not say its table values are the last ones read');
+  checkChartsOf(panel, 'GPU 2');
+  if (!panel.events.some((e) => e.component === owner && e.name === 'nvml_not_answering'))
+    fail(`GPU 2's panel does not list the hang (${owner}'s nvml_not_answering): ${JSON.stringify(panel.events)}`);
+  log(`GPU 2's drill-down (hung): ${panel.title}; ${JSON.stringify(panel.findings.map((f) => f.text))}`);
+  await drillShot(page, 'ui-drilldown-gpu-hung-driver.png');
+  await closeWithEscape(page, '#gpu-table tbody tr:nth-child(3) .gpu-open');
+
+  useScenario('h100x8-healthy.json');
+}
+
+// What the open drill-down panel shows, as data.
+function readPanel(page) {
+  return page.$eval('#detail', (d) => ({
+    hidden: d.hidden,
+    kind: d.dataset.kind,
+    gpu: d.dataset.gpu,
+    state: d.dataset.state,
+    component: d.dataset.component,
+    title: d.querySelector('#detail-title').textContent,
+    identity: Object.fromEntries([...d.querySelectorAll('[data-section="identity"] .fact')]
+      .map((f) => [f.dataset.fact, f.querySelector('dd').textContent])),
+    findings: [...d.querySelectorAll('[data-section="findings"] .finding')].map((f) => ({
+      component: f.dataset.component, health: f.dataset.health, owner: f.dataset.owner,
+      components: (f.dataset.components || '').split(' ').filter(Boolean), text: f.textContent })),
+    staleNote: Boolean(d.querySelector('.stale-note')),
+    events: [...d.querySelectorAll('.events .event')].map((e) => ({
+      component: e.dataset.component, name: e.dataset.name, pci: e.dataset.pci, text: e.textContent })),
+    charts: [...d.querySelectorAll('.chart')].map((c) => ({
+      id: c.dataset.chart, series: c.querySelector('.chart-plot').dataset.series || '',
+      drawn: c.querySelectorAll('canvas').length > 0 })),
+    gpus: [...d.querySelectorAll('[data-section="gpus"] .finding')].map((f) => ({
+      gpu: f.dataset.gpu, health: f.dataset.health, text: f.textContent })),
+    kept: [...d.querySelectorAll('[data-section="kept from checking"] .finding')]
+      .map((f) => f.dataset.component),
+    reason: (d.querySelector('.detail-reason') || {}).textContent,
+  }));
+}
+
+// Clicks GPU `index`'s button in the table; the panel opens with the focus on its close button.
+async function openGpu(page, index) {
+  await page.click(`#gpu-table tbody tr:nth-child(${index + 1}) .gpu-open`);
+  await page.waitForSelector('#detail:not([hidden])[data-kind="gpu"]', { timeout: 5000 })
+    .catch(() => fail(`clicking GPU ${index} opened no panel`));
+  // Its charts are drawn (canvas) once the panel has its size.
+  await page.waitForFunction(() => document.querySelectorAll('#detail .chart canvas').length > 0,
+                             null, { timeout: 10_000 }).catch(() => {});
+  const panel = await readPanel(page);
+  if (!panel.title.startsWith(`GPU ${index}`)) fail(`GPU ${index}'s panel is titled "${panel.title}"`);
+  if (!(await page.evaluate(() => document.activeElement.id === 'detail-close')))
+    fail('the opened panel does not have the focus');
+  return panel;
+}
+
+async function openCard(page, component) {
+  await page.click(`#components .card[data-component="${component}"] .card-open`);
+  await page.waitForSelector(`#detail:not([hidden])[data-component="${component}"]`, { timeout: 5000 })
+    .catch(() => fail(`clicking the ${component} card opened no panel`));
+  return readPanel(page);
+}
+
+// Escape closes the panel and gives the focus back to what opened it.
+async function closeWithEscape(page, opener) {
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('#detail[hidden]', { state: 'attached', timeout: 5000 })
+    .catch(() => fail('Escape did not close the panel'));
+  const focused = await page.evaluate((sel) => document.activeElement === document.querySelector(sel),
+                                      opener);
+  if (!focused) fail(`after Escape the focus is not back on ${opener}`);
+}
+
+function checkIdentity(panel, g) {
+  const id = panel.identity;
+  if (id.uuid !== g.uuid || id['bus-id'] !== g.pci_bus_id || !id.serial || id.serial === '–' ||
+      !('vbios' in id))
+    fail(`identity ${JSON.stringify(id)} does not match /v1/gpus ${g.uuid} ${g.pci_bus_id} ` +
+         '(or has no serial / VBIOS line)');
+}
+
+// The panel's charts hold that GPU's series only, and at least one has it.
+function checkChartsOf(panel, label) {
+  if (panel.charts.length !== 3) fail(`the GPU panel has ${panel.charts.length} charts, want 3`);
+  const others = panel.charts.filter((c) => c.series && c.series !== label);
+  if (others.length) fail(`the ${label} panel charts other series: ${JSON.stringify(others)}`);
+  if (!panel.charts.some((c) => c.series === label && c.drawn))
+    fail(`the ${label} panel draws none of its series: ${JSON.stringify(panel.charts)}`);
+}
+
+// The page with the drill-down open, tall enough that the panel's sections all show.
+async function drillShot(page, name) {
+  const shot = path.join(outDir, name);
+  await page.setViewportSize({ width: 1440, height: 1800 });
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await sleep(300);
+  await page.screenshot({ path: shot, fullPage: false });
+  await page.setViewportSize({ width: 1440, height: 900 });
+  log(`drill-down screenshot: ${shot}`);
+}
+
+// The time range: 1 h and 7 d ask /v1/events and /v1/metrics for that span at once (no reload),
+// label the events and the Xid column so, and 24 h puts it back.
+async function timeRange(page, requested) {
+  for (const [range, seconds, long, short] of [['1h', 3600, 'hour', '1 h'],
+                                               ['7d', 7 * 86400, '7 days', '7 d'],
+                                               ['24h', 86400, '24 hours', '24 h']]) {
+    const from = requested.length;
+    const clicked = Math.floor(Date.now() / 1000);
+    await page.click(`#range button[data-range="${range}"]`);
+    const asked = async () => {
+      const urls = requested.slice(from);
+      const ev = urls.map((u) => /^\/v1\/events\?startTime=(\d+)/.exec(u)).filter(Boolean)
+        .some((m) => Math.abs(clicked - seconds - Number(m[1])) <= 30);
+      const me = urls.some((u) => u.startsWith('/v1/metrics?') && u.includes(`since=${seconds}s`));
+      return ev && me;
+    };
+    const deadline = Date.now() + 15_000;
+    while (!(await asked())) {
+      if (Date.now() > deadline)
+        fail(`after choosing ${range} the page asked ${JSON.stringify(requested.slice(from))}`);
+      await sleep(100);
+    }
+    await page.waitForFunction(({ range, long, short }) =>
+      document.body.dataset.range === range &&
+      document.querySelector(`#range button[data-range="${range}"]`).getAttribute('aria-pressed') === 'true' &&
+      document.querySelector('#events-h .range-long').textContent === long &&
+      document.querySelector('#gpu-table thead .range-short').textContent === short,
+    { range, long, short }, { timeout: 5000 }).catch(() => fail(`the page does not show the ${range} range`));
+  }
+  log('time range 1 h / 7 d / 24 h: events and metrics asked for that span, labels follow');
+}
+
+// The Xid card opens its events: the injected Xid is listed there, and Escape closes it.
+async function cardDrillDown(page, xid, pci) {
+  const panel = await openCard(page, xid);
+  if (!panel.events.some((e) => e.pci === pci && /XID 79/.test(e.text)))
+    fail(`the Xid card's panel does not list the Xid on ${pci}: ${JSON.stringify(panel.events)}`);
+  if (panel.events.some((e) => e.component !== xid))
+    fail(`the Xid card's panel lists another component's events: ${JSON.stringify(panel.events)}`);
+  await closeWithEscape(page, `#components .card[data-component="${xid}"] .card-open`);
+  log(`the Xid card opens its ${panel.events.length} event(s), the injected one among them`);
 }
 
 // Every chart empty (the metric history answers no samples, as on a fresh daemon), then the page is
@@ -432,6 +718,7 @@ async function lostGpu(page, port, useScenario) {
 async function resizeWithEmptyCharts(origin) {
   const context = await browser.newContext({ ignoreHTTPSErrors: true,
                                              viewport: { width: 1440, height: 900 } });
+  await useAssetsDir(context, origin);
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));

@@ -15,13 +15,14 @@ export const CHARTS = [
     metric: 'accelerator_nvidia_power_current_usage_milli_watts', perGpu: true, scale: 1 / 1000 },
   { id: 'gpu-util', title: 'GPU utilization (%)', component: 'accelerator-nvidia-utilization',
     metric: 'accelerator_nvidia_utilization_gpu_util_percent', perGpu: true, range: [0, 100] },
-  { id: 'cpu', title: 'CPU usage (%)', component: 'cpu', metric: 'cpu_used_percent',
-    range: [0, 100] },
-  { id: 'memory', title: 'Memory used (%)', component: 'memory', metric: 'memory_used_percent',
-    range: [0, 100] },
+  { id: 'cpu', title: 'CPU usage (%)', label: 'CPU usage', component: 'cpu',
+    metric: 'cpu_used_percent', range: [0, 100] },
+  { id: 'memory', title: 'Memory used (%)', label: 'Memory used', component: 'memory',
+    metric: 'memory_used_percent', range: [0, 100] },
 ];
 
 export const CHART_COMPONENTS = [...new Set(CHARTS.map((c) => c.component))];
+export const GPU_CHARTS = CHARTS.filter((c) => c.perGpu);
 
 // Samples by series, keyed by unix seconds, so overlapping incremental fetches merge cleanly.
 export class MetricHistory {
@@ -74,7 +75,7 @@ export class MetricHistory {
 }
 
 function seriesLabel(spec, s) {
-  if (!spec.perGpu) return spec.title.replace(/ \(.*\)$/, '');
+  if (!spec.perGpu) return spec.label;
   return s.labels.gpu !== undefined ? `GPU ${s.labels.gpu}` : (s.labels.uuid || 'GPU');
 }
 
@@ -88,9 +89,14 @@ function aligned(spec, list) {
   return [xs, ...ys];
 }
 
+// Draws CHARTS (or the given specs) into `container`; `filter` keeps the series it is true for (a
+// GPU's panel keeps that GPU's series), `emptyText` is what a chart without samples says.
 export class Charts {
-  constructor(container) {
+  constructor(container, { specs = CHARTS, filter = () => true, emptyText = 'no samples yet' } = {}) {
     this.container = container;
+    this.specs = specs;
+    this.filter = filter;
+    this.emptyText = emptyText;
     this.plots = new Map();  // id -> {plot, keys, box}
     this.resize = new ResizeObserver(() => this.fit());
     this.resize.observe(container);
@@ -111,14 +117,22 @@ export class Charts {
       if (plot) plot.setSize({ width: this.width(box), height: this.height() });
   }
 
+  // Stops following the container's size and removes the plots (a closed panel's charts).
+  destroy() {
+    this.resize.disconnect();
+    for (const { plot } of this.plots.values()) if (plot) plot.destroy();
+    this.plots.clear();
+    this.container.replaceChildren();
+  }
+
   update(history) {
-    for (const spec of CHARTS) {
-      const list = history.select(spec.component, spec.metric).sort((a, b) =>
+    for (const spec of this.specs) {
+      const list = history.select(spec.component, spec.metric).filter(this.filter).sort((a, b) =>
         Number(a.labels.gpu ?? 0) - Number(b.labels.gpu ?? 0));
       let entry = this.plots.get(spec.id);
       if (!entry) {
         const box = el('div', { class: 'chart-plot' });
-        const empty = el('p', { class: 'empty', text: 'no samples yet' });
+        const empty = el('p', { class: 'empty', text: this.emptyText });
         const wrap = el('figure', { class: 'chart', 'data-chart': spec.id },
                         el('figcaption', { text: spec.title }), box, empty);
         this.container.append(wrap);
@@ -126,7 +140,8 @@ export class Charts {
         this.plots.set(spec.id, entry);
       }
       entry.empty.hidden = list.length > 0;
-      const keys = list.map((s) => seriesLabel(spec, s)).join(',');
+      entry.box.dataset.series = list.map((s) => seriesLabel(spec, s)).join(',');
+      const keys = entry.box.dataset.series;
       const data = aligned(spec, list);
       if (entry.plot && entry.keys === keys) {
         entry.plot.setData(data);

@@ -1,7 +1,7 @@
 // Small pure helpers shared by the page's sections.
 
-// NotChecked: Healthy only because something kept the component from checking (the page's own
-// label; the API says Healthy with extra_info.not_checked).
+// NotChecked: Healthy (or Initializing) only because something kept the component from checking
+// (the page's own label; the API says Healthy with extra_info.not_checked).
 export const HEALTH_ORDER = { Unhealthy: 0, Degraded: 1, Initializing: 2, NotChecked: 3, Healthy: 4 };
 
 export function healthRank(h) {
@@ -68,14 +68,12 @@ export function shortName(component) {
   return component.replace(/^accelerator-nvidia-/, 'nvidia ');
 }
 
-// A state's extra_info.data is a JSON document in a string (GPUd's shape); undefined when absent
-// or not JSON.
-export function stateData(state) {
-  const raw = state && state.extra_info && state.extra_info.data;
-  if (typeof raw !== 'string') return undefined;
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
+// A PCI bus id as "0000:5d:00" (domain, bus, device; the function left out, lower case), so the
+// forms NVML ("00000000:5D:00.0"), the kernel log ("0000:5d:00") and gpud ("0000:5d:00.0") agree;
+// '' when it is not one.
+export function busKey(id) {
+  if (!id) return '';
+  const m = /^(?:([0-9a-f]{4,8}):)?([0-9a-f]{2}):([0-9a-f]{2})/i.exec(String(id).trim());
+  if (!m) return '';
+  return `${(m[1] || '0000').slice(-4)}:${m[2]}:${m[3]}`.toLowerCase();
 }

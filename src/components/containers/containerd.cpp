@@ -13,6 +13,7 @@
 #include "core/strings.h"
 #include "core/time_util.h"
 #include "host/command.h"
+#include "host/proc_pid_stat.h"
 #include "host/systemd_bus.h"
 #include "host/unix_socket_owner.h"
 #include "nvml/source.h"

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "components/kernel_log_support.h"
+#include "components/snapshot_metric.h"
 #include "core/parse_number.h"
 #include "kmsg/parser.h"
 
@@ -45,13 +46,28 @@ CheckResult evaluate_cpu(const Result<CpuSnapshot>& snapshot) {
   return r;
 }
 
+namespace {
+
+constexpr SnapshotMetric<CpuSnapshot> kMetrics[] = {
+    {.name = "cpu_used_percent",
+     .help = "CPU usage in percent since the previous check",
+     .value = [](const CpuSnapshot& s) { return s.used_percent; }},
+    {.name = "cpu_load_average",
+     .help = "System load average over load_duration (1m0s, 5m0s, 15m0s)",
+     .series =
+         [](const CpuSnapshot& s, MetricSeries& out) {
+           out.emplace_back(Labels{{"load_duration", "1m0s"}}, s.load.one);
+           out.emplace_back(Labels{{"load_duration", "5m0s"}}, s.load.five);
+           out.emplace_back(Labels{{"load_duration", "15m0s"}}, s.load.fifteen);
+         }},
+};
+static_assert(valid_metric_table(kMetrics));
+
+}  // namespace
+
 CpuComponent::CpuComponent(const ComponentContext& ctx)
     : Component(ctx), fs_(ctx.config->host_root) {
-  if (ctx.metrics != nullptr) {
-    ctx.metrics->describe("cpu_used_percent", "CPU usage in percent since the previous check");
-    ctx.metrics->describe("cpu_load_average",
-                          "System load average over load_duration (1m0s, 5m0s, 15m0s)");
-  }
+  describe_metrics(ctx.metrics, kMetrics);
   // The first sample now: whatever runs before the first check (`gpud scan` reads a kernel log)
   // counts towards the wait between the first two samples.
   if (auto stat = read_stat(); stat) {
@@ -100,13 +116,7 @@ Result<CpuSnapshot> CpuComponent::collect() {
 
 CheckResult CpuComponent::check() {
   auto snapshot = collect();
-  if (snapshot && ctx().metrics != nullptr) {
-    MetricRegistry& m = *ctx().metrics;
-    if (snapshot->used_percent) m.set("cpu", "cpu_used_percent", *snapshot->used_percent);
-    m.set("cpu", "cpu_load_average", snapshot->load.one, {{"load_duration", "1m0s"}});
-    m.set("cpu", "cpu_load_average", snapshot->load.five, {{"load_duration", "5m0s"}});
-    m.set("cpu", "cpu_load_average", snapshot->load.fifteen, {{"load_duration", "15m0s"}});
-  }
+  publish_metrics(ctx().metrics, name(), kMetrics, snapshot);
   CheckResult r = evaluate_cpu(snapshot);
   // Hung tasks and soft lockups from the kernel log are listed; health is unchanged (as GPUd).
   append_kernel_log_events(r, ctx(), name());

@@ -115,6 +115,58 @@ TEST(CpuComponent, UsageIsTheDeltaAgainstThePreviousCheck) {
       << metrics.prometheus_text();
 }
 
+// A failed read removes every cpu series: a scrape shows a gap, not the last values read.
+TEST(CpuComponent, AFailedReadRemovesTheSeriesOfTheLastGoodRead) {
+  TempRoot root;
+  root.write("proc/loadavg", "1.00 0.50 0.25 1/100 42\n");
+  root.write("proc/stat", "cpu  100 0 0 100 0 0 0 0\ncpu0 100 0 0 100 0 0 0 0\n");
+  Config cfg;
+  cfg.host_root = root.path();
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  CpuComponent c(ctx);
+  c.set_first_sample_delay(1ms);
+  (void)c.check();
+  root.write("proc/stat", "cpu  175 0 0 125 0 0 0 0\ncpu0 175 0 0 125 0 0 0 0\n");
+  ASSERT_EQ(c.check().health(), Health::kHealthy);
+  std::string text = metrics.prometheus_text();
+  ASSERT_NE(text.find("cpu_used_percent{gpud_component=\"cpu\"} 75\n"), std::string::npos) << text;
+  ASSERT_NE(text.find("cpu_load_average{gpud_component=\"cpu\",load_duration=\"1m0s\"} 1\n"),
+            std::string::npos)
+      << text;
+
+  std::filesystem::remove(root.path() + "/proc/loadavg");
+  root.write("proc/stat", "cpu  250 0 0 150 0 0 0 0\ncpu0 250 0 0 150 0 0 0 0\n");
+  EXPECT_EQ(c.check().health(), Health::kUnhealthy);
+  text = metrics.prometheus_text();
+  EXPECT_EQ(text.find("cpu_used_percent{"), std::string::npos) << text;
+  EXPECT_EQ(text.find("cpu_load_average{"), std::string::npos) << text;
+}
+
+// No usable delta between two samples: the usage is unknown, so its series goes, not its last
+// value.
+TEST(CpuComponent, AnUnknownUsageRemovesTheUsageSeries) {
+  TempRoot root;
+  root.write("proc/loadavg", "1.00 0.50 0.25 1/100 42\n");
+  root.write("proc/stat", "cpu  100 0 0 100 0 0 0 0\ncpu0 100 0 0 100 0 0 0 0\n");
+  Config cfg;
+  cfg.host_root = root.path();
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  CpuComponent c(ctx);
+  c.set_first_sample_delay(1ms);
+  (void)c.check();
+  root.write("proc/stat", "cpu  175 0 0 125 0 0 0 0\ncpu0 175 0 0 125 0 0 0 0\n");
+  (void)c.check();
+  ASSERT_NE(metrics.prometheus_text().find("cpu_used_percent{"), std::string::npos);
+
+  CheckResult r = c.check();  // the same counters again
+  EXPECT_NE(r.states[0].reason.find("n/a"), std::string::npos) << r.states[0].reason;
+  const std::string text = metrics.prometheus_text();
+  EXPECT_EQ(text.find("cpu_used_percent{"), std::string::npos) << text;
+  EXPECT_NE(text.find("cpu_load_average{"), std::string::npos) << text;
+}
+
 TEST(CpuComponent, MissingProcStatIsUnhealthy) {
   Config cfg;
   cfg.host_root = fixture_root("fd-near-limit");

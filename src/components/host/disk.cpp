@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <map>
 
+#include "components/snapshot_metric.h"
 #include "core/log.h"
 #include "core/reboot_rules.h"
 #include "host/bytes.h"
@@ -140,20 +141,54 @@ CheckResult evaluate_disk(const DiskSnapshot& s) {
   return r;
 }
 
+namespace {
+
+// One series per tracked mount point whose usage was read, labelled with it: a mount point that
+// went away or could not be statted has none.
+void per_mount(const DiskSnapshot& s, MetricSeries& out, double (*read)(const host::FsUsage&)) {
+  for (const TrackedMount& m : s.mounts)
+    if (m.usage) out.emplace_back(Labels{{"mount_point", m.mount_point}}, read(*m.usage));
+}
+
+constexpr SnapshotMetric<DiskSnapshot> kMetrics[] = {
+    {.name = "disk_total_bytes",
+     .help = "Size of the filesystem at mount_point in bytes",
+     .series =
+         [](const DiskSnapshot& s, MetricSeries& out) {
+           per_mount(s, out,
+                     [](const host::FsUsage& u) { return static_cast<double>(u.total_bytes); });
+         }},
+    {.name = "disk_free_bytes",
+     .help = "Bytes available to unprivileged users on the filesystem at mount_point",
+     .series =
+         [](const DiskSnapshot& s, MetricSeries& out) {
+           per_mount(s, out,
+                     [](const host::FsUsage& u) { return static_cast<double>(u.available_bytes); });
+         }},
+    {.name = "disk_used_bytes",
+     .help = "Bytes in use on the filesystem at mount_point",
+     .series =
+         [](const DiskSnapshot& s, MetricSeries& out) {
+           per_mount(s, out,
+                     [](const host::FsUsage& u) { return static_cast<double>(u.used_bytes); });
+         }},
+    {.name = "disk_used_percent",
+     .help = "Used bytes in percent of used + available on the filesystem at mount_point",
+     .series =
+         [](const DiskSnapshot& s, MetricSeries& out) {
+           per_mount(s, out, [](const host::FsUsage& u) { return u.used_percent(); });
+         }},
+};
+static_assert(valid_metric_table(kMetrics));
+
+}  // namespace
+
 DiskComponent::DiskComponent(const ComponentContext& ctx)
     : Component(ctx),
       fs_(ctx.config->host_root),
       tracked_(tracked_mount_points(ctx.config->mount_points)),
       network_mounts_(!ctx.config->nfs_checkers.empty()) {
-  if (ctx.metrics != nullptr) {
-    MetricRegistry& m = *ctx.metrics;
-    m.describe("disk_total_bytes", "Size of the filesystem at mount_point in bytes");
-    m.describe("disk_free_bytes",
-               "Bytes available to unprivileged users on the filesystem at mount_point");
-    m.describe("disk_used_bytes", "Bytes in use on the filesystem at mount_point");
-    m.describe("disk_used_percent",
-               "Used bytes in percent of used + available on the filesystem at mount_point");
-  }
+  describe_metrics(ctx.metrics, kMetrics);
 }
 
 DiskSnapshot DiskComponent::collect() {
@@ -226,26 +261,6 @@ void DiskComponent::collect_network_mounts(const host::MountTable& table, DiskSn
   network_timeouts_ = std::move(timeouts);
 }
 
-void DiskComponent::publish_metrics(const DiskSnapshot& s) {
-  if (ctx().metrics == nullptr) return;
-  MetricRegistry& reg = *ctx().metrics;
-  std::vector<std::string> now;
-  for (const TrackedMount& m : s.mounts)
-    if (m.usage) now.push_back(m.mount_point);
-  std::lock_guard lock(metrics_mu_);
-  // A mount point that went away must not keep its last values; the registry drops by component.
-  if (now != published_) reg.clear_component("disk");
-  for (const TrackedMount& m : s.mounts) {
-    if (!m.usage) continue;
-    Labels l{{"mount_point", m.mount_point}};
-    reg.set("disk", "disk_total_bytes", static_cast<double>(m.usage->total_bytes), l);
-    reg.set("disk", "disk_free_bytes", static_cast<double>(m.usage->available_bytes), l);
-    reg.set("disk", "disk_used_bytes", static_cast<double>(m.usage->used_bytes), l);
-    reg.set("disk", "disk_used_percent", m.usage->used_percent(), l);
-  }
-  published_ = std::move(now);
-}
-
 KernelLogVerdict evaluate_disk_events(const std::vector<Event>& events,
                                       const std::vector<TimePoint>& reboots,
                                       const std::vector<uint64_t>& counts) {
@@ -264,7 +279,7 @@ KernelLogVerdict evaluate_disk_events(const std::vector<Event>& events,
 
 CheckResult DiskComponent::check() {
   DiskSnapshot s = collect();
-  publish_metrics(s);
+  publish_metrics(ctx().metrics, name(), kMetrics, &s);
   CheckResult r = evaluate_disk(s);
   const TimePoint since =
       ctx().scan_mode ? TimePoint{} : Clock::now() - std::chrono::hours(24 * 14);

@@ -91,13 +91,10 @@ class DiskComponent : public Component {
  private:
   DiskSnapshot collect();
   void collect_network_mounts(const host::MountTable& table, DiskSnapshot& s);
-  void publish_metrics(const DiskSnapshot& s);
 
   host::HostFs fs_;
   std::vector<std::string> tracked_;
   std::atomic<bool> warned_mount_table_{false};
-  std::mutex metrics_mu_;
-  std::vector<std::string> published_;  // mount points with metric series, to drop stale ones
   // Network mounts are statted only with --nfs-checker-configs (GPUd's condition).
   bool network_mounts_ = false;
   // Mount point -> statfs timeouts in a row; only mounts still in the table are kept.

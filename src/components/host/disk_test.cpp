@@ -170,6 +170,37 @@ TEST(DiskComponent, MountedConfiguredPointGetsItsOwnSeries) {
             std::string::npos);
 }
 
+// A mount point statted once and then not (gone from the mount table, or statvfs failing) loses
+// its series; "/" keeps its own.
+TEST(DiskComponent, AMountPointNoLongerStattedLosesItsSeries) {
+  testing_support::TempDir root;
+  ASSERT_FALSE(root.path().empty());
+  std::filesystem::create_directories(root.path() + "/data");
+  const std::string root_line = "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n";
+  const std::string data_line =
+      "24 22 259:3 / /data rw,relatime shared:30 - ext4 /dev/nvme1n1 rw\n";
+  root.write("proc/self/mountinfo", root_line + data_line);
+  Config cfg;
+  cfg.host_root = root.path();
+  cfg.mount_points = {"/data"};
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  DiskComponent c(ctx);
+  (void)c.check();
+  std::string text = metrics.prometheus_text();
+  ASSERT_NE(text.find("disk_total_bytes{gpud_component=\"disk\",mount_point=\"/data\"}"),
+            std::string::npos)
+      << text;
+
+  std::filesystem::remove(root.path() + "/data");  // still in the table: statvfs fails
+  EXPECT_EQ(c.check().health(), Health::kDegraded);
+  text = metrics.prometheus_text();
+  EXPECT_EQ(text.find("mount_point=\"/data\""), std::string::npos) << text;
+  EXPECT_NE(text.find("disk_total_bytes{gpud_component=\"disk\",mount_point=\"/\"}"),
+            std::string::npos)
+      << text;
+}
+
 TEST(DiskComponent, MountedPointThatCannotBeStattedIsDegraded) {
   Config cfg;
   cfg.host_root = fixture_root("escaped-mounts");

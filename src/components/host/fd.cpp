@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "components/snapshot_metric.h"
 #include "core/log.h"
 #include "host/file_nr.h"
 
@@ -50,13 +51,25 @@ CheckResult evaluate_fd(const Result<FdSnapshot>& snapshot) {
   return r;
 }
 
+namespace {
+
+constexpr SnapshotMetric<FdSnapshot> kMetrics[] = {
+    {.name = "fd_allocated_file_handles",
+     .help = "File handles allocated system-wide (file-nr)",
+     .value = [](const FdSnapshot& s) { return metric_value(s.allocated_file_handles); }},
+    {.name = "fd_file_max",
+     .help = "System-wide file handle limit (file-max)",
+     .value = [](const FdSnapshot& s) { return metric_value(s.file_max); }},
+    {.name = "fd_used_percent",
+     .help = "Allocated file handles in percent of file-max",
+     .value = [](const FdSnapshot& s) { return metric_value(s.used_percent()); }},
+};
+static_assert(valid_metric_table(kMetrics));
+
+}  // namespace
+
 FdComponent::FdComponent(const ComponentContext& ctx) : Component(ctx), fs_(ctx.config->host_root) {
-  if (ctx.metrics != nullptr) {
-    MetricRegistry& m = *ctx.metrics;
-    m.describe("fd_allocated_file_handles", "File handles allocated system-wide (file-nr)");
-    m.describe("fd_file_max", "System-wide file handle limit (file-max)");
-    m.describe("fd_used_percent", "Allocated file handles in percent of file-max");
-  }
+  describe_metrics(ctx.metrics, kMetrics);
 }
 
 Result<FdSnapshot> FdComponent::collect() {
@@ -81,19 +94,7 @@ Result<FdSnapshot> FdComponent::collect() {
 
 CheckResult FdComponent::check() {
   auto snapshot = collect();
-  if (ctx().metrics != nullptr) {
-    MetricRegistry& m = *ctx().metrics;
-    if (snapshot) {
-      m.set("fd", "fd_allocated_file_handles",
-            static_cast<double>(snapshot->allocated_file_handles));
-      m.set("fd", "fd_file_max", static_cast<double>(snapshot->file_max));
-      m.set("fd", "fd_used_percent", snapshot->used_percent());
-    } else {
-      // Not read: absent, never the last value read.
-      for (const char* name : {"fd_allocated_file_handles", "fd_file_max", "fd_used_percent"})
-        m.clear_series("fd", name);
-    }
-  }
+  publish_metrics(ctx().metrics, name(), kMetrics, snapshot);
   return evaluate_fd(snapshot);
 }
 

@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "components/snapshot_metric.h"
+
 namespace gpud::components {
 
 namespace {
@@ -130,38 +132,39 @@ Event fuse_congestion_event(const host::FuseConnection& c, TimePoint now) {
   return e;
 }
 
-FuseComponent::FuseComponent(const ComponentContext& ctx)
-    : Component(ctx), fs_(ctx.config->host_root) {
-  if (ctx.metrics != nullptr) {
-    ctx.metrics->describe("fuse_connections_congested_percent_against_threshold",
-                          "FUSE requests waiting in percent of the connection's congestion "
-                          "threshold");
-    ctx.metrics->describe("fuse_connections_max_background_percent_against_threshold",
-                          "FUSE requests waiting in percent of the connection's max_background");
-  }
+namespace {
+
+// One series per connection whose value could be read, labelled with its device and connection.
+void per_connection(const host::FuseConnections& s, MetricSeries& out,
+                    std::optional<double> (*read)(const host::FuseConnection&)) {
+  for (const auto& c : s.connections)
+    if (auto v = read(c))
+      out.emplace_back(Labels{{"device_name", fuse_device_name(c)}, {"connection", c.id}}, *v);
 }
 
-void FuseComponent::publish_metrics(const Result<host::FuseConnections>& s) {
-  if (ctx().metrics == nullptr) return;
-  // A value that could not be read is absent: replace_series drops every series not set now.
-  std::vector<std::pair<Labels, double>> congested, background;
-  if (s) {
-    for (const auto& c : s->connections) {
-      Labels l{{"device_name", fuse_device_name(c)}, {"connection", c.id}};
-      if (auto p = fuse_congested_percent(c)) congested.emplace_back(l, *p);
-      if (auto p = fuse_max_background_percent(c)) background.emplace_back(l, *p);
-    }
-  }
-  ctx().metrics->replace_series("fuse", "fuse_connections_congested_percent_against_threshold",
-                                congested);
-  ctx().metrics->replace_series("fuse", "fuse_connections_max_background_percent_against_threshold",
-                                background);
+constexpr SnapshotMetric<host::FuseConnections> kMetrics[] = {
+    {.name = "fuse_connections_congested_percent_against_threshold",
+     .help = "FUSE requests waiting in percent of the connection's congestion threshold",
+     .series = [](const host::FuseConnections& s,
+                  MetricSeries& out) { per_connection(s, out, fuse_congested_percent); }},
+    {.name = "fuse_connections_max_background_percent_against_threshold",
+     .help = "FUSE requests waiting in percent of the connection's max_background",
+     .series = [](const host::FuseConnections& s,
+                  MetricSeries& out) { per_connection(s, out, fuse_max_background_percent); }},
+};
+static_assert(valid_metric_table(kMetrics));
+
+}  // namespace
+
+FuseComponent::FuseComponent(const ComponentContext& ctx)
+    : Component(ctx), fs_(ctx.config->host_root) {
+  describe_metrics(ctx.metrics, kMetrics);
 }
 
 CheckResult FuseComponent::check() {
   auto mountinfo = fs_.read("/proc/self/mountinfo");
   auto snapshot = host::read_fuse_connections(fs_, mountinfo ? *mountinfo : std::string());
-  publish_metrics(snapshot);
+  publish_metrics(ctx().metrics, name(), kMetrics, snapshot);
   if (snapshot) {
     // GPUd means to record fuse_connections when a connection is congested (its code never
     // does); here one event per connection each time it becomes congested.

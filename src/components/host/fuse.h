@@ -46,8 +46,6 @@ class FuseComponent : public Component {
   CheckResult check() override;
 
  private:
-  void publish_metrics(const Result<host::FuseConnections>& s);
-
   host::HostFs fs_;
   std::mutex mu_;
   std::set<std::string> congested_;  // connection ids congested at the last check

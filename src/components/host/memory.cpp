@@ -4,6 +4,7 @@
 #include <re2/re2.h>
 
 #include "components/kernel_log_support.h"
+#include "components/snapshot_metric.h"
 #include "core/log.h"
 #include "host/bytes.h"
 #include "host/vmallocinfo.h"
@@ -60,55 +61,41 @@ CheckResult evaluate_memory(const Result<MemorySnapshot>& snapshot) {
   return r;
 }
 
-MemoryComponent::MemoryComponent(const ComponentContext& ctx)
-    : Component(ctx), fs_(ctx.config->host_root) {
-  if (ctx.metrics != nullptr) {
-    MetricRegistry& m = *ctx.metrics;
-    m.describe("memory_total_bytes", "Total usable host memory in bytes");
-    m.describe("memory_available_bytes", "Host memory available for new allocations in bytes");
-    m.describe("memory_used_bytes", "Host memory in use (total - available) in bytes");
-    m.describe("memory_free_bytes", "Unused host memory (MemFree) in bytes");
-    m.describe("memory_used_percent", "Host memory in use in percent of total");
-    m.describe("memory_vm_alloc_total_bytes", "Size of the vmalloc address space (VmallocTotal)");
-    m.describe("memory_vm_alloc_used_bytes", "Memory mapped in vmalloc space (VmallocUsed)");
-    m.describe("memory_bpf_jit_buffer_bytes",
-               "Bytes the BPF JIT holds in vmalloc space (/proc/vmallocinfo)");
-  }
-}
-
 namespace {
-constexpr const char* kMemoryMetrics[] = {
-    "memory_total_bytes",         "memory_available_bytes",     "memory_used_bytes",
-    "memory_free_bytes",          "memory_used_percent",        "memory_vm_alloc_total_bytes",
-    "memory_vm_alloc_used_bytes", "memory_bpf_jit_buffer_bytes"};
+
+constexpr SnapshotMetric<MemorySnapshot> kMetrics[] = {
+    {.name = "memory_total_bytes",
+     .help = "Total usable host memory in bytes",
+     .value = [](const MemorySnapshot& s) { return metric_value(s.total_bytes); }},
+    {.name = "memory_available_bytes",
+     .help = "Host memory available for new allocations in bytes",
+     .value = [](const MemorySnapshot& s) { return metric_value(s.available_bytes); }},
+    {.name = "memory_used_bytes",
+     .help = "Host memory in use (total - available) in bytes",
+     .value = [](const MemorySnapshot& s) { return metric_value(s.used_bytes()); }},
+    {.name = "memory_free_bytes",
+     .help = "Unused host memory (MemFree) in bytes",
+     .value = [](const MemorySnapshot& s) { return metric_value(s.free_bytes); }},
+    {.name = "memory_used_percent",
+     .help = "Host memory in use in percent of total",
+     .value = [](const MemorySnapshot& s) { return metric_value(s.used_percent()); }},
+    {.name = "memory_vm_alloc_total_bytes",
+     .help = "Size of the vmalloc address space (VmallocTotal)",
+     .value = [](const MemorySnapshot& s) { return metric_value(s.vmalloc_total_bytes); }},
+    {.name = "memory_vm_alloc_used_bytes",
+     .help = "Memory mapped in vmalloc space (VmallocUsed)",
+     .value = [](const MemorySnapshot& s) { return metric_value(s.vmalloc_used_bytes); }},
+    {.name = "memory_bpf_jit_buffer_bytes",
+     .help = "Bytes the BPF JIT holds in vmalloc space (/proc/vmallocinfo)",
+     .value = [](const MemorySnapshot& s) { return metric_value(s.bpf_jit_buffer_bytes); }},
+};
+static_assert(valid_metric_table(kMetrics));
+
 }  // namespace
 
-void MemoryComponent::publish(const Result<MemorySnapshot>& snapshot) {
-  if (ctx().metrics == nullptr) return;
-  MetricRegistry& m = *ctx().metrics;
-  // What was not read this time is absent, never the last value read.
-  if (!snapshot) {
-    for (const char* name : kMemoryMetrics) m.clear_series("memory", name);
-    return;
-  }
-  auto set_or_clear = [&](const char* name, std::optional<double> v) {
-    if (v)
-      m.set("memory", name, *v);
-    else
-      m.clear_series("memory", name);
-  };
-  auto as_double = [](const std::optional<uint64_t>& v) -> std::optional<double> {
-    if (!v) return std::nullopt;
-    return static_cast<double>(*v);
-  };
-  m.set("memory", "memory_total_bytes", static_cast<double>(snapshot->total_bytes));
-  m.set("memory", "memory_available_bytes", static_cast<double>(snapshot->available_bytes));
-  m.set("memory", "memory_used_bytes", static_cast<double>(snapshot->used_bytes()));
-  m.set("memory", "memory_free_bytes", static_cast<double>(snapshot->free_bytes));
-  m.set("memory", "memory_used_percent", snapshot->used_percent());
-  set_or_clear("memory_vm_alloc_total_bytes", as_double(snapshot->vmalloc_total_bytes));
-  set_or_clear("memory_vm_alloc_used_bytes", as_double(snapshot->vmalloc_used_bytes));
-  set_or_clear("memory_bpf_jit_buffer_bytes", as_double(snapshot->bpf_jit_buffer_bytes));
+MemoryComponent::MemoryComponent(const ComponentContext& ctx)
+    : Component(ctx), fs_(ctx.config->host_root) {
+  describe_metrics(ctx.metrics, kMetrics);
 }
 
 CheckResult MemoryComponent::check() {
@@ -133,7 +120,7 @@ CheckResult MemoryComponent::check() {
     logger("memory")->warn(
         "/proc/meminfo has no MemAvailable (kernel < 3.14); estimating it as "
         "free + buffers + cached");
-  publish(snapshot);
+  publish_metrics(ctx().metrics, name(), kMetrics, snapshot);
   CheckResult r = evaluate_memory(snapshot);
   // OOM kills from the kernel log are listed; they do not change health (GPUd's behaviour).
   append_kernel_log_events(r, ctx(), name());

@@ -41,8 +41,6 @@ class MemoryComponent : public Component {
   bool can_set_healthy() const override { return true; }
 
  private:
-  void publish(const Result<MemorySnapshot>& snapshot);
-
   host::HostFs fs_;
   std::atomic<bool> warned_estimate_{false};
   // Set while /proc/vmallocinfo fails, so that a failing read logs once, and again after it

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "components/snapshot_metric.h"
 #include "core/log.h"
 
 namespace gpud::components {
@@ -59,6 +60,22 @@ CheckResult evaluate_network_latency(const std::vector<host::TcpConnectResult>& 
   return out;
 }
 
+namespace {
+
+constexpr SnapshotMetric<std::vector<host::TcpConnectResult>> kMetrics[] = {
+    // A target that could not be reached has no latency: no series, not its last one.
+    {.name = "network_latency_tcp_connect_milliseconds",
+     .help = "TCP connect latency to a --network-latency-targets target",
+     .series =
+         [](const std::vector<host::TcpConnectResult>& results, MetricSeries& out) {
+           for (const auto& r : results)
+             if (r.latency) out.emplace_back(Labels{{"target", r.target}}, to_ms(*r.latency));
+         }},
+};
+static_assert(valid_metric_table(kMetrics));
+
+}  // namespace
+
 NetworkLatencyComponent::NetworkLatencyComponent(const ComponentContext& ctx) : Component(ctx) {
   for (const auto& t : ctx.config->network_latency_targets) {
     if (auto parsed = host::parse_tcp_target(t); parsed)
@@ -66,9 +83,7 @@ NetworkLatencyComponent::NetworkLatencyComponent(const ComponentContext& ctx) : 
     else  // the CLI refuses these; a Config built elsewhere may not have
       logger("network-latency")->warn("ignoring target {}", parsed.error().message);
   }
-  if (ctx.metrics != nullptr)
-    ctx.metrics->describe("network_latency_tcp_connect_milliseconds",
-                          "TCP connect latency to a --network-latency-targets target");
+  describe_metrics(ctx.metrics, kMetrics);
 }
 
 CheckResult NetworkLatencyComponent::check() {
@@ -76,14 +91,7 @@ CheckResult NetworkLatencyComponent::check() {
   auto results = host::measure_tcp_connect(
       targets_,
       threshold + std::chrono::duration_cast<std::chrono::milliseconds>(kNetworkLatencyGrace));
-  if (ctx().metrics != nullptr) {
-    // A target that could not be reached has no latency: its series is removed, not kept.
-    std::vector<std::pair<Labels, double>> series;
-    for (const auto& r : results)
-      if (r.latency) series.emplace_back(Labels{{"target", r.target}}, to_ms(*r.latency));
-    ctx().metrics->replace_series("network-latency", "network_latency_tcp_connect_milliseconds",
-                                  series);
-  }
+  publish_metrics(ctx().metrics, name(), kMetrics, &results);
   return evaluate_network_latency(results, threshold);
 }
 

@@ -8,6 +8,7 @@
 
 #include "components/host/pstore.h"
 #include "components/kernel_log_support.h"
+#include "components/snapshot_metric.h"
 #include "core/log.h"
 #include "core/time_util.h"
 #include "kmsg/parser.h"
@@ -62,10 +63,10 @@ std::string format_uptime(double seconds) {
 
 }  // namespace
 
-std::vector<BlockedProcess> DStateTracker::update(const std::vector<host::ProcessStat>& blocked) {
+std::vector<BlockedProcess> DStateTracker::update(const std::vector<host::ProcPidStat>& blocked) {
   std::map<std::pair<int64_t, std::string>, int> next;
   std::vector<BlockedProcess> out;
-  for (const host::ProcessStat& p : blocked) {
+  for (const host::ProcPidStat& p : blocked) {
     auto key = std::make_pair(p.pid, p.comm);
     auto it = streaks_.find(key);
     int checks = (it == streaks_.end() ? 0 : it->second) + 1;
@@ -195,6 +196,85 @@ Event make_reboot_event(TimePoint boot_time) {
   return e;
 }
 
+namespace {
+
+// What the os metrics read: the check's snapshot and the thresholds it was judged against.
+struct OsMetricInput {
+  const OsSnapshot& snapshot;
+  const OsThresholds& thresholds;
+};
+
+std::optional<double> file_handles(const OsMetricInput& in) {
+  return metric_value(in.snapshot.info.file_handles_allocated);
+}
+// file-max, when it was read and is a limit (> 0).
+std::optional<int64_t> file_max(const OsMetricInput& in) {
+  const auto& max = in.snapshot.info.file_max;
+  return max && *max > 0 ? max : std::nullopt;
+}
+std::optional<double> percent_of(const std::optional<int64_t>& used, int64_t limit) {
+  return used && limit > 0 ? std::optional<double>(percent(*used, limit)) : std::nullopt;
+}
+
+// What could not be read is absent, not 0 (nor the last value read).
+constexpr SnapshotMetric<OsMetricInput> kMetrics[] = {
+    {.name = "os_zombie_processes",
+     .help = "Number of zombie processes",
+     .value = [](const OsMetricInput& in) { return metric_value(in.snapshot.zombies); }},
+    {.name = "os_running_pids",
+     .help = "Number of processes (PIDs in /proc)",
+     .value = [](const OsMetricInput& in) { return metric_value(in.snapshot.processes); }},
+    {.name = "os_blocked_processes",
+     .help = "Number of processes in uninterruptible sleep (D state)",
+     .value = [](const OsMetricInput& in) { return metric_value(in.snapshot.blocked); }},
+    {.name = "os_blocked_processes_persistent",
+     .help = "Number of processes in D state for the persistence threshold of checks",
+     .value =
+         [](const OsMetricInput& in) {
+           return metric_value(in.snapshot.persistent_blocked.size());
+         }},
+    {.name = "os_allocated_file_handles",
+     .help = "Allocated file handles (/proc/sys/fs/file-nr)",
+     .value = file_handles},
+    // GPUd's os_allocated_file_handles_percent is of file-max itself, often 2^63-1 and so near 0;
+    // the rule judges against file-max capped at file_handles_cap (GPUd's threshold gauges).
+    {.name = "os_allocated_file_handles_percent",
+     .help = "Allocated file handles as a percentage of file-max",
+     .value =
+         [](const OsMetricInput& in) {
+           return percent_of(in.snapshot.info.file_handles_allocated, file_max(in).value_or(0));
+         }},
+    {.name = "os_limit",
+     .help = "System-wide file handle limit (/proc/sys/fs/file-max)",
+     .value = [](const OsMetricInput& in) { return metric_value(file_max(in)); }},
+    {.name = "os_threshold_allocated_file_handles",
+     .help = "Cap on the file handle limit that allocated file handles are judged against",
+     .value = [](const OsMetricInput& in) { return metric_value(in.thresholds.file_handles_cap); }},
+    {.name = "os_threshold_allocated_file_handles_percent",
+     .help = "Allocated file handles as a percentage of min(file-max, "
+             "os_threshold_allocated_file_handles): what the health rule judges",
+     .value =
+         [](const OsMetricInput& in) {
+           return percent_of(in.snapshot.info.file_handles_allocated,
+                             file_handle_threshold(in.snapshot, in.thresholds));
+         }},
+    {.name = "os_threshold_running_pids",
+     .help = "PID limit the running PIDs are measured against",
+     .value = [](const OsMetricInput& in) { return metric_value(in.snapshot.info.pid_max); }},
+    {.name = "os_threshold_running_pids_percent",
+     .help = "Running PIDs as a percentage of pid_max",
+     .value =
+         [](const OsMetricInput& in) {
+           return percent_of(in.snapshot.processes, pid_threshold(in.snapshot));
+         }},
+    {.name = "os_uptime_seconds",
+     .help = "Seconds since boot",
+     .value = [](const OsMetricInput& in) { return in.snapshot.info.uptime_seconds; }},
+};
+static_assert(valid_metric_table(kMetrics));
+
+}  // namespace
+
 OsComponent::OsComponent(const ComponentContext& ctx) : Component(ctx), fs_(ctx.config->host_root) {
   thresholds_.persistence = ctx.config->os_blocked_process_persistence > 0
                                 ? ctx.config->os_blocked_process_persistence
@@ -202,25 +282,7 @@ OsComponent::OsComponent(const ComponentContext& ctx) : Component(ctx), fs_(ctx.
                                             : 5;
   if (ctx.config->os_blocked_process_name_regexes)
     thresholds_.escalate_names = *ctx.config->os_blocked_process_name_regexes;
-  if (MetricRegistry* m = ctx.metrics) {
-    m->describe("os_zombie_processes", "Number of zombie processes");
-    m->describe("os_running_pids", "Number of processes (PIDs in /proc)");
-    m->describe("os_blocked_processes", "Number of processes in uninterruptible sleep (D state)");
-    m->describe("os_blocked_processes_persistent",
-                "Number of processes in D state for the persistence threshold of checks");
-    m->describe("os_allocated_file_handles", "Allocated file handles (/proc/sys/fs/file-nr)");
-    m->describe("os_allocated_file_handles_percent",
-                "Allocated file handles as a percentage of file-max");
-    m->describe("os_limit", "System-wide file handle limit (/proc/sys/fs/file-max)");
-    m->describe("os_threshold_allocated_file_handles",
-                "Cap on the file handle limit that allocated file handles are judged against");
-    m->describe("os_threshold_allocated_file_handles_percent",
-                "Allocated file handles as a percentage of min(file-max, "
-                "os_threshold_allocated_file_handles): what the health rule judges");
-    m->describe("os_threshold_running_pids", "PID limit the running PIDs are measured against");
-    m->describe("os_threshold_running_pids_percent", "Running PIDs as a percentage of pid_max");
-    m->describe("os_uptime_seconds", "Seconds since boot");
-  }
+  describe_metrics(ctx.metrics, kMetrics);
 }
 
 void OsComponent::start() {
@@ -254,7 +316,7 @@ CheckResult OsComponent::check() {
   snap.blocked = scan.count('D');
   for (const auto& [state, n] : scan.counts_by_state)
     snap.processes_by_state[std::string(host::process_state_name(state))] += n;
-  std::vector<host::ProcessStat> in_d;
+  std::vector<host::ProcPidStat> in_d;
   for (const auto& p : scan.processes)
     if (p.state == 'D') in_d.push_back(p);
 
@@ -288,44 +350,8 @@ CheckResult OsComponent::check() {
                  "no processes blocked in D state anymore", nlohmann::json::object()});
   }
 
-  const int64_t pid_limit = pid_threshold(snap);
-  const int64_t fd_limit = file_handle_threshold(snap, thresholds_);
-  const int64_t fds = snap.info.file_handles_allocated.value_or(0);
-  if (MetricRegistry* m = ctx().metrics) {
-    m->set(kName, "os_zombie_processes", static_cast<double>(snap.zombies));
-    m->set(kName, "os_running_pids", static_cast<double>(snap.processes));
-    m->set(kName, "os_blocked_processes", static_cast<double>(snap.blocked));
-    m->set(kName, "os_blocked_processes_persistent",
-           static_cast<double>(snap.persistent_blocked.size()));
-    // What could not be read is absent, not 0 (nor the last value read).
-    auto set_or_clear = [&](const char* name, std::optional<double> v) {
-      if (v)
-        m->set(kName, name, *v);
-      else
-        m->clear_series(kName, name);
-    };
-    const bool fds_known = snap.info.file_handles_allocated.has_value();
-    set_or_clear("os_allocated_file_handles",
-                 fds_known ? std::optional<double>(static_cast<double>(fds)) : std::nullopt);
-    const bool file_max_known = snap.info.file_max && *snap.info.file_max > 0;
-    // GPUd's os_allocated_file_handles_percent is of file-max itself, often 2^63-1 and so near 0;
-    // the rule judges against file-max capped at file_handles_cap (GPUd's threshold gauges).
-    set_or_clear("os_allocated_file_handles_percent",
-                 fds_known && file_max_known
-                     ? std::optional<double>(percent(fds, *snap.info.file_max))
-                     : std::nullopt);
-    set_or_clear("os_limit", file_max_known
-                                 ? std::optional<double>(static_cast<double>(*snap.info.file_max))
-                                 : std::nullopt);
-    m->set(kName, "os_threshold_allocated_file_handles",
-           static_cast<double>(thresholds_.file_handles_cap));
-    set_or_clear(
-        "os_threshold_allocated_file_handles_percent",
-        fds_known && fd_limit > 0 ? std::optional<double>(percent(fds, fd_limit)) : std::nullopt);
-    m->set(kName, "os_threshold_running_pids", static_cast<double>(pid_limit));
-    m->set(kName, "os_threshold_running_pids_percent", percent(snap.processes, pid_limit));
-    set_or_clear("os_uptime_seconds", snap.info.uptime_seconds);
-  }
+  const OsMetricInput metric_input{snap, thresholds_};
+  publish_metrics(ctx().metrics, kName, kMetrics, &metric_input);
 
   CheckResult r = single_state(kName, ev.health, ev.reason, ev.actions, data, now);
   // A network device that cannot be freed needs a reboot; the other kernel-log events (panics,
@@ -342,6 +368,9 @@ CheckResult OsComponent::check() {
                            {"kernel_panic", "kernel_oops", "vfs_file_max_limit_reached",
                             kNetdevRefcountLeakEvent, kNetdevWatchdogEvent});
   const host::OsInfo& i = snap.info;
+  const int64_t pid_limit = pid_threshold(snap);
+  const int64_t fd_limit = file_handle_threshold(snap, thresholds_);
+  const int64_t fds = i.file_handles_allocated.value_or(0);
   r.detail = fmt::format(
       "kernel: {} ({})\nboot: {} (up {}), boot id {}\nmachine id: {}\n"
       "processes: {} (zombie {}, D-state {}, D-state for {}+ checks {})\n"

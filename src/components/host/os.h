@@ -61,7 +61,7 @@ class DStateTracker {
  public:
   // Feeds the D-state processes of one check; returns each one's streak. Processes absent from this
   // check are forgotten.
-  std::vector<BlockedProcess> update(const std::vector<host::ProcessStat>& blocked);
+  std::vector<BlockedProcess> update(const std::vector<host::ProcPidStat>& blocked);
   void reset() { streaks_.clear(); }
 
  private:

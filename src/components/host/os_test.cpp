@@ -175,7 +175,7 @@ TEST(OsRule, WorstFindingWinsAndReasonsAreJoinedWorstFirst) {
 
 TEST(DStateTracker, CountsConsecutiveChecksPerProcess) {
   DStateTracker t;
-  std::vector<host::ProcessStat> d = {{300, "nvidia-smi", 'D'}};
+  std::vector<host::ProcPidStat> d = {{300, "nvidia-smi", 'D', {}}};
   EXPECT_EQ(t.update(d)[0].checks, 1);
   EXPECT_EQ(t.update(d)[0].checks, 2);
   EXPECT_EQ(t.update(d)[0].checks, 3);
@@ -183,7 +183,7 @@ TEST(DStateTracker, CountsConsecutiveChecksPerProcess) {
 
 TEST(DStateTracker, LeavingDStateResetsTheStreak) {
   DStateTracker t;
-  std::vector<host::ProcessStat> d = {{300, "nvidia-smi", 'D'}};
+  std::vector<host::ProcPidStat> d = {{300, "nvidia-smi", 'D', {}}};
   t.update(d);
   t.update(d);
   EXPECT_TRUE(t.update({}).empty());
@@ -192,8 +192,8 @@ TEST(DStateTracker, LeavingDStateResetsTheStreak) {
 
 TEST(DStateTracker, ReusedPidWithAnotherCommStartsOver) {
   DStateTracker t;
-  t.update({{300, "nvidia-smi", 'D'}});
-  auto r = t.update({{300, "dd", 'D'}});
+  t.update({{300, "nvidia-smi", 'D', {}}});
+  auto r = t.update({{300, "dd", 'D', {}}});
   EXPECT_EQ(r[0].checks, 1);
 }
 
@@ -296,6 +296,43 @@ TEST(OsComponent, WhatCannotBeReadHasNoGauge) {
   EXPECT_FALSE(m.contains("os_allocated_file_handles_percent"));
   EXPECT_FALSE(m.contains("os_limit"));
   EXPECT_FALSE(m.contains("os_threshold_allocated_file_handles_percent"));
+  // No /proc/sys/kernel/pid_max: no limit, and no percentage of one.
+  EXPECT_FALSE(m.contains("os_threshold_running_pids"));
+  EXPECT_FALSE(m.contains("os_threshold_running_pids_percent"));
+}
+
+// Read once, then unreadable: the gauges of what was read go, they do not keep the last value.
+TEST(OsComponent, AValueThatCanNoLongerBeReadLosesItsGauge) {
+  BootRoot root;
+  root.set_btime(1700000000);
+  std::filesystem::create_directories(root.path() + "/proc/sys/fs");
+  std::filesystem::create_directories(root.path() + "/proc/sys/kernel");
+  std::ofstream(root.path() + "/proc/sys/fs/file-nr") << "1500\t0\t100000\n";
+  std::ofstream(root.path() + "/proc/sys/fs/file-max") << "100000\n";
+  std::ofstream(root.path() + "/proc/sys/kernel/pid_max") << "32768\n";
+  std::ofstream(root.path() + "/proc/uptime") << "350735.47 234388.90\n";
+  Harness h(root.path());
+  OsComponent os(h.ctx);
+  os.check();
+  std::map<std::string, double> m;
+  for (const MetricSample& s : h.metrics.snapshot(0)) m[s.name] = s.value;
+  ASSERT_EQ(m.at("os_allocated_file_handles"), 1500);
+  ASSERT_EQ(m.at("os_limit"), 100000);
+  ASSERT_EQ(m.at("os_threshold_running_pids"), 32768);
+  ASSERT_TRUE(m.contains("os_uptime_seconds"));
+
+  for (const char* f : {"/proc/sys/fs/file-nr", "/proc/sys/fs/file-max", "/proc/sys/kernel/pid_max",
+                        "/proc/uptime"})
+    std::filesystem::remove(root.path() + f);
+  os.check();
+  m.clear();
+  for (const MetricSample& s : h.metrics.snapshot(0)) m[s.name] = s.value;
+  EXPECT_TRUE(m.contains("os_running_pids"));
+  for (const char* name :
+       {"os_allocated_file_handles", "os_allocated_file_handles_percent", "os_limit",
+        "os_threshold_allocated_file_handles_percent", "os_threshold_running_pids",
+        "os_threshold_running_pids_percent", "os_uptime_seconds"})
+    EXPECT_FALSE(m.contains(name)) << name;
 }
 
 // GPUd's file-handle gauges (leptonai/gpud 4a8de33a3f02e207f39e9023d67125592d599731,

@@ -136,7 +136,7 @@ const std::string kBdf = R"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])
 
 // An AER event of severity `sev` on `dev` (a bus id, or the 4-hex-digit requester id that kernels
 // before 4.x print): both lines of one error name the same device and so make the same message,
-// which the dispatcher's deduper keeps once.
+// which the event pipeline's deduper keeps once.
 kmsg::Match aer_match(const std::string& sev, std::string dev, std::string_view s) {
   kmsg::Match m;
   m.type = EventType::kWarning;

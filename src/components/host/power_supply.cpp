@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "components/snapshot_metric.h"
+
 namespace gpud::components {
 
 namespace {
@@ -74,34 +76,39 @@ CheckResult evaluate_power_supply(const Result<host::PowerSupplies>& snapshot) {
   return r;
 }
 
+namespace {
+
+Labels supply_labels(const host::PowerSupply& p) { return {{"supply", p.name}, {"type", p.type}}; }
+
+constexpr SnapshotMetric<host::PowerSupplies> kMetrics[] = {
+    {.name = "power_supply_online",
+     .help = "Whether the power supply is online (0 offline, 1 online, 2 online with "
+             "programmable output), where the driver reports it",
+     .series =
+         [](const host::PowerSupplies& s, MetricSeries& out) {
+           for (const auto& p : s.supplies)
+             if (p.online) out.emplace_back(supply_labels(p), *p.online);
+         }},
+    {.name = "power_supply_capacity_percent",
+     .help = "The power supply's (battery's) capacity in percent, where reported",
+     .series =
+         [](const host::PowerSupplies& s, MetricSeries& out) {
+           for (const auto& p : s.supplies)
+             if (p.capacity_percent) out.emplace_back(supply_labels(p), *p.capacity_percent);
+         }},
+};
+static_assert(valid_metric_table(kMetrics));
+
+}  // namespace
+
 PowerSupplyComponent::PowerSupplyComponent(const ComponentContext& ctx)
     : Component(ctx), fs_(ctx.config->host_root) {
-  if (ctx.metrics != nullptr) {
-    ctx.metrics->describe("power_supply_online",
-                          "Whether the power supply is online (0 offline, 1 online, 2 online "
-                          "with programmable output), where the driver reports it");
-    ctx.metrics->describe("power_supply_capacity_percent",
-                          "The power supply's (battery's) capacity in percent, where reported");
-  }
-}
-
-void PowerSupplyComponent::publish_metrics(const Result<host::PowerSupplies>& s) {
-  if (ctx().metrics == nullptr) return;
-  std::vector<std::pair<Labels, double>> online, capacity;
-  if (s) {
-    for (const auto& p : s->supplies) {
-      Labels l{{"supply", p.name}, {"type", p.type}};
-      if (p.online) online.emplace_back(l, *p.online);
-      if (p.capacity_percent) capacity.emplace_back(l, *p.capacity_percent);
-    }
-  }
-  ctx().metrics->replace_series("power-supply", "power_supply_online", online);
-  ctx().metrics->replace_series("power-supply", "power_supply_capacity_percent", capacity);
+  describe_metrics(ctx.metrics, kMetrics);
 }
 
 CheckResult PowerSupplyComponent::check() {
   auto snapshot = host::read_power_supplies(fs_);
-  publish_metrics(snapshot);
+  publish_metrics(ctx().metrics, name(), kMetrics, snapshot);
   return evaluate_power_supply(snapshot);
 }
 

@@ -26,8 +26,6 @@ class PowerSupplyComponent : public Component {
   CheckResult check() override;
 
  private:
-  void publish_metrics(const Result<host::PowerSupplies>& s);
-
   host::HostFs fs_;
 };
 

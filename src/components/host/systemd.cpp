@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "components/snapshot_metric.h"
 #include "core/log.h"
 #include "core/time_util.h"
 
@@ -135,27 +136,38 @@ CheckResult evaluate_systemd_not_checked(const std::string& why) {
   return r;
 }
 
+namespace {
+
+// A unit has series when it was read and is installed.
+bool has_series(const SystemdUnitReport& u) { return u.state.error.empty() && installed(u.state); }
+
+constexpr SnapshotMetric<std::vector<SystemdUnitReport>> kMetrics[] = {
+    {.name = "systemd_unit_active",
+     .help = "1 when the systemd unit is active, else 0",
+     .series =
+         [](const std::vector<SystemdUnitReport>& units, MetricSeries& out) {
+           for (const auto& u : units)
+             if (has_series(u))
+               out.emplace_back(Labels{{"unit", u.state.id}},
+                                u.state.active_state == "active" ? 1 : 0);
+         }},
+    {.name = "systemd_unit_restarts",
+     .help = "Automatic restarts of the systemd service since it was last started (NRestarts)",
+     .series =
+         [](const std::vector<SystemdUnitReport>& units, MetricSeries& out) {
+           for (const auto& u : units)
+             if (has_series(u) && u.state.n_restarts)
+               out.emplace_back(Labels{{"unit", u.state.id}},
+                                static_cast<double>(*u.state.n_restarts));
+         }},
+};
+static_assert(valid_metric_table(kMetrics));
+
+}  // namespace
+
 SystemdComponent::SystemdComponent(const ComponentContext& ctx)
     : Component(ctx), systemd_running_(host::systemd_running(host::HostFs(ctx.config->host_root))) {
-  if (ctx.metrics != nullptr) {
-    ctx.metrics->describe("systemd_unit_active", "1 when the systemd unit is active, else 0");
-    ctx.metrics->describe("systemd_unit_restarts",
-                          "Automatic restarts of the systemd service since it was last started "
-                          "(NRestarts)");
-  }
-}
-
-void SystemdComponent::publish_metrics(const std::vector<SystemdUnitReport>& units) {
-  if (ctx().metrics == nullptr) return;
-  std::vector<std::pair<Labels, double>> active, restarts;
-  for (const auto& u : units) {
-    if (!u.state.error.empty() || !installed(u.state)) continue;
-    Labels l{{"unit", u.state.id}};
-    active.emplace_back(l, u.state.active_state == "active" ? 1 : 0);
-    if (u.state.n_restarts) restarts.emplace_back(l, static_cast<double>(*u.state.n_restarts));
-  }
-  ctx().metrics->replace_series("systemd", "systemd_unit_active", active);
-  ctx().metrics->replace_series("systemd", "systemd_unit_restarts", restarts);
+  describe_metrics(ctx.metrics, kMetrics);
 }
 
 CheckResult SystemdComponent::check() {
@@ -166,7 +178,7 @@ CheckResult SystemdComponent::check() {
       units, std::chrono::duration_cast<std::chrono::milliseconds>(kSystemctlTimeout));
   auto& states = answer.units;
   if (!states) {
-    publish_metrics({});
+    publish_metrics(ctx().metrics, name(), kMetrics, nullptr);
     if (!answer.reached) {
       if (!warned_not_reached_.exchange(true))
         logger("systemd")->warn("cannot ask the host's systemd: {}", states.error().message);
@@ -191,7 +203,7 @@ CheckResult SystemdComponent::check() {
       reports.push_back(std::move(u));
     }
   }
-  publish_metrics(reports);
+  publish_metrics(ctx().metrics, name(), kMetrics, &reports);
   return evaluate_systemd(reports);
 }
 

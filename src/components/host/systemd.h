@@ -73,8 +73,6 @@ class SystemdComponent : public Component {
   CheckResult check() override;
 
  private:
-  void publish_metrics(const std::vector<SystemdUnitReport>& units);
-
   bool systemd_running_;
   std::atomic<bool> warned_not_reached_{false};  // "cannot ask" is logged once
   std::mutex mu_;

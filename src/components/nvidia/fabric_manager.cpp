@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 
 #include "core/log.h"
@@ -240,26 +239,12 @@ NvidiaVerdict evaluate_fabric_manager(const nvml::NvmlSnapshot& snapshot,
 
 std::optional<TimePoint> process_start_time(const host::HostFs& fs, std::string_view comm,
                                             TimePoint boot_time) {
-  static const long ticks_per_second = ::sysconf(_SC_CLK_TCK);
-  if (ticks_per_second <= 0) return std::nullopt;
   std::optional<TimePoint> oldest;
   for (const auto& p : host::scan_processes(fs).processes) {
     if (p.comm != comm) continue;
-    auto stat = fs.read("/proc/" + std::to_string(p.pid) + "/stat", 4096);
-    if (!stat) continue;
-    // Field 22 (starttime, clock ticks after boot) is the 20th after the ") " that ends comm.
-    std::string_view rest = *stat;
-    size_t close = rest.rfind(')');
-    if (close == std::string_view::npos) continue;
-    auto fields = host::split_fields(rest.substr(close + 1));
-    if (fields.size() < 20) continue;
-    uint64_t ticks = 0;
-    auto [ptr, ec] =
-        std::from_chars(fields[19].data(), fields[19].data() + fields[19].size(), ticks);
-    if (ec != std::errc() || ptr != fields[19].data() + fields[19].size()) continue;
-    TimePoint start =
-        boot_time + std::chrono::duration_cast<TimePoint::duration>(std::chrono::duration<double>(
-                        static_cast<double>(ticks) / ticks_per_second));
+    auto after = host::started_after_boot(p);
+    if (!after) continue;
+    const TimePoint start = boot_time + std::chrono::duration_cast<TimePoint::duration>(*after);
     if (!oldest || start < *oldest) oldest = start;
   }
   return oldest;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "components/snapshot_metric.h"
 #include "core/pci_address.h"
 #include "core/reboot_rules.h"
 #include "core/strings.h"
@@ -554,6 +555,96 @@ CheckResult evaluate_infiniband(const Result<host::InfinibandSnapshot>& snapshot
   return r;
 }
 
+namespace {
+
+using Port = host::InfinibandPort;
+
+// One series per InfiniBand port whose value could be read, labelled with its device_port.
+void per_port(const host::InfinibandSnapshot& s, MetricSeries& out,
+              std::optional<double> (*read)(const Port&)) {
+  for (const Port& p : s.ports)
+    if (p.infiniband())
+      if (auto v = read(p)) out.emplace_back(Labels{{"device_port", p.device_port()}}, *v);
+}
+
+// The port's counters/<name>, times `scale` (4 for the data counters, which count 4-byte words).
+template <const char* kCounter, int kScale = 1>
+std::optional<double> port_counter(const Port& p) {
+  auto v = metric_value(p.counter(kCounter));
+  return v ? std::optional<double>(kScale * *v) : std::nullopt;
+}
+
+constexpr char kLinkDowned[] = "link_downed";
+constexpr char kLinkErrorRecovery[] = "link_error_recovery";
+constexpr char kSymbolError[] = "symbol_error";
+constexpr char kPortRcvErrors[] = "port_rcv_errors";
+constexpr char kPortRcvData[] = "port_rcv_data";
+constexpr char kPortXmitData[] = "port_xmit_data";
+
+constexpr SnapshotMetric<host::InfinibandSnapshot> kMetrics[] = {
+    {.name = "accelerator_nvidia_infiniband_link_downed",
+     .help = "Times the port's link error recovery failed and the link went down (counters/"
+             "link_downed)",
+     .series = [](const host::InfinibandSnapshot& s,
+                  MetricSeries& out) { per_port(s, out, port_counter<kLinkDowned>); }},
+    {.name = "accelerator_nvidia_infiniband_link_error_recovery",
+     .help = "Successful link error recoveries of the port (counters/link_error_recovery)",
+     .series = [](const host::InfinibandSnapshot& s,
+                  MetricSeries& out) { per_port(s, out, port_counter<kLinkErrorRecovery>); }},
+    {.name = "accelerator_nvidia_infiniband_symbol_error",
+     .help = "Minor link errors detected on the port's physical lanes (counters/symbol_error)",
+     .series = [](const host::InfinibandSnapshot& s,
+                  MetricSeries& out) { per_port(s, out, port_counter<kSymbolError>); }},
+    {.name = "accelerator_nvidia_infiniband_port_rcv_errors",
+     .help = "Packets with errors received on the port (counters/port_rcv_errors)",
+     .series = [](const host::InfinibandSnapshot& s,
+                  MetricSeries& out) { per_port(s, out, port_counter<kPortRcvErrors>); }},
+    {.name = "accelerator_nvidia_infiniband_port_rcv_bytes",
+     .help = "Bytes received on the port (counters/port_rcv_data counts 4-byte words)",
+     .series = [](const host::InfinibandSnapshot& s,
+                  MetricSeries& out) { per_port(s, out, port_counter<kPortRcvData, 4>); }},
+    {.name = "accelerator_nvidia_infiniband_port_xmit_bytes",
+     .help = "Bytes sent on the port (counters/port_xmit_data counts 4-byte words)",
+     .series = [](const host::InfinibandSnapshot& s,
+                  MetricSeries& out) { per_port(s, out, port_counter<kPortXmitData, 4>); }},
+    {.name = "accelerator_nvidia_infiniband_port_active",
+     .help = "1 when the port's logical state is ACTIVE, else 0",
+     .series =
+         [](const host::InfinibandSnapshot& s, MetricSeries& out) {
+           per_port(s, out, [](const Port& p) {
+             return p.state ? metric_value(p.active() ? 1 : 0) : std::nullopt;
+           });
+         }},
+    {.name = "accelerator_nvidia_infiniband_port_link_up",
+     .help = "1 when the port's physical state is LinkUp, else 0",
+     .series =
+         [](const host::InfinibandSnapshot& s, MetricSeries& out) {
+           per_port(s, out, [](const Port& p) {
+             return p.phys_state ? metric_value(p.link_up() ? 1 : 0) : std::nullopt;
+           });
+         }},
+    {.name = "accelerator_nvidia_infiniband_port_rate_gbps",
+     .help = "The port's rate in Gb/s",
+     .series =
+         [](const host::InfinibandSnapshot& s, MetricSeries& out) {
+           per_port(s, out, [](const Port& p) { return p.rate_gbps; });
+         }},
+    {.name = "accelerator_nvidia_infiniband_hw_counter",
+     .help = "The port's driver-specific hw_counters, by counter name",
+     .series =
+         [](const host::InfinibandSnapshot& s, MetricSeries& out) {
+           for (const Port& p : s.ports) {
+             if (!p.infiniband()) continue;
+             for (const auto& [counter, v] : p.hw_counters)
+               out.emplace_back(Labels{{"device_port", p.device_port()}, {"counter", counter}},
+                                static_cast<double>(v));
+           }
+         }},
+};
+static_assert(valid_metric_table(kMetrics));
+
+}  // namespace
+
 InfinibandComponent::InfinibandComponent(const ComponentContext& ctx)
     : Component(ctx),
       fs_(ctx.config->host_root),
@@ -564,29 +655,7 @@ InfinibandComponent::InfinibandComponent(const ComponentContext& ctx)
   policy_.at_least_rate_gbps = ctx.config->infiniband_expected_rate_gbps;
   policy_.drop_window = ctx.config->infiniband_drop_window;
   policy_.flap_auto_clear = ctx.config->infiniband_flap_auto_clear_window;
-  if (ctx.metrics != nullptr) {
-    MetricRegistry& m = *ctx.metrics;
-    m.describe("accelerator_nvidia_infiniband_link_downed",
-               "Times the port's link error recovery failed and the link went down (counters/"
-               "link_downed)");
-    m.describe("accelerator_nvidia_infiniband_link_error_recovery",
-               "Successful link error recoveries of the port (counters/link_error_recovery)");
-    m.describe("accelerator_nvidia_infiniband_symbol_error",
-               "Minor link errors detected on the port's physical lanes (counters/symbol_error)");
-    m.describe("accelerator_nvidia_infiniband_port_rcv_errors",
-               "Packets with errors received on the port (counters/port_rcv_errors)");
-    m.describe("accelerator_nvidia_infiniband_port_rcv_bytes",
-               "Bytes received on the port (counters/port_rcv_data counts 4-byte words)");
-    m.describe("accelerator_nvidia_infiniband_port_xmit_bytes",
-               "Bytes sent on the port (counters/port_xmit_data counts 4-byte words)");
-    m.describe("accelerator_nvidia_infiniband_port_active",
-               "1 when the port's logical state is ACTIVE, else 0");
-    m.describe("accelerator_nvidia_infiniband_port_link_up",
-               "1 when the port's physical state is LinkUp, else 0");
-    m.describe("accelerator_nvidia_infiniband_port_rate_gbps", "The port's rate in Gb/s");
-    m.describe("accelerator_nvidia_infiniband_hw_counter",
-               "The port's driver-specific hw_counters, by counter name");
-  }
+  describe_metrics(ctx.metrics, kMetrics);
 }
 
 bool InfinibandComponent::supported() const {
@@ -597,43 +666,6 @@ bool InfinibandComponent::supported() const {
 
 std::chrono::seconds InfinibandComponent::interval() const {
   return config().infiniband_check_interval;
-}
-
-void InfinibandComponent::publish_metrics(const Result<host::InfinibandSnapshot>& snapshot) {
-  if (ctx().metrics == nullptr) return;
-  using Series = std::vector<std::pair<Labels, double>>;
-  std::map<std::string, Series> by_name;
-  static constexpr std::pair<const char*, const char*> kCounters[] = {
-      {"link_downed", "link_downed"},
-      {"link_error_recovery", "link_error_recovery"},
-      {"symbol_error", "symbol_error"},
-      {"port_rcv_errors", "port_rcv_errors"}};
-  for (const auto& [counter, metric] : kCounters) by_name[metric];
-  for (const char* n : {"port_rcv_bytes", "port_xmit_bytes", "port_active", "port_link_up",
-                        "port_rate_gbps", "hw_counter"})
-    by_name[n];
-  if (snapshot) {
-    for (const host::InfinibandPort& p : snapshot->ports) {
-      if (!p.infiniband()) continue;
-      const Labels l{{"device_port", p.device_port()}};
-      for (const auto& [counter, metric] : kCounters)
-        if (auto v = p.counter(counter)) by_name[metric].emplace_back(l, static_cast<double>(*v));
-      if (auto v = p.counter("port_rcv_data"))
-        by_name["port_rcv_bytes"].emplace_back(l, 4.0 * static_cast<double>(*v));
-      if (auto v = p.counter("port_xmit_data"))
-        by_name["port_xmit_bytes"].emplace_back(l, 4.0 * static_cast<double>(*v));
-      if (p.state) by_name["port_active"].emplace_back(l, p.active() ? 1 : 0);
-      if (p.phys_state) by_name["port_link_up"].emplace_back(l, p.link_up() ? 1 : 0);
-      if (p.rate_gbps) by_name["port_rate_gbps"].emplace_back(l, *p.rate_gbps);
-      for (const auto& [counter, v] : p.hw_counters) {
-        Labels hl = l;
-        hl["counter"] = counter;
-        by_name["hw_counter"].emplace_back(std::move(hl), static_cast<double>(v));
-      }
-    }
-  }
-  for (const auto& [metric, series] : by_name)
-    ctx().metrics->replace_series(name(), "accelerator_nvidia_infiniband_" + metric, series);
 }
 
 CheckResult InfinibandComponent::check() {
@@ -684,7 +716,7 @@ CheckResult InfinibandComponent::check() {
       merge_verdict(r, evaluate_mlx5_events(kernel_log, *reboots, now));
     append_event_summary(r, summary_of(kernel_log));
   }
-  publish_metrics(snapshot);
+  publish_metrics(ctx().metrics, name(), kMetrics, snapshot);
   return r;
 }
 

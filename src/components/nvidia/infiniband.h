@@ -112,8 +112,6 @@ class InfinibandComponent : public Component {
   bool can_set_healthy() const override { return true; }
 
  private:
-  void publish_metrics(const Result<host::InfinibandSnapshot>& snapshot);
-
   host::HostFs fs_;
   std::string class_dir_;
   InfinibandPolicy policy_;

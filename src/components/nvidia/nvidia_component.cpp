@@ -74,7 +74,8 @@ CheckResult NvidiaComponent::check() {
   // (those of its evaluate() too), never its last value.
   if (early && ctx().metrics != nullptr) ctx().metrics->clear_component(name());
   if (in.owner && ctx().metrics != nullptr)
-    ctx().metrics->set(name(), kNvmlUpMetric, snap.ok() ? 1 : 0);
+    ctx().metrics->set(name(), kNvmlUpMetric,
+                       has_source && source().answered_last_collection() ? 1 : 0);
   if (early) {
     judge_without_snapshot(*early);
     return *early;

@@ -46,8 +46,9 @@ std::optional<double> read_metric(const nvml::GpuSnapshot& gpu) {
 
 // The component that reports NVML's own faults and every GPU NVML cannot read.
 inline constexpr std::string_view kNvmlFaultOwner = "accelerator-nvidia-info";
-// 1 when the owner's last check got a snapshot from NVML, 0 when NVML is missing, failed or did
-// not answer (published by the owner).
+// 1 when NVML answered the last collection (nvml::NvidiaSource::answered_last_collection), 0 when
+// NVML is missing, failed or did not answer (published by the owner at each of its checks; the
+// `gpud` component publishes the same value as gpud_nvml_up).
 inline constexpr const char* kNvmlUpMetric = "accelerator_nvidia_nvml_up";
 
 class NvidiaComponent : public Component {

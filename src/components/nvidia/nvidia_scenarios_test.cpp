@@ -34,6 +34,7 @@
 #include "components/nvidia/test_result.h"
 #include "components/nvidia/utilization.h"
 #include "components/registry.h"
+#include "components/self/gpud.h"
 #include "core/json.h"
 #include "core/registry.h"
 #include "core/time_util.h"
@@ -515,9 +516,16 @@ TEST(GpuStateScenarios, AHangMidRunLeavesNoFrozenSeries) {
   GpuStateRig rig(scenario.path.string(), false, 300ms, 0, 0ms);
 #endif
   GpmComponent gpm(rig.ctx);
+  // The `gpud` component's gpud_nvml_up has accelerator_nvidia_nvml_up's meaning: NVML answered
+  // its last collection (a loaded NVML whose driver hangs is 0 in both).
+  GpudProbes probes;
+  ComponentContext self_ctx = rig.ctx;
+  self_ctx.gpud = &probes;
+  GpudComponent self(self_ctx);
   auto check_all = [&] {
     for (const auto& name : gpu_state_components()) rig.check(name);
     gpm.check();
+    self.check();
   };
   check_all();
   check_all();  // GPM's values need a baseline sample first
@@ -525,12 +533,17 @@ TEST(GpuStateScenarios, AHangMidRunLeavesNoFrozenSeries) {
   ASSERT_TRUE(contains(before, "accelerator_nvidia_gpm_gpu_sm_occupancy_percent{gpu=\"0\""))
       << before;
   ASSERT_TRUE(contains(before, "accelerator_nvidia_temperature_current_celsius{gpu=\"2\""));
+  EXPECT_TRUE(contains(
+      before, "accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 1\n"));
+  EXPECT_TRUE(contains(before, "gpud_nvml_up{gpud_component=\"gpud\"} 1\n")) << before;
   scenario.use("h100x8-hung-driver.json");
   check_all();
   std::string after = rig.metrics.prometheus_text();
   EXPECT_FALSE(contains(after, "gpu=\"")) << after;
   EXPECT_TRUE(contains(
       after, "accelerator_nvidia_nvml_up{gpud_component=\"accelerator-nvidia-info\"} 0\n"));
+  ASSERT_EQ(rig.source->status(), nvml::NvmlStatus::kReady) << "NVML stays loaded";
+  EXPECT_TRUE(contains(after, "gpud_nvml_up{gpud_component=\"gpud\"} 0\n")) << after;
 }
 
 // NVIDIA expected but NVML unusable: the info component (and only it) is shown and Unhealthy with

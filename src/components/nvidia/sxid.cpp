@@ -74,11 +74,7 @@ kmsg::ComponentRules sxid_kernel_log_rules() {
   return r;
 }
 
-SxidComponent::SxidComponent(const ComponentContext& ctx) : Component(ctx) {
-  auto t = sxid_thresholds(*ctx.config);
-  if (!t) logger(kSxidComponent)->warn("{}; using the defaults", t.error().message);
-  thresholds_ = t ? *t : RebootThresholds{};
-}
+SxidComponent::SxidComponent(const ComponentContext& ctx) : Component(ctx) {}
 
 bool SxidComponent::supported() const {
   return nvidia_kernel_log_supported(ctx(), kSxidComponent, has_events_);
@@ -89,7 +85,7 @@ CheckResult SxidComponent::check() {
   const TimePoint since = lookback_start(ctx(), config().sxid_lookback, now);
   return error_component_check(ctx(), kSxidComponent, "SXIDComponent", since, now,
                                [&](const auto& events, const auto& reboots) {
-                                 return evaluate_sxid(events, reboots, thresholds_);
+                                 return evaluate_sxid(events, reboots, config().sxid_thresholds);
                                });
 }
 

@@ -25,7 +25,6 @@ class SxidComponent : public Component {
   bool can_set_healthy() const override { return true; }
 
  private:
-  RebootThresholds thresholds_;
   mutable std::atomic<bool> has_events_{false};
 };
 

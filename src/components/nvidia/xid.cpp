@@ -116,19 +116,6 @@ ErrorVerdict evaluate_sxid(const std::vector<Event>& events, const std::vector<T
   return evaluate(events, reboots, thresholds, "sxid", false);
 }
 
-Result<RebootThresholds> xid_thresholds(const Config& c) {
-  RebootThresholds d;
-  d.default_threshold = c.xid_reboot_threshold;
-  d.overrides[94] = 1000;
-  return parse_reboot_thresholds(c.xid_thresholds, d);
-}
-
-Result<RebootThresholds> sxid_thresholds(const Config& c) {
-  RebootThresholds d;
-  d.default_threshold = c.xid_reboot_threshold;
-  return parse_reboot_thresholds(c.sxid_thresholds, d);
-}
-
 void attribute_xid_process(kmsg::Match& m, const kmsg::MatchTime& t, const host::HostFs& fs,
                            const runtimes::ContainerDirectory* containers, bool daemon,
                            bool saved_log) {
@@ -164,11 +151,7 @@ void attribute_xid_process(kmsg::Match& m, const kmsg::MatchTime& t, const host:
 }
 
 XidComponent::XidComponent(const ComponentContext& ctx)
-    : Component(ctx), fs_(ctx.config->host_root) {
-  auto t = xid_thresholds(*ctx.config);
-  if (!t) logger(kXidComponent)->warn("{}; using the defaults", t.error().message);
-  thresholds_ = t ? *t : RebootThresholds{2, {{94, 1000}}};
-}
+    : Component(ctx), fs_(ctx.config->host_root) {}
 
 bool XidComponent::supported() const {
   return nvidia_kernel_log_supported(ctx(), kXidComponent, has_events_);
@@ -198,7 +181,8 @@ CheckResult XidComponent::check() {
   const TimePoint since = lookback_start(ctx(), config().xid_lookback, now);
   return error_component_check(ctx(), kXidComponent, "XIDComponent", since, now,
                                [&](const auto& events, const auto& reboots) {
-                                 return evaluate_xid(events, reboots, thresholds_, row_remapping());
+                                 return evaluate_xid(events, reboots, config().xid_thresholds,
+                                                     row_remapping());
                                });
 }
 
@@ -285,7 +269,7 @@ std::optional<kmsg::Match> match_xid_line(std::string_view s) {
         R"(NVRM:\s+The NVIDIA GPU ((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\.0.*?fallen off the bus and is not responding to commands)");
     // Drivers that print no Xid line with it: "NVRM: GPU at PCI:0000:b3:00: GPU has fallen off the
     // bus." and "NVRM: GPU at 0000:b3:00.0 has fallen off the bus.". When an Xid 79 line comes
-    // too, both make the same event, which the dispatcher's deduper keeps once.
+    // too, both make the same event, which the event pipeline's deduper keeps once.
     static const RE2 kAt(
         std::string(kmsg::kMessageStart) +
         R"(NVRM:\s+GPU at (?:PCI:)?((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?:?\s+(?:GPU )?has fallen off the bus)");

@@ -67,10 +67,6 @@ CheckResult error_component_check(
     const std::function<ErrorVerdict(const std::vector<Event>&, const std::vector<TimePoint>&)>&
         evaluate);
 
-// The defaults: --xid-reboot-threshold, 94 -> 1000, then --xid-thresholds.
-Result<RebootThresholds> xid_thresholds(const Config& c);
-Result<RebootThresholds> sxid_thresholds(const Config& c);
-
 // How old a kernel line may be, when read by the daemon, for its Xid's pid to be traced to a
 // container: the runtimes' listing is of now, and a ring re-read after a restart must make the
 // same event as before (the store deduplicates on the whole event).
@@ -103,7 +99,6 @@ class XidComponent : public Component {
  private:
   bool row_remapping() const;
   host::HostFs fs_;
-  RebootThresholds thresholds_;
   mutable std::atomic<bool> has_events_{false};
 };
 

@@ -16,7 +16,7 @@
 #include "components/registry.h"
 #include "core/json.h"
 #include "core/time_util.h"
-#include "kmsg/dispatcher.h"
+#include "kmsg/event_pipeline.h"
 #include "kmsg/writer.h"
 #include "store/database.h"
 #include "store/event_store.h"
@@ -297,17 +297,10 @@ TEST(XidRule, A10LeavesRowRemappingXidsToRemappedRowsToo) {
 }
 
 TEST(XidRule, Xid94HasAThousandRebootsByDefault) {
-  Config c;
-  auto t = xid_thresholds(c);
-  ASSERT_TRUE(t);
-  EXPECT_EQ(t->threshold(94), 1000);
-  EXPECT_EQ(t->threshold(79), 2);
-  c.xid_reboot_threshold = 3;
-  c.xid_thresholds = R"({"overrides":{"79":{"rebootThreshold":7}}})";
-  t = xid_thresholds(c);
-  EXPECT_EQ(t->threshold(79), 7);
-  EXPECT_EQ(t->threshold(48), 3);
-  EXPECT_EQ(t->threshold(94), 1000);
+  const Config c;
+  EXPECT_EQ(c.xid_thresholds.threshold(94), 1000);
+  EXPECT_EQ(c.xid_thresholds.threshold(79), 2);
+  EXPECT_EQ(c.sxid_thresholds.threshold(94), 2) << "94 -> 1000 is an Xid default only";
 }
 
 TEST(SxidRule, FatalSxidIsUnhealthy) {
@@ -334,7 +327,7 @@ TEST(XidComponent, UnsupportedWithoutGpuUntilAnXidArrives) {
   Env env;
   XidComponent xid(env.ctx());
   EXPECT_FALSE(xid.supported());
-  kmsg::KernelLogDispatcher d({xid_kernel_log_rules()}, env.events, env.metrics, {});
+  kmsg::EventPipeline d({xid_kernel_log_rules()}, env.events, env.metrics, {});
   d.feed_message(kmsg::xid_line(79, "0000:3b:00.0"), Clock::now());
   EXPECT_TRUE(xid.supported());
   CheckResult r = xid.check();
@@ -349,7 +342,7 @@ TEST(XidComponent, UnsupportedWithoutGpuUntilAnXidArrives) {
 TEST(XidComponent, SetHealthyKeepsTheXidListedAndANewOneIsAFaultAgain) {
   Env env;
   XidComponent xid(env.ctx());
-  kmsg::KernelLogDispatcher d({xid_kernel_log_rules()}, env.events, env.metrics, {});
+  kmsg::EventPipeline d({xid_kernel_log_rules()}, env.events, env.metrics, {});
   d.feed_message(kmsg::xid_line(79, "0000:3b:00.0"), Clock::now() - std::chrono::minutes(5));
   ASSERT_EQ(xid.check().health(), Health::kUnhealthy);
   ASSERT_TRUE(xid.set_healthy({Clock::now(), "token"}));
@@ -366,7 +359,7 @@ TEST(XidComponent, SetHealthyKeepsTheXidListedAndANewOneIsAFaultAgain) {
 TEST(XidComponent, RebootEventOfOsClearsIt) {
   Env env;
   XidComponent xid(env.ctx());
-  kmsg::KernelLogDispatcher d({xid_kernel_log_rules()}, env.events, env.metrics, {});
+  kmsg::EventPipeline d({xid_kernel_log_rules()}, env.events, env.metrics, {});
   d.feed_message(kmsg::xid_line(48, "0000:3b:00.0"), Clock::now() - std::chrono::hours(2));
   EXPECT_EQ(xid.check().health(), Health::kUnhealthy);
   Event reboot{"os",
@@ -385,7 +378,7 @@ TEST(XidComponent, RebootEventOfOsClearsIt) {
 // loss of the same GPU later is a second.
 TEST(XidComponent, PostMortemCountsAFallenOffTheBusLineWithItsXidOnce) {
   Env env;
-  kmsg::KernelLogDispatcher d({xid_kernel_log_rules()}, env.events, env.metrics, {});
+  kmsg::EventPipeline d({xid_kernel_log_rules()}, env.events, env.metrics, {});
   d.keep_occurrences();
   const std::string xid =
       "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the "
@@ -417,7 +410,7 @@ TEST(XidComponent, PostMortemCountsAFallenOffTheBusLineWithItsXidOnce) {
   EXPECT_EQ(occ[2].pci_bus_id, "0000:b3:00.0");
   EXPECT_EQ(occ[2].count, 1u);
   // Two Xid 79 lines without a companion are two occurrences, as every repeat is.
-  kmsg::KernelLogDispatcher e({xid_kernel_log_rules()}, env.events, env.metrics, {});
+  kmsg::EventPipeline e({xid_kernel_log_rules()}, env.events, env.metrics, {});
   e.keep_occurrences();
   e.feed_message(xid, std::nullopt, Clock::now(), us(100.0));
   e.feed_message(xid, std::nullopt, Clock::now(), us(100.5));
@@ -548,7 +541,7 @@ TEST(XidComponent, TwoHundredThousandStoredXidsAreJudgedInFlatMemory) {
   ASSERT_TRUE(db.ok()) << db.error().message;
   store::EventStore events(**db);
   // Application Xids (13, 31, 43) over thirteen days on eight GPUs, each its own event, as the
-  // dispatcher stores them (the bus id and pid vary), then one GPU falls off the bus.
+  // pipeline stores them (the bus id and pid vary), then one GPU falls off the bus.
   const TimePoint now = Clock::now();
   const int64_t start_s = to_unix_seconds(now - std::chrono::hours(13 * 24));
   std::string templates;
@@ -619,7 +612,7 @@ TEST(XidComponent, TwoHundredThousandStoredXidsAreJudgedInFlatMemory) {
             << whole_read.growth_kib() / 1024 << " MiB\n";
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->size(), static_cast<size_t>(kStored + 1));
-  const ErrorVerdict whole = evaluate_xid(*all, {}, xid_thresholds(config).value(), false);
+  const ErrorVerdict whole = evaluate_xid(*all, {}, config.xid_thresholds, false);
   EXPECT_EQ(r.health(), Health::kUnhealthy);
   EXPECT_EQ(whole.health, Health::kUnhealthy);
   EXPECT_EQ(r.states.front().reason, whole.reason);
@@ -634,7 +627,7 @@ TEST(XidComponent, TwoHundredThousandStoredXidsAreJudgedInFlatMemory) {
             std::string::npos);
 }
 
-// ---- the Xid and SXid counters, through the dispatcher ----------------------------------------
+// ---- the Xid and SXid counters, through the event pipeline ------------------------------------
 
 const TimePoint kT = Clock::from_time_t(1'700'000'000) + std::chrono::milliseconds(700);
 
@@ -642,12 +635,15 @@ std::vector<kmsg::ComponentRules> xid_and_sxid_rules() {
   return {xid_kernel_log_rules(), sxid_kernel_log_rules()};
 }
 
+// The node's devices whose UUIDs NVML does not tell: two GPUs and an NVSwitch.
+kmsg::BusIdentityTable known_unnamed_buses() {
+  return {{{"0000:3b:00.0", ""}, {"0018:01:00.0", ""}, {"0000:05:00.0", ""}}};
+}
+
 TEST(XidCounters, StoredXidIsCountedPerGpuCodeAndTypeAndItsCodeKept) {
   Env env;
-  kmsg::KernelLogDispatcher d(
-      xid_and_sxid_rules(), env.events, env.metrics, {}, {}, [](std::string_view bus) {
-        return bus == "0000:3b:00.0" ? kmsg::BusIdentity{true, "GPU-abc"} : kmsg::BusIdentity{};
-      });
+  kmsg::EventPipeline d(xid_and_sxid_rules(), env.events, env.metrics, {});
+  d.set_bus_identities({{{"0000:3b:00.0", "GPU-abc"}}});
   EXPECT_EQ(d.feed_message(kmsg::xid_line(79, "0000:3b:00.0"), kT), 1);
   auto ev = env.events.query(kXidComponent, TimePoint{}, TimePoint::max());
   ASSERT_TRUE(ev);
@@ -677,10 +673,8 @@ TEST(XidCounters, StoredXidIsCountedPerGpuCodeAndTypeAndItsCodeKept) {
 
 TEST(XidCounters, XidAndSxidCountersCarryTheEventType) {
   Env env;
-  kmsg::KernelLogDispatcher d(xid_and_sxid_rules(), env.events, env.metrics, {}, {},
-                              [](std::string_view) {
-                                return kmsg::BusIdentity{true, ""};
-                              });
+  kmsg::EventPipeline d(xid_and_sxid_rules(), env.events, env.metrics, {});
+  d.set_bus_identities(known_unnamed_buses());
   d.feed_message(kmsg::xid_line(13, "0000:3b:00.0"), kT);  // catalog: Warning
   // Xid 145 is Warning in the catalog; this NVLink sub-code decodes to Fatal, and the label says
   // so.
@@ -706,10 +700,8 @@ TEST(XidCounters, XidAndSxidCountersCarryTheEventType) {
 // same GPU and code, so that alerts can leave it out.
 TEST(XidCounters, InjectedXidAndSxidAreCountedApart) {
   Env env;
-  kmsg::KernelLogDispatcher d(xid_and_sxid_rules(), env.events, env.metrics, {}, {},
-                              [](std::string_view) {
-                                return kmsg::BusIdentity{true, ""};
-                              });
+  kmsg::EventPipeline d(xid_and_sxid_rules(), env.events, env.metrics, {});
+  d.set_bus_identities(known_unnamed_buses());
   const std::string marker(kmsg::kInjectedMarker);
   EXPECT_EQ(d.feed_message(kmsg::xid_line(79, "0000:3b:00.0") + marker, kT), 1);
   EXPECT_EQ(d.feed_message(kmsg::xid_line(79, "0000:3b:00.0"), kT + std::chrono::seconds(1)), 1);
@@ -734,10 +726,8 @@ TEST(XidCounters, InjectedXidAndSxidAreCountedApart) {
 // Xids naming bus ids that are none of the node's devices share one series.
 TEST(XidCounters, XidOnUnknownBusCountsUnderOneSeries) {
   Env env;
-  kmsg::KernelLogDispatcher d(
-      xid_and_sxid_rules(), env.events, env.metrics, {}, {}, [](std::string_view bus) {
-        return bus == "0000:3b:00.0" ? kmsg::BusIdentity{true, "GPU-abc"} : kmsg::BusIdentity{};
-      });
+  kmsg::EventPipeline d(xid_and_sxid_rules(), env.events, env.metrics, {});
+  d.set_bus_identities({{{"0000:3b:00.0", "GPU-abc"}}});
   for (int i = 0; i < 50; ++i) {
     char pci[32];
     std::snprintf(pci, sizeof pci, "%04x:%02x:00.0", 0x1000 + i, i % 256);
@@ -779,7 +769,7 @@ TEST(XidKernelLogRule, NvmlXidIsTheKernelLinesEventWithSourceAndUuid) {
   EXPECT_EQ(without, kernel_extra);
   EXPECT_FALSE(n.extra_info.contains("log_line"));
   Env env;
-  kmsg::KernelLogDispatcher d(xid_and_sxid_rules(), env.events, env.metrics, {});
+  kmsg::EventPipeline d(xid_and_sxid_rules(), env.events, env.metrics, {});
   EXPECT_EQ(d.feed_message(kmsg::xid_line(48, "0000:3b:00.0"), kT), 1);
   EXPECT_EQ(d.dispatch(n, kT), 0)
       << "the NVML event of the same Xid in the same minute is a repeat";
@@ -822,7 +812,7 @@ class XidAttribution : public ::testing::Test {
         << "4242 (python3) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 4 0 "
         << seconds * sysconf(_SC_CLK_TCK) << " 123456 789\n";
   }
-  // The Xid event the line makes through the registry's rules and the dispatcher.
+  // The Xid event the line makes through the registry's rules and the event pipeline.
   nlohmann::json stored_extra(bool scan, bool kernel_log_scan, TimePoint wall,
                               int64_t boot_offset_s) {
     ComponentContext c = env_.ctx();
@@ -831,7 +821,7 @@ class XidAttribution : public ::testing::Test {
     c.containers = &dir_;
     Registry registry;
     EXPECT_TRUE(registry.add(std::make_unique<XidComponent>(c)));
-    kmsg::KernelLogDispatcher d(kernel_log_rules(registry), env_.events, env_.metrics, {});
+    kmsg::EventPipeline d(kernel_log_rules(registry), env_.events, env_.metrics, {});
     const std::string line =
         "NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=python3, Graphics SM Warp Exception";
     EXPECT_EQ(d.feed_message(line, wall, Clock::now(), boot_offset_s * 1'000'000), 1);

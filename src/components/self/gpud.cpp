@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "components/snapshot_metric.h"
 #include "core/time_util.h"
 #include "nvml/source.h"
 
@@ -134,27 +135,57 @@ CheckResult evaluate_gpud(const GpudSnapshot& s, const GpudAcknowledged& ack, Ti
   return r;
 }
 
+namespace {
+
+constexpr SnapshotMetric<GpudSnapshot> kMetrics[] = {
+    {.name = "gpud_store_writable",
+     .help = "1 while the state database takes writes, 0 while events wait in memory",
+     .value =
+         [](const GpudSnapshot& s) {
+           return metric_value(s.store.usable && s.store.writable && s.event_backlog == 0 ? 1 : 0);
+         }},
+    {.name = "gpud_store_quarantined_files",
+     .help = "Corrupt state databases moved aside (<state file>.corrupt-*) in the data dir",
+     .value = [](const GpudSnapshot& s) { return metric_value(s.quarantined_files.size()); }},
+    {.name = "gpud_kernel_log_followed",
+     .help = "1 while gpud follows the kernel log",
+     .value = [](const GpudSnapshot& s) { return metric_value(s.kernel_log.followed ? 1 : 0); }},
+    {.name = "gpud_kernel_log_overruns_total",
+     .help = "Kernel-log records overwritten in the ring buffer before gpud read them",
+     .kind = MetricKind::kCounter,
+     .value = [](const GpudSnapshot& s) { return metric_value(s.kernel_log.overruns); }},
+    {.name = "gpud_kernel_log_read_errors_total",
+     .help = "Failed reads of the kernel log",
+     .kind = MetricKind::kCounter,
+     .value = [](const GpudSnapshot& s) { return metric_value(s.kernel_log.read_errors); }},
+    {.name = "gpud_kernel_log_foreign_records_total",
+     .help = "Kernel-log records a process wrote to /dev/kmsg, not the kernel: read and ignored",
+     .kind = MetricKind::kCounter,
+     .value = [](const GpudSnapshot& s) { return metric_value(s.kernel_log.foreign_records); }},
+    {.name = "gpud_kernel_log_record_errors_total",
+     .help = "Kernel-log records that could not be parsed",
+     .kind = MetricKind::kCounter,
+     .value = [](const GpudSnapshot& s) { return metric_value(s.kernel_log.record_errors); }},
+    {.name = "gpud_kernel_log_parse_errors_total",
+     .help = "Kernel-log records dropped because matching them failed",
+     .kind = MetricKind::kCounter,
+     .value = [](const GpudSnapshot& s) { return metric_value(s.kernel_log.parse_errors); }},
+    // Kept beside accelerator_nvidia_nvml_up for GPUd's dashboards, with its meaning: NVML
+    // answered its last collection (a hung driver is 0 here too, not only a failed load). Absent
+    // without an NVML source (no NVIDIA components in this process).
+    {.name = "gpud_nvml_up",
+     .help = "1 while NVML is loaded and initialized",
+     .value = [](const GpudSnapshot& s) -> std::optional<double> {
+       if (s.nvml_status.empty()) return std::nullopt;
+       return s.nvml_answered ? 1 : 0;
+     }},
+};
+static_assert(valid_metric_table(kMetrics));
+
+}  // namespace
+
 GpudComponent::GpudComponent(const ComponentContext& ctx) : Component(ctx) {
-  if (ctx.metrics == nullptr) return;
-  MetricRegistry& m = *ctx.metrics;
-  m.describe("gpud_store_writable",
-             "1 while the state database takes writes, 0 while events wait in memory");
-  m.describe("gpud_store_quarantined_files",
-             "Corrupt state databases moved aside (<state file>.corrupt-*) in the data dir");
-  m.describe("gpud_kernel_log_followed", "1 while gpud follows the kernel log");
-  m.describe("gpud_kernel_log_overruns_total",
-             "Kernel-log records overwritten in the ring buffer before gpud read them",
-             MetricKind::kCounter);
-  m.describe("gpud_kernel_log_read_errors_total", "Failed reads of the kernel log",
-             MetricKind::kCounter);
-  m.describe("gpud_kernel_log_foreign_records_total",
-             "Kernel-log records a process wrote to /dev/kmsg, not the kernel: read and ignored",
-             MetricKind::kCounter);
-  m.describe("gpud_kernel_log_record_errors_total", "Kernel-log records that could not be parsed",
-             MetricKind::kCounter);
-  m.describe("gpud_kernel_log_parse_errors_total",
-             "Kernel-log records dropped because matching them failed", MetricKind::kCounter);
-  m.describe("gpud_nvml_up", "1 while NVML is loaded and initialized");
+  describe_metrics(ctx.metrics, kMetrics);
 }
 
 bool GpudComponent::supported() const { return ctx().gpud != nullptr && !ctx().scan_mode; }
@@ -177,34 +208,17 @@ GpudSnapshot GpudComponent::collect() const {
     s.kernel_log = p.kernel_log();
   else
     s.kernel_log.error = "no kernel-log follower in this process";
-  if (ctx().nvidia != nullptr) s.nvml_status = std::string(nvml::to_string(ctx().nvidia->status()));
+  if (ctx().nvidia != nullptr) {
+    s.nvml_status = std::string(nvml::to_string(ctx().nvidia->status()));
+    s.nvml_answered = ctx().nvidia->answered_last_collection();
+  }
   if (p.sinks) s.sinks = p.sinks();
   return s;
 }
 
-void GpudComponent::publish(const GpudSnapshot& s) const {
-  if (ctx().metrics == nullptr) return;
-  MetricRegistry& m = *ctx().metrics;
-  const std::string c(kGpudComponent);
-  m.set(c, "gpud_store_writable",
-        s.store.usable && s.store.writable && s.event_backlog == 0 ? 1 : 0);
-  m.set(c, "gpud_store_quarantined_files", static_cast<double>(s.quarantined_files.size()));
-  const KernelLogCounters& k = s.kernel_log;
-  m.set(c, "gpud_kernel_log_followed", k.followed ? 1 : 0);
-  m.set(c, "gpud_kernel_log_overruns_total", static_cast<double>(k.overruns));
-  m.set(c, "gpud_kernel_log_read_errors_total", static_cast<double>(k.read_errors));
-  m.set(c, "gpud_kernel_log_foreign_records_total", static_cast<double>(k.foreign_records));
-  if (k.record_errors)
-    m.set(c, "gpud_kernel_log_record_errors_total", static_cast<double>(*k.record_errors));
-  if (k.parse_errors)
-    m.set(c, "gpud_kernel_log_parse_errors_total", static_cast<double>(*k.parse_errors));
-  if (!s.nvml_status.empty())
-    m.set(c, "gpud_nvml_up", s.nvml_status == nvml::to_string(nvml::NvmlStatus::kReady) ? 1 : 0);
-}
-
 CheckResult GpudComponent::check() {
   GpudSnapshot s = collect();
-  publish(s);
+  publish_metrics(ctx().metrics, name(), kMetrics, &s);
   std::lock_guard lock(mu_);
   return evaluate_gpud(s, acknowledged_);
 }

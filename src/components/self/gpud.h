@@ -19,7 +19,7 @@ namespace gpud::components {
 
 inline constexpr std::string_view kGpudComponent = "gpud";
 
-// What the kernel-log follower and dispatcher counted since start.
+// What the kernel-log follower and event pipeline counted since start.
 struct KernelLogCounters {
   bool followed = false;
   std::string error;  // why it is not followed
@@ -29,7 +29,7 @@ struct KernelLogCounters {
   // Records a process wrote to /dev/kmsg (not the kernel), read and dropped unmatched
   // (kmsg::kernel_record). Information, never a fault: systemd and `logger --kmsg` write there.
   uint64_t foreign_records = 0;
-  // Records the follower could not parse, and matched lines whose fields the dispatcher could not
+  // Records the follower could not parse, and matched lines whose fields the pipeline could not
   // parse; absent where the daemon does not count them.
   std::optional<uint64_t> record_errors;
   std::optional<uint64_t> parse_errors;
@@ -62,6 +62,9 @@ struct GpudSnapshot {
   uint64_t events_dropped = 0;
   KernelLogCounters kernel_log;
   std::string nvml_status;  // "not found", "errored", "ready"; "" without an NVML source
+  // NVML answered its last collection (nvml::NvidiaSource::answered_last_collection): the value
+  // of gpud_nvml_up, the same as accelerator_nvidia_nvml_up's.
+  bool nvml_answered = false;
   std::vector<SinkStatus> sinks;
 };
 
@@ -101,7 +104,6 @@ class GpudComponent : public Component {
 
  private:
   GpudSnapshot collect() const;
-  void publish(const GpudSnapshot& s) const;
 
   mutable std::mutex mu_;
   GpudAcknowledged acknowledged_;

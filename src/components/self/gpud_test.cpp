@@ -265,6 +265,39 @@ TEST(GpudComponent, StoreThatCannotWriteIsDegradedUntilTheEventsAreStored) {
               HasSubstr("gpud_store_writable{gpud_component=\"gpud\"} 1\n"));
 }
 
+// A counter the follower stops reporting is absent from the next scrape, not frozen at its last
+// value.
+TEST(GpudComponent, ACounterNoLongerReportedLosesItsSeries) {
+  std::optional<uint64_t> record_errors = 2;
+  GpudProbes probes{nullptr,
+                    nullptr,
+                    [&record_errors] {
+                      KernelLogCounters k;
+                      k.followed = true;
+                      k.record_errors = record_errors;
+                      k.parse_errors = 1;
+                      return k;
+                    },
+                    {}};
+  Config cfg;
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  ctx.gpud = &probes;
+  GpudComponent c(ctx);
+  (void)c.check();
+  std::string text = metrics.prometheus_text();
+  EXPECT_THAT(text, HasSubstr("# TYPE gpud_kernel_log_record_errors_total counter\n"
+                              "gpud_kernel_log_record_errors_total{gpud_component=\"gpud\"} 2\n"));
+
+  record_errors.reset();
+  (void)c.check();
+  text = metrics.prometheus_text();
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("gpud_kernel_log_record_errors_total{")));
+  EXPECT_THAT(text, HasSubstr("gpud_kernel_log_parse_errors_total{gpud_component=\"gpud\"} 1\n"));
+  // Without an NVML source there is no NVML state to publish.
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("gpud_nvml_up{")));
+}
+
 TEST(GpudComponent, NotSupportedWithoutTheDaemonsProbesOrInScan) {
   Config cfg;
   ComponentContext ctx{&cfg, nullptr, nullptr, false};

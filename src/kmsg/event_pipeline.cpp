@@ -1,4 +1,4 @@
-#include "kmsg/dispatcher.h"
+#include "kmsg/event_pipeline.h"
 
 #include <fmt/format.h>
 
@@ -21,14 +21,11 @@ Event to_event(const Match& m, TimePoint t, std::string_view gpu_uuid) {
   return e;
 }
 
-KernelLogDispatcher::KernelLogDispatcher(std::vector<ComponentRules> rules, EventLog& events,
-                                         MetricRegistry& metrics, OnEvent on_event, Accept accept,
-                                         IdentifyBus identify_bus)
+EventPipeline::EventPipeline(std::vector<ComponentRules> rules, EventLog& events,
+                             MetricRegistry& metrics, OnEvent on_event)
     : events_(events),
       metrics_(metrics),
       on_event_(std::move(on_event)),
-      accept_(std::move(accept)),
-      identify_bus_(std::move(identify_bus)),
       matcher_(std::move(rules)) {
   metrics_.describe(kEventsTotal, "Kernel-log events recorded, by component and event type",
                     MetricKind::kCounter);
@@ -36,37 +33,61 @@ KernelLogDispatcher::KernelLogDispatcher(std::vector<ComponentRules> rules, Even
     if (c.describe_metrics) c.describe_metrics(metrics_);
 }
 
-int KernelLogDispatcher::feed(const KmsgRecord& r, TimePoint now) {
-  return feed_message(r.message, r.time, now, r.boot_offset_us);
-}
-
-int KernelLogDispatcher::feed(const KmsgRecordView& r, TimePoint now) {
-  return feed_message(r.message, r.time, now, r.boot_offset_us);
-}
-
-int KernelLogDispatcher::feed_message(std::string_view message, std::optional<TimePoint> time,
-                                      TimePoint now, std::optional<int64_t> boot_offset_us) {
+void EventPipeline::set_bus_identities(BusIdentityTable table) {
   std::lock_guard lock(mu_);
-  if (boot_offset_us && (!latest_boot_offset_us_ || *boot_offset_us > *latest_boot_offset_us_))
-    latest_boot_offset_us_ = boot_offset_us;
-  // One record is the unit of failure: whatever a line does to a matcher or to the JSON it builds,
-  // it is counted and dropped, and the next record is read as usual.
+  buses_ = std::move(table);
+}
+
+int EventPipeline::feed(const KmsgRecord& r, TimePoint now) {
+  return feed_message(r.message, r.time, now, r.boot_offset_us);
+}
+
+int EventPipeline::feed(const KmsgRecordView& r, TimePoint now) {
+  return feed_message(r.message, r.time, now, r.boot_offset_us);
+}
+
+int EventPipeline::feed_message(std::string_view message, std::optional<TimePoint> time,
+                                TimePoint now, std::optional<int64_t> boot_offset_us) {
+  std::vector<Admitted> admitted;
+  {
+    std::lock_guard lock(mu_);
+    if (boot_offset_us && (!latest_boot_offset_us_ || *boot_offset_us > *latest_boot_offset_us_))
+      latest_boot_offset_us_ = boot_offset_us;
+    // One record is the unit of failure: whatever a line does to a matcher or to the JSON it
+    // builds, it is counted and dropped, and the next record is read as usual.
+    try {
+      std::vector<Match> ms = matcher_.feed(message);
+      pending_.store(matcher_.pending(), std::memory_order_relaxed);
+      for (const Match& m : ms)
+        if (auto a = admit_locked(m, {time, boot_offset_us, now}))
+          admitted.push_back(std::move(*a));
+    } catch (const std::exception& e) {
+      record_parse_error_locked(message, e.what());
+      return 0;
+    } catch (...) {
+      record_parse_error_locked(message, "unknown exception");
+      return 0;
+    }
+  }
+  return store_all(admitted, message);
+}
+
+int EventPipeline::store_all(const std::vector<Admitted>& admitted, std::string_view message) {
   try {
-    std::vector<Match> ms = matcher_.feed(message);
-    pending_.store(matcher_.pending(), std::memory_order_relaxed);
     int n = 0;
-    for (const Match& m : ms) n += dispatch_locked(m, {time, boot_offset_us, now});
+    for (const Admitted& a : admitted) n += store(a);
     return n;
   } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
     record_parse_error_locked(message, e.what());
   } catch (...) {
+    std::lock_guard lock(mu_);
     record_parse_error_locked(message, "unknown exception");
   }
   return 0;
 }
 
-void KernelLogDispatcher::record_parse_error_locked(std::string_view message,
-                                                    std::string_view what) {
+void EventPipeline::record_parse_error_locked(std::string_view message, std::string_view what) {
   ++parse_errors_;  // reported by the gpud component (gpud_kernel_log_parse_errors_total)
   // At most one line a minute: a flood of hostile lines must not flood the log too.
   if (auto left_out = parse_error_log_.admit())
@@ -76,25 +97,32 @@ void KernelLogDispatcher::record_parse_error_locked(std::string_view message,
         parse_errors_, *left_out, what, sanitize_utf8(message));
 }
 
-int KernelLogDispatcher::dispatch(const Match& m, TimePoint t) {
-  std::lock_guard lock(mu_);
-  return dispatch_locked(m, {t, std::nullopt, t});
+int EventPipeline::dispatch(const Match& m, TimePoint t) {
+  std::vector<Admitted> admitted;
+  {
+    std::lock_guard lock(mu_);
+    if (auto a = admit_locked(m, {t, std::nullopt, t})) admitted.push_back(std::move(*a));
+  }
+  return store_all(admitted, m.message);
 }
 
-int KernelLogDispatcher::dispatch_locked(const Match& m, const RecordTime& when) {
-  ++matched_;
-  if (accept_ && !accept_(m.component)) return 0;
+BusIdentity EventPipeline::identify_locked(const Match& m) const {
+  if (m.extra_info.contains("gpu_uuid"))  // NVML named the GPU itself
+    return {true, m.extra_info.value("gpu_uuid", std::string())};
   const std::string bus = m.extra_info.value("pci_bus_id", std::string());
-  auto identify = [&] {
-    BusIdentity id;
-    if (m.extra_info.contains("gpu_uuid")) {  // NVML named the GPU itself
-      id.known = true;
-      id.uuid = m.extra_info.value("gpu_uuid", std::string());
-    } else if (identify_bus_ && !bus.empty()) {
-      id = identify_bus_(bus);
+  return bus.empty() ? BusIdentity{} : buses_.identify(bus);
+}
+
+std::optional<EventPipeline::Admitted> EventPipeline::admit_locked(const Match& m,
+                                                                   const RecordTime& when) {
+  ++matched_;
+  const ComponentRules* rules = nullptr;
+  for (const ComponentRules& c : matcher_.rules())
+    if (c.component == m.component) {
+      rules = &c;
+      break;
     }
-    return id;
-  };
+  if (rules == nullptr) return std::nullopt;  // a component this process does not run
   // Repeats of a line are dropped only within the window of its own time: the wall clock, else
   // the offset since boot (a saved log of an unknown boot), else the reader's clock.
   const TimePoint own_time =
@@ -102,31 +130,37 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, const RecordTime& when)
       : when.boot_offset_us ? TimePoint{} + std::chrono::duration_cast<Clock::duration>(
                                                 std::chrono::microseconds(*when.boot_offset_us))
                             : when.now;
-  if (keep_occurrences_) count_occurrence_locked(m, when, own_time, identify().uuid);
-  if (deduper_.is_duplicate(m.component, m.name, m.message, own_time)) return 0;
-  const BusIdentity id = identify();
-  const std::string& uuid = id.uuid;
+  BusIdentity id = identify_locked(m);
+  if (keep_occurrences_) count_occurrence_locked(m, when, own_time, id.uuid);
+  if (deduper_.is_duplicate(m.component, m.name, m.message, own_time)) return std::nullopt;
+  Admitted a{m, rules, when, std::move(id), std::nullopt};
+  if (auto w = watermarks_.find(m.component);
+      w != watermarks_.end() && covers(w->second, {boot_id_, when.boot_offset_us, when.wall}))
+    a.acknowledged = w->second.acknowledgement;
+  return a;
+}
+
+int EventPipeline::store(const Admitted& a) {
+  const Match& m = a.match;
+  const std::string& uuid = a.bus.uuid;
   // The event keeps the raw bus id; only the counter's label is folded.
-  const std::string bus_label = id.known ? bus : std::string(kUnknownBusLabel);
+  const std::string bus_label =
+      a.bus.known ? m.extra_info.value("pci_bus_id", std::string()) : std::string(kUnknownBusLabel);
   Match annotated;
   const Match* stored = &m;
-  for (const ComponentRules& c : matcher_.rules()) {
-    if (c.component != m.component || !c.annotate) continue;
+  if (a.rules->annotate) {
     annotated = m;
     // The GPU the line is about, for an annotation that needs it (to_event adds the same key).
     if (!uuid.empty()) annotated.extra_info["gpu_uuid"] = uuid;
-    c.annotate(annotated, when);
+    a.rules->annotate(annotated, a.when);
     stored = &annotated;
-    break;
   }
-  Event e = to_event(*stored, when.wall.value_or(when.now), uuid);
-  if (when.boot_offset_us)
-    e.extra_info["boot_offset_seconds"] = static_cast<double>(*when.boot_offset_us) / 1e6;
+  Event e = to_event(*stored, a.when.wall.value_or(a.when.now), uuid);
+  if (a.when.boot_offset_us)
+    e.extra_info["boot_offset_seconds"] = static_cast<double>(*a.when.boot_offset_us) / 1e6;
   // Stored at the reader's time only because an event needs one; readers show it as unknown.
-  if (!when.wall) e.extra_info["time_known"] = false;
-  if (auto w = watermarks_.find(m.component);
-      w != watermarks_.end() && covers(w->second, {boot_id_, when.boot_offset_us, when.wall}))
-    e.acknowledged = w->second.acknowledgement;
+  if (!a.when.wall) e.extra_info["time_known"] = false;
+  e.acknowledged = a.acknowledged;
   auto inserted = events_.insert(e);
   if (!inserted) {
     logger("kmsg")->warn("failed to store {} event {}: {}", m.component, m.name,
@@ -134,17 +168,16 @@ int KernelLogDispatcher::dispatch_locked(const Match& m, const RecordTime& when)
     return 0;
   }
   if (!*inserted) return 0;  // already stored (ring buffer re-read after a restart)
-  ++stored_;
+  stored_.fetch_add(1, std::memory_order_relaxed);
   metrics_.add("", kEventsTotal, 1,
                {{"component", m.component}, {"type", std::string(to_string(m.type))}});
-  for (const ComponentRules& c : matcher_.rules())
-    if (c.component == m.component && c.count) c.count(metrics_, {m, uuid, bus_label});
+  if (a.rules->count) a.rules->count(metrics_, {m, uuid, bus_label});
   if (on_event_) on_event_(m.component);
   return 1;
 }
 
-void KernelLogDispatcher::count_occurrence_locked(const Match& m, const RecordTime& when,
-                                                  TimePoint own_time, std::string_view uuid) {
+void EventPipeline::count_occurrence_locked(const Match& m, const RecordTime& when,
+                                            TimePoint own_time, std::string_view uuid) {
   // A companion line and the line of the fault it accompanies, in either order and this close,
   // are one occurrence (the driver prints both within the same second).
   constexpr auto kCompanionWindow = std::chrono::seconds(10);
@@ -191,12 +224,12 @@ void KernelLogDispatcher::count_occurrence_locked(const Match& m, const RecordTi
   o.last_boot_offset_us = when.boot_offset_us;
 }
 
-void KernelLogDispatcher::keep_occurrences() {
+void EventPipeline::keep_occurrences() {
   std::lock_guard lock(mu_);
   keep_occurrences_ = true;
 }
 
-std::vector<Occurrences> KernelLogDispatcher::occurrences() const {
+std::vector<Occurrences> EventPipeline::occurrences() const {
   std::lock_guard lock(mu_);
   std::vector<Occurrences> out;
   out.reserve(occurrences_.size());
@@ -204,38 +237,35 @@ std::vector<Occurrences> KernelLogDispatcher::occurrences() const {
   return out;
 }
 
-void KernelLogDispatcher::set_boot_id(std::string boot_id) {
+void EventPipeline::set_boot_id(std::string boot_id) {
   std::lock_guard lock(mu_);
   boot_id_ = std::move(boot_id);
 }
 
-void KernelLogDispatcher::set_watermark(const std::string& component, KernelLogWatermark w) {
+void EventPipeline::set_watermark(const std::string& component, KernelLogWatermark w) {
   std::lock_guard lock(mu_);
   watermarks_.insert_or_assign(component, std::move(w));
 }
 
-KernelLogWatermark KernelLogDispatcher::watermark_now(Acknowledgement ack) const {
+KernelLogWatermark EventPipeline::watermark_now(Acknowledgement ack) const {
   std::lock_guard lock(mu_);
   return {boot_id_, latest_boot_offset_us_, std::move(ack)};
 }
 
-bool KernelLogDispatcher::wants(std::string_view raw_line) const {
+bool EventPipeline::wants(std::string_view raw_line) const {
   return matcher_.may_match(raw_line) || pending_.load(std::memory_order_relaxed);
 }
 
-uint64_t KernelLogDispatcher::matched() const {
+uint64_t EventPipeline::matched() const {
   std::lock_guard lock(mu_);
   return matched_;
 }
 
-uint64_t KernelLogDispatcher::parse_errors() const {
+uint64_t EventPipeline::parse_errors() const {
   std::lock_guard lock(mu_);
   return parse_errors_;
 }
 
-uint64_t KernelLogDispatcher::stored() const {
-  std::lock_guard lock(mu_);
-  return stored_;
-}
+uint64_t EventPipeline::stored() const { return stored_.load(std::memory_order_relaxed); }
 
 }  // namespace gpud::kmsg

@@ -1,8 +1,9 @@
-#include "kmsg/dispatcher.h"
+#include "kmsg/event_pipeline.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <future>
 #include <set>
 #include <stdexcept>
 
@@ -28,7 +29,7 @@ struct Fixture {
 const TimePoint kT = Clock::from_time_t(1'700'000'000) + std::chrono::milliseconds(700);
 
 // Two components of the test's own: "gpu-faults" ("GPU fault on <bus>", counted per bus) and
-// "host-faults" ("disk fault <dev>"). The dispatcher knows no real component.
+// "host-faults" ("disk fault <dev>"). The pipeline knows no real component.
 std::vector<ComponentRules> test_rules() {
   ComponentRules gpu;
   gpu.component = "gpu-faults";
@@ -58,14 +59,14 @@ std::vector<ComponentRules> test_rules() {
 
 std::string gpu_fault(std::string_view bus) { return "xx GPU fault on " + std::string(bus); }
 
-TEST(Dispatcher, MatchBecomesStoredEventCountedByItsOwnerAndTriggered) {
+// The node has one GPU, GPU-abc at 0000:3b:00.0.
+BusIdentityTable gpu_abc_at_3b() { return {{{"0000:3b:00.0", "GPU-abc"}}}; }
+
+TEST(EventPipeline, MatchBecomesStoredEventCountedByItsOwnerAndTriggered) {
   Fixture f;
-  KernelLogDispatcher d(
-      test_rules(), f.events, f.metrics, [&](std::string_view c) { f.triggered.emplace_back(c); },
-      {},
-      [](std::string_view bus) {
-        return bus == "0000:3b:00.0" ? BusIdentity{true, "GPU-abc"} : BusIdentity{};
-      });
+  EventPipeline d(test_rules(), f.events, f.metrics,
+                  [&](std::string_view c) { f.triggered.emplace_back(c); });
+  d.set_bus_identities(gpu_abc_at_3b());
   EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 1);
   auto ev = f.events.query("gpu-faults", TimePoint{}, TimePoint::max());
   ASSERT_TRUE(ev);
@@ -88,12 +89,85 @@ TEST(Dispatcher, MatchBecomesStoredEventCountedByItsOwnerAndTriggered) {
       << text;
 }
 
+// The bus table is data the pipeline holds: a table handed over between two lines names the
+// second line's GPU (the line's bus id written in any form), and one that drops the GPU makes the
+// next line's bus unknown again. Nothing is asked of the caller while a line is read.
+TEST(EventPipeline, TheTableHandedOverBetweenTwoLinesNamesTheSecondLinesGpu) {
+  Fixture f;
+  EventPipeline d(test_rules(), f.events, f.metrics, {});
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 1);
+  d.set_bus_identities(gpu_abc_at_3b());
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3B:00.0"), kT), 1);
+  d.set_bus_identities({});
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT + std::chrono::minutes(2)), 1);
+  auto ev = f.events.query("gpu-faults", TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 3u);
+  int named = 0;
+  for (const Event& e : *ev) {
+    const bool upper = e.message.find("3B") != std::string::npos;
+    EXPECT_EQ(e.extra_info.value("gpu_uuid", ""), upper ? "GPU-abc" : "") << e.message;
+    named += upper;
+  }
+  EXPECT_EQ(named, 1);
+  const std::string text = f.metrics.prometheus_text();
+  EXPECT_NE(text.find("pci_bus_id=\"unknown\",uuid=\"\"} 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("uuid=\"GPU-abc\"} 1"), std::string::npos) << text;
+}
+
+// Whether another thread can take the pipeline's lock within 5 s (a counter's read takes it).
+bool lock_is_free(const EventPipeline& d) {
+  auto other = std::async(std::launch::async, [&d] { return d.matched(); });
+  return other.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+}
+
+// What a line's event calls of the caller and of its owner (the annotation, the counter, the
+// caller's on_event) runs with the pipeline's lock released: such a call may take locks of its
+// own, or call back into the pipeline, without a deadlock.
+TEST(EventPipeline, NoHookRunsUnderTheLock) {
+  Fixture f;
+  std::vector<std::string> held;
+  const EventPipeline* pipeline = nullptr;
+  auto check = [&](const char* hook) {
+    if (!lock_is_free(*pipeline)) held.emplace_back(hook);
+  };
+  std::vector<ComponentRules> rules = test_rules();
+  rules[0].annotate = [&](Match& m, const MatchTime&) {
+    check("annotate");
+    m.extra_info["annotated"] = true;
+  };
+  auto count = rules[0].count;
+  rules[0].count = [&, count](MetricRegistry& r, const StoredMatch& s) {
+    check("count");
+    count(r, s);
+  };
+  int events = 0;
+  EventPipeline d(rules, f.events, f.metrics, [&](std::string_view) {
+    check("on_event");
+    ++events;
+  });
+  pipeline = &d;
+  EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 1);
+  Match nvml;
+  nvml.component = "gpu-faults";
+  nvml.name = "gpu_fault";
+  nvml.message = "GPU fault on 0000:5e:00.0";
+  nvml.extra_info = {{"pci_bus_id", "0000:5e:00.0"}, {"gpu_uuid", "GPU-5e"}};
+  EXPECT_EQ(d.dispatch(nvml, kT), 1);
+  EXPECT_EQ(events, 2);
+  EXPECT_TRUE(held.empty()) << "called under the lock: " << held.front();
+  auto ev = f.events.query("gpu-faults", TimePoint{}, TimePoint::max());
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 2u);
+  for (const Event& e : *ev) EXPECT_EQ(e.extra_info["annotated"], true) << e.message;
+}
+
 // A record that makes anything downstream throw is counted and dropped; the next record is
 // dispatched as usual.
-TEST(Dispatcher, ThrowDuringARecordIsCountedAndTheNextRecordFlows) {
+TEST(EventPipeline, ThrowDuringARecordIsCountedAndTheNextRecordFlows) {
   Fixture f;
   int calls = 0;
-  KernelLogDispatcher d(test_rules(), f.events, f.metrics, [&](std::string_view) {
+  EventPipeline d(test_rules(), f.events, f.metrics, [&](std::string_view) {
     if (++calls == 1) throw std::runtime_error("consumer failed");
   });
   EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 0);
@@ -103,43 +177,43 @@ TEST(Dispatcher, ThrowDuringARecordIsCountedAndTheNextRecordFlows) {
 }
 
 // A flood of records that throw is counted whole but logged once a minute at most.
-TEST(Dispatcher, RecordsThatThrowAreLoggedAtMostOnceAMinute) {
+TEST(EventPipeline, RecordsThatThrowAreLoggedAtMostOnceAMinute) {
   Fixture f;
   testing::LogCapture log("kmsg");
-  KernelLogDispatcher d(test_rules(), f.events, f.metrics,
-                        [](std::string_view) { throw std::runtime_error("consumer failed"); });
+  EventPipeline d(test_rules(), f.events, f.metrics,
+                  [](std::string_view) { throw std::runtime_error("consumer failed"); });
   for (int i = 0; i < 500; ++i) d.feed_message(gpu_fault("0000:3b:" + std::to_string(i)), kT);
   EXPECT_EQ(d.parse_errors(), 500u);
   EXPECT_EQ(log.count("kernel-log record skipped"), 1u) << log.text();
   EXPECT_NE(log.text().find("consumer failed"), std::string::npos) << log.text();
 }
 
-TEST(Dispatcher, IdenticalMessageWithinAMinuteIsOneEvent) {
+TEST(EventPipeline, IdenticalMessageWithinAMinuteIsOneEvent) {
   Fixture f;
-  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  EventPipeline d(test_rules(), f.events, f.metrics, {});
   EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 1);
   EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT + std::chrono::seconds(30)), 0);
   EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT + std::chrono::seconds(90)), 1);
   EXPECT_EQ(d.stored(), 2u);
 }
 
-TEST(Dispatcher, RingReReadAfterRestartIsNoNewEvent) {
+TEST(EventPipeline, RingReReadAfterRestartIsNoNewEvent) {
   Fixture f;
   {
-    KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+    EventPipeline d(test_rules(), f.events, f.metrics, {});
     EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 1);
   }
-  KernelLogDispatcher again(test_rules(), f.events, f.metrics, {});
+  EventPipeline again(test_rules(), f.events, f.metrics, {});
   EXPECT_EQ(again.feed_message(gpu_fault("0000:3b:00.0"), kT + std::chrono::milliseconds(200)), 0);
   EXPECT_EQ(f.events.query("", TimePoint{}, TimePoint::max())->size(), 1u);
 }
 
-TEST(Dispatcher, RecordAtOrBeforeTheWatermarkIsStoredAcknowledgedAfterARestart) {
+TEST(EventPipeline, RecordAtOrBeforeTheWatermarkIsStoredAcknowledgedAfterARestart) {
   Fixture f;
   const Acknowledgement ack{kT + std::chrono::minutes(1), "uid:0"};
   KernelLogWatermark w;
   {
-    KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+    EventPipeline d(test_rules(), f.events, f.metrics, {});
     d.set_boot_id("boot-a");
     EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT, kT, 2'000'000), 1);
     d.feed_message("unrelated line", kT, kT, 3'000'000);
@@ -149,7 +223,7 @@ TEST(Dispatcher, RecordAtOrBeforeTheWatermarkIsStoredAcknowledgedAfterARestart) 
   EXPECT_EQ(w.boot_offset_us, 3'000'000) << "the newest record read, matched or not";
   ASSERT_TRUE(f.events.purge("", TimePoint::max()));  // as if the stored row were gone
 
-  KernelLogDispatcher again(test_rules(), f.events, f.metrics, {});
+  EventPipeline again(test_rules(), f.events, f.metrics, {});
   again.set_boot_id("boot-a");
   again.set_watermark("gpu-faults", w);
   // Re-read with a wall time a second off (the boot-time estimate moved): still acknowledged.
@@ -170,9 +244,9 @@ TEST(Dispatcher, RecordAtOrBeforeTheWatermarkIsStoredAcknowledgedAfterARestart) 
   }
 }
 
-TEST(Dispatcher, WatermarkOfAnotherBootAcknowledgesNothing) {
+TEST(EventPipeline, WatermarkOfAnotherBootAcknowledgesNothing) {
   Fixture f;
-  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  EventPipeline d(test_rules(), f.events, f.metrics, {});
   d.set_boot_id("boot-b");
   d.set_watermark("gpu-faults", {"boot-a", 9'000'000, {kT + std::chrono::hours(1), "token"}});
   EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT, kT, 1'000'000), 1);
@@ -182,19 +256,27 @@ TEST(Dispatcher, WatermarkOfAnotherBootAcknowledgesNothing) {
   EXPECT_FALSE(stored->front().acknowledged);
 }
 
-TEST(Dispatcher, ComponentsNotRunningAreDropped) {
+// Only the components whose rules the pipeline runs get events: a match made elsewhere (NVML's
+// stream) for a component that is not running is counted as matched and dropped.
+TEST(EventPipeline, ComponentsNotRunningAreDropped) {
   Fixture f;
-  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {},
-                        [](std::string_view c) { return c != "host-faults"; });
+  std::vector<ComponentRules> gpu_only = test_rules();
+  gpu_only.pop_back();  // "host-faults" does not run
+  EventPipeline d(gpu_only, f.events, f.metrics, {});
   EXPECT_EQ(d.feed_message("disk fault sda", kT), 0);
+  EXPECT_EQ(d.matched(), 0u) << "no rule of a running component matches the line";
+  Match host;
+  host.component = "host-faults";
+  host.name = "disk_fault";
+  host.message = "disk fault on sda";
+  EXPECT_EQ(d.dispatch(host, kT), 0);
   EXPECT_EQ(d.matched(), 1u);
-  EXPECT_EQ(d.feed_message("nothing to see", kT), 0);
-  EXPECT_EQ(d.matched(), 1u);
+  EXPECT_TRUE(f.events.query("", TimePoint{}, TimePoint::max())->empty());
 }
 
-TEST(Dispatcher, EventsGoToTheComponentThatDeclaredTheRule) {
+TEST(EventPipeline, EventsGoToTheComponentThatDeclaredTheRule) {
   Fixture f;
-  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  EventPipeline d(test_rules(), f.events, f.metrics, {});
   d.feed_message("disk fault nvme0n1", kT);
   d.feed_message(gpu_fault("0000:05:00.0"), kT);
   std::set<std::string> comps;
@@ -212,11 +294,10 @@ TEST(Dispatcher, EventsGoToTheComponentThatDeclaredTheRule) {
 // Lines naming bus ids that are none of the node's devices reach the owner's counters under one
 // label: a flood of crafted lines cannot add a series each. The events keep the bus id the line
 // named.
-TEST(Dispatcher, UnknownBusesReachTheCountersAsOneLabel) {
+TEST(EventPipeline, UnknownBusesReachTheCountersAsOneLabel) {
   Fixture f;
-  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {}, {}, [](std::string_view bus) {
-    return bus == "0000:3b:00.0" ? BusIdentity{true, "GPU-abc"} : BusIdentity{};
-  });
+  EventPipeline d(test_rules(), f.events, f.metrics, {});
+  d.set_bus_identities(gpu_abc_at_3b());
   for (int i = 0; i < 200; ++i) {
     char pci[32];
     std::snprintf(pci, sizeof pci, "%04x:%02x:00.0", 0x1000 + i, i % 256);
@@ -237,9 +318,9 @@ TEST(Dispatcher, UnknownBusesReachTheCountersAsOneLabel) {
 
 // A line with no time is stored at the reader's clock (an event needs a time) and says so, so that
 // no report passes the reader's clock off as the fault's.
-TEST(Dispatcher, RecordWithoutTimeUsesNowAndSaysTheTimeIsUnknown) {
+TEST(EventPipeline, RecordWithoutTimeUsesNowAndSaysTheTimeIsUnknown) {
   Fixture f;
-  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  EventPipeline d(test_rules(), f.events, f.metrics, {});
   d.feed_message(gpu_fault("0000:3b:00.0"), std::nullopt, kT);
   const Event e = f.events.query("", TimePoint{}, TimePoint::max())->front();
   EXPECT_EQ(e.time, std::chrono::time_point_cast<std::chrono::seconds>(kT));
@@ -253,9 +334,9 @@ TEST(Dispatcher, RecordWithoutTimeUsesNowAndSaysTheTimeIsUnknown) {
 // A saved log of an unknown boot: each line's offset since boot is its time. Repeats of a line are
 // dropped within a minute of *that* time, not of the reader's clock, so an hour of repeats read in
 // one second is an hour of events.
-TEST(Dispatcher, RepeatsAreDroppedOnlyWithinAMinuteOfTheirOwnBootOffset) {
+TEST(EventPipeline, RepeatsAreDroppedOnlyWithinAMinuteOfTheirOwnBootOffset) {
   Fixture f;
-  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  EventPipeline d(test_rules(), f.events, f.metrics, {});
   const std::string line = gpu_fault("0000:3b:00.0");
   EXPECT_EQ(d.feed_message(line, std::nullopt, kT, 1'005'030'000), 1);
   EXPECT_EQ(d.feed_message(line, std::nullopt, kT, 1'035'000'000), 0) << "30 s later: a repeat";
@@ -295,14 +376,14 @@ std::vector<ComponentRules> xid_rules() {
 
 // Every occurrence is counted per device and code, the repeats the deduper drops too, with the
 // first and last time each was seen; without keep_occurrences() nothing is kept.
-TEST(Dispatcher, OccurrencesCountEveryRepeatPerDeviceAndCode) {
+TEST(EventPipeline, OccurrencesCountEveryRepeatPerDeviceAndCode) {
   Fixture f;
-  KernelLogDispatcher quiet(xid_rules(), f.events, f.metrics, {});
+  EventPipeline quiet(xid_rules(), f.events, f.metrics, {});
   quiet.feed_message("Xid 79 on 0000:db:00.0", kT);
   EXPECT_TRUE(quiet.occurrences().empty());
 
   Fixture g;
-  KernelLogDispatcher d(xid_rules(), g.events, g.metrics, {});
+  EventPipeline d(xid_rules(), g.events, g.metrics, {});
   d.keep_occurrences();
   for (int64_t s : {100, 110, 120})
     d.feed_message("Xid 79 on 0000:db:00.0", std::nullopt, kT, s * 1'000'000);
@@ -325,9 +406,9 @@ TEST(Dispatcher, OccurrencesCountEveryRepeatPerDeviceAndCode) {
 
 // A match made elsewhere (NVML's event stream) goes through the same dedup and counters; one that
 // names its GPU keeps that UUID and a label of its own.
-TEST(Dispatcher, DispatchedMatchIsDedupedWithTheLinesAndCounted) {
+TEST(EventPipeline, DispatchedMatchIsDedupedWithTheLinesAndCounted) {
   Fixture f;
-  KernelLogDispatcher d(test_rules(), f.events, f.metrics, {});
+  EventPipeline d(test_rules(), f.events, f.metrics, {});
   EXPECT_EQ(d.feed_message(gpu_fault("0000:3b:00.0"), kT), 1);
   Match again;
   again.component = "gpu-faults";

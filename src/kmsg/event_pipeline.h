@@ -1,6 +1,9 @@
-// KernelLogDispatcher: runs the components' kernel-log rules over the records, stores the events
-// they make (one matcher, one deduper), counts them, and tells the caller which component to
-// re-check.
+// EventPipeline: the one path from the kernel log and NVML's event stream to the store. It runs
+// the components' kernel-log rules over the records (one matcher, one deduper), names each bus
+// id's GPU from the BusIdentityTable it was handed, stores the events, counts them, and tells the
+// caller which component to re-check. Under its lock it runs only the rules' matchers and its own
+// bookkeeping on data it holds: the rules' annotations, the store, the counters and the
+// caller's on_event run after the lock is released.
 #pragma once
 
 #include <atomic>
@@ -16,6 +19,7 @@
 #include "core/event_log.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "kmsg/bus_identity_table.h"
 #include "kmsg/deduper.h"
 #include "kmsg/record.h"
 #include "kmsg/rules.h"
@@ -45,26 +49,28 @@ struct Occurrences {
 // neither).
 using RecordTime = MatchTime;
 
-class KernelLogDispatcher {
+class EventPipeline {
  public:
   using OnEvent = std::function<void(std::string_view component)>;
-  using Accept = std::function<bool(std::string_view component)>;
-  using IdentifyBus = std::function<BusIdentity(std::string_view pci_bus_id)>;
 
-  // `rules`: every component's kernel-log rules (components::kernel_log_rules); `accept`
-  // (default: all) keeps events of components this process runs; `identify_bus` (optional;
-  // without it every bus is unknown) says whether a bus id is one of the node's devices and names
-  // its GPU.
-  KernelLogDispatcher(std::vector<ComponentRules> rules, EventLog& events, MetricRegistry& metrics,
-                      OnEvent on_event, Accept accept = {}, IdentifyBus identify_bus = {});
+  // `rules`: the kernel-log rules of the components this process runs
+  // (components::kernel_log_rules); only their owners' events are kept, those of a match made
+  // elsewhere (dispatch) included. `on_event` (optional) hears of each stored event's component,
+  // after the lock is released. Until set_bus_identities, every bus is unknown.
+  EventPipeline(std::vector<ComponentRules> rules, EventLog& events, MetricRegistry& metrics,
+                OnEvent on_event = {});
+
+  // Replaces the table the next lines' bus ids are named from (the caller refreshes it when
+  // NVML's snapshot or sysfs changes).
+  void set_bus_identities(BusIdentityTable table);
 
   // Thread-safe. Returns the number of events stored (not deduplicated, not already stored).
   int feed(const KmsgRecord& record, TimePoint now = Clock::now());
   int feed(const KmsgRecordView& record, TimePoint now = Clock::now());
   int feed_message(std::string_view message, std::optional<TimePoint> time,
                    TimePoint now = Clock::now(), std::optional<int64_t> boot_offset_us = {});
-  // Stores one match (e.g. an Xid NVML reported) through the same dedup, metrics and callback;
-  // m.component must be one of the rules' owners for its counters to be kept.
+  // Stores one match (e.g. an Xid NVML reported) through the same dedup, metrics and on_event;
+  // dropped unless m.component is one of the rules' owners.
   int dispatch(const Match& m, TimePoint t);
 
   // The boot being read (its id, "" when unknown), which the watermarks' rule compares with.
@@ -93,7 +99,20 @@ class KernelLogDispatcher {
   std::vector<Occurrences> occurrences() const;
 
  private:
-  int dispatch_locked(const Match& m, const RecordTime& when);
+  // A match the lock's bookkeeping let through (not a repeat, of a component that runs), with
+  // what it was decided from; stored by store() once the lock is released.
+  struct Admitted {
+    Match match;
+    const ComponentRules* rules = nullptr;
+    RecordTime when;
+    BusIdentity bus;
+    std::optional<Acknowledgement> acknowledged;
+  };
+  std::optional<Admitted> admit_locked(const Match& m, const RecordTime& when);
+  int store(const Admitted& a);
+  // Stores what was admitted for one record; a throw is counted as that record's parse error.
+  int store_all(const std::vector<Admitted>& admitted, std::string_view message);
+  BusIdentity identify_locked(const Match& m) const;
   void count_occurrence_locked(const Match& m, const RecordTime& when, TimePoint own_time,
                                std::string_view uuid);
   void record_parse_error_locked(std::string_view message, std::string_view what);
@@ -101,16 +120,15 @@ class KernelLogDispatcher {
   EventLog& events_;
   MetricRegistry& metrics_;
   OnEvent on_event_;
-  Accept accept_;
-  IdentifyBus identify_bus_;
   mutable std::mutex mu_;
   RuleMatcher matcher_;
+  BusIdentityTable buses_;
   // matcher_.pending() as of the last feed, readable without mu_: wants() runs for every line of
   // a saved log and must not take a lock per line.
   std::atomic<bool> pending_{false};
   Deduper deduper_;
   uint64_t matched_ = 0;
-  uint64_t stored_ = 0;
+  std::atomic<uint64_t> stored_{0};  // counted by store(), outside the lock
   uint64_t parse_errors_ = 0;
   LogRateLimiter parse_error_log_{std::chrono::minutes(1)};
   bool keep_occurrences_ = false;
