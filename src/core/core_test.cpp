@@ -147,7 +147,7 @@ TEST(Json, MetricCarriesRealSecondsAndMilliseconds) {
 
 TEST(Json, StateHasTimeAndComponent) {
   auto r = single_state("cpu", Health::kDegraded, "hot",
-                        SuggestedActions{"", {RepairAction::kRebootSystem}}, {},
+                        SuggestedActions{"", {RepairAction::kRebootSystem}}, nullptr,
                         from_unix_seconds(1704164645));
   auto j = to_json(r.states[0]);
   EXPECT_EQ(j["time"], "2024-01-02T03:04:05Z");

@@ -12,7 +12,11 @@ std::string fixture(const std::string& rel) {
 }
 
 host::CommandOutput output(int exit_code, std::string out, std::string err = "") {
-  return host::CommandOutput{exit_code, std::move(out), std::move(err)};
+  host::CommandOutput o;
+  o.exit_code = exit_code;
+  o.out = std::move(out);
+  o.err = std::move(err);
+  return o;
 }
 
 struct Harness {
