@@ -59,10 +59,19 @@ Connection connect(const char* socket_path, Clock::time_point deadline, int64_t 
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   const std::string target = std::string("unix:") + socket_path;
   c.channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
-  if (!c.channel->WaitForConnected(deadline)) {
-    c.error = make_reply(GPUD_CRI_UNAVAILABLE, "cannot connect to " + target + " within " +
-                                                   std::to_string(timeout_ms) + " ms (channel " +
-                                                   state_name(c.channel->GetState(false)) + ")");
+  // A refused or missing socket fails the first attempt at once (transient failure): nobody
+  // listens there now, and waiting out the deadline for a restart would make every check of a
+  // stopped runtime cost its whole timeout.
+  auto state = c.channel->GetState(true);
+  while (state != GRPC_CHANNEL_READY && state != GRPC_CHANNEL_TRANSIENT_FAILURE &&
+         state != GRPC_CHANNEL_SHUTDOWN && c.channel->WaitForStateChange(state, deadline))
+    state = c.channel->GetState(true);
+  if (state != GRPC_CHANNEL_READY) {
+    const std::string why = state == GRPC_CHANNEL_TRANSIENT_FAILURE
+                                ? " (connection refused or no socket)"
+                                : " within " + std::to_string(timeout_ms) + " ms (channel " +
+                                      state_name(state) + ")";
+    c.error = make_reply(GPUD_CRI_UNAVAILABLE, "cannot connect to " + target + why);
     c.channel.reset();
   }
   return c;

@@ -144,7 +144,9 @@ TEST(CriModule, ADaemonWithoutTheCriServiceIsUnimplemented) {
   EXPECT_NE(pods.error().message.find("ListPodSandbox"), std::string::npos);
 }
 
-TEST(CriModule, NothingListeningIsUnavailableWithinTheTimeout) {
+// A socket nobody listens on (left behind by a runtime that died, or missing) is Unavailable at the
+// first refused attempt, not after the call's whole timeout.
+TEST(CriModule, NothingListeningIsUnavailableWithoutWaitingOutTheTimeout) {
   TempDir dir;
   // A socket file left behind by a daemon that is gone: connect() is refused.
   const std::string stale = dir.path + "/stale.sock";
@@ -156,13 +158,13 @@ TEST(CriModule, NothingListeningIsUnavailableWithinTheTimeout) {
   ::close(fd);
   for (const std::string& sock : {stale, dir.path + "/missing.sock"}) {
     const auto start = std::chrono::steady_clock::now();
-    auto pods = CriClient().list_pods(sock, 500ms);
+    auto pods = CriClient().list_pods(sock, 8s);
     const auto took = std::chrono::steady_clock::now() - start;
     ASSERT_FALSE(pods) << sock;
     EXPECT_EQ(pods.error().code, GPUD_CRI_UNAVAILABLE) << pods.error().message;
     EXPECT_NE(pods.error().message.find("cannot connect to unix:" + sock), std::string::npos)
         << pods.error().message;
-    EXPECT_LT(took, 3s);
+    EXPECT_LT(took, 3s) << "waited for a runtime nobody runs";
   }
 }
 
