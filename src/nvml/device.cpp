@@ -544,18 +544,22 @@ std::string gpu_label_of(unsigned int index, const NvmlSnapshot* previous) {
 
 namespace {
 
-// The error of a call that ran past its deadline, remembered for the collections that follow.
-Error hang_error(Nvml& nvml, std::string_view who, const CallTracker& tracker,
+// The error of a call that ran past its deadline, remembered (with the GPU `report` names, if
+// any) for the collections that follow.
+Error hang_error(Nvml& nvml, HangReport report, std::string_view who, const CallTracker& tracker,
                  std::chrono::milliseconds deadline) {
-  std::string msg = hang_message(who, tracker.current.load(), deadline);
-  nvml.set_hang_report(msg);
-  return make_error(msg, kTimeoutErrorCode);
+  const void* call = tracker.current.load();
+  report.message = hang_message(who, call, deadline);
+  report.call = entry_point_name(call);
+  Error e = make_error(report.message, kTimeoutErrorCode);
+  nvml.set_hang_report(std::move(report));
+  return e;
 }
 
 // While a call is still stuck, the report of that call; nullopt when the worker answers.
 std::optional<Error> still_hung(Nvml& nvml) {
   if (!nvml.worker().stuck()) return std::nullopt;
-  std::string report = nvml.hang_report();
+  std::string report = nvml.hang_report().message;
   return make_error(report.empty() ? kTimeoutMessage : report, kTimeoutErrorCode);
 }
 
@@ -571,8 +575,17 @@ Result<GpuSnapshot> collect_gpu(Nvml& nvml, unsigned int index, std::chrono::mil
   auto tracker = std::make_shared<CallTracker>();
   auto g = nvml.worker().call(
       [lib, dev, index, tracker] { return read_gpu(*lib, dev, index, tracker.get()); }, deadline);
-  if (!g.ok() && is_timeout(g.error()))
-    return hang_error(nvml, gpu_label_of(index, previous), *tracker, deadline);
+  if (!g.ok() && is_timeout(g.error())) {
+    HangReport about;
+    about.gpu_index = index;
+    if (previous != nullptr)
+      for (const auto& p : previous->gpus)
+        if (p.index == index) {
+          if (p.uuid.ok()) about.gpu_uuid = p.uuid.value;
+          if (p.pci_bus_id.ok()) about.gpu_bus_id = p.pci_bus_id.value;
+        }
+    return hang_error(nvml, std::move(about), gpu_label_of(index, previous), *tracker, deadline);
+  }
   return g;
 }
 
@@ -616,7 +629,7 @@ Result<NvmlSnapshot> collect(Nvml& nvml, std::chrono::milliseconds deadline,
     if (!pairs.ok() && is_timeout(pairs.error())) {
       CallTracker p2p;
       p2p.current.store(reinterpret_cast<const void*>(lib->api.p2p_status));
-      return hang_error(nvml, "NVLink P2P status", p2p, deadline);
+      return hang_error(nvml, {}, "NVLink P2P status", p2p, deadline);
     }
     if (!pairs.ok()) return pairs.error();
     s.nvlink_p2p = std::move(pairs).value();

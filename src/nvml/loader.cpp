@@ -162,12 +162,12 @@ std::string hang_message(std::string_view who, const void* call,
          deadline_text(deadline);
 }
 
-std::string Nvml::hang_report() const {
+HangReport Nvml::hang_report() const {
   std::lock_guard lock(hang_mu_);
   return hang_report_;
 }
 
-void Nvml::set_hang_report(std::string report) {
+void Nvml::set_hang_report(HangReport report) {
   std::lock_guard lock(hang_mu_);
   hang_report_ = std::move(report);
 }
@@ -295,7 +295,10 @@ std::unique_ptr<Nvml> Nvml::open(const OpenOptions& options) {
         "NVML initialization error: " +
         (is_timeout(out.error()) ? hang_message("NVML", tracker->current.load(), options.deadline)
                                  : out.error().message);
-    n->set_hang_report(n->message_);
+    HangReport hang;
+    hang.message = n->message_;
+    hang.call = entry_point_name(tracker->current.load());
+    n->set_hang_report(std::move(hang));
     return n;
   }
   const InitOutcome& o = out.value();

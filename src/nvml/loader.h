@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,17 @@ std::string entry_point_name(const void* fn);
 // "<who>: nvmlDeviceGetPowerUsage did not return within 10 s".
 std::string hang_message(std::string_view who, const void* call,
                          std::chrono::milliseconds deadline);
+// The call that made the worker stuck, as the collections that fail while it is still stuck report
+// it: the message, the entry point, and the GPU it was reading (none for a call about no single
+// GPU, such as the NVLink P2P status of every pair), its UUID and bus id as the last good snapshot
+// had them ("" when it had not).
+struct HangReport {
+  std::string message;  // hang_message: "GPU 2 (0000:3a:00.0): nvmlDeviceGetPowerUsage did not …"
+  std::string call;     // "nvmlDeviceGetPowerUsage"
+  std::optional<unsigned int> gpu_index;
+  std::string gpu_uuid;
+  std::string gpu_bus_id;
+};
 // "10 s" for whole seconds, else "300 ms".
 std::string deadline_text(std::chrono::milliseconds deadline);
 
@@ -182,10 +194,10 @@ class Nvml {
   nvmlReturn_t init_return() const { return init_return_; }
 
   Worker& worker() { return worker_; }
-  // What the call that made the worker stuck was (hang_message), for the collections that fail
-  // fast while it still is; "" before any hang.
-  std::string hang_report() const;
-  void set_hang_report(std::string report);
+  // What the call that made the worker stuck was, for the collections that fail fast while it
+  // still is; an empty message before any hang.
+  HangReport hang_report() const;
+  void set_hang_report(HangReport report);
   // Null when the library could not be loaded.
   const std::shared_ptr<const Library>& library() const { return lib_; }
   const std::vector<nvmlDevice_t>& devices() const { return devices_; }
@@ -197,7 +209,7 @@ class Nvml {
 
   Worker worker_;
   mutable std::mutex hang_mu_;
-  std::string hang_report_;  // guarded by hang_mu_
+  HangReport hang_report_;  // guarded by hang_mu_
   std::shared_ptr<const Library> lib_;
   std::string path_;
   NvmlStatus status_ = NvmlStatus::kNotFound;

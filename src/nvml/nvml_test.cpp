@@ -400,6 +400,14 @@ TEST(NvmlHungDriver, CallPastDeadlineIsNamedAndOthersFailFastWithTheSameReport) 
       "GPU 2 (0000:3a:00.0): nvmlDeviceGetPowerUsage did not return within 300 ms";
   EXPECT_EQ(s.error().message, report);
   EXPECT_LT(took, 2 * 300ms + 500ms);  // two healthy GPUs, then GPU 2's deadline, + margin
+  // The same, typed: which GPU (as the last good snapshot knew it) and which entry point.
+  const HangReport hang = nvml->hang_report();
+  EXPECT_EQ(hang.message, report);
+  EXPECT_EQ(hang.call, "nvmlDeviceGetPowerUsage");
+  EXPECT_EQ(hang.gpu_index, std::optional<unsigned int>(2));
+  EXPECT_EQ(hang.gpu_bus_id, "0000:3a:00.0");
+  ASSERT_TRUE(previous->gpus.at(2).uuid.ok());
+  EXPECT_EQ(hang.gpu_uuid, previous->gpus.at(2).uuid.value);
 
   start = SteadyClock::now();
   auto fast = collect_gpu(*nvml, 0, 5s);

@@ -245,12 +245,16 @@ void NvidiaSource::collect_loop() {
     if (!snap) {
       cached_.reset();
       cached_error_ = snap.error();
-      if (is_timeout(snap.error())) last_hang_ = snap.error();
+      if (is_timeout(snap.error()) && nvml != nullptr) {
+        last_hang_ = snap.error();
+        hang_ = nvml->hang_report();
+      }
     } else {
       cached_error_.reset();
       cached_ = std::make_shared<const NvmlSnapshot>(std::move(*snap));
       last_good_ = cached_;
       last_hang_.reset();
+      hang_.reset();
     }
     collecting_ = false;
     ++collections_;
@@ -265,6 +269,11 @@ void NvidiaSource::collect_loop() {
       lock.lock();
     }
   }
+}
+
+std::optional<HangReport> NvidiaSource::hang() const {
+  std::lock_guard lock(mu_);
+  return hang_;
 }
 
 std::shared_ptr<const NvmlSnapshot> NvidiaSource::last_good_snapshot() const {

@@ -82,6 +82,10 @@ class NvidiaSource {
   // waits for a call in progress, so that what it captured may go after that.
   void set_on_answer(std::function<void()> on_answer);
 
+  // The call that hung the last collection (which GPU, which entry point), until a collection
+  // succeeds; nullopt when the last one did not time out. Never waits.
+  std::optional<HangReport> hang() const;
+
   // The last snapshot that was collected well, whatever its age; nullptr before the first. Never
   // collects nor waits for a collection: the kernel-log thread names the GPU of a bus id with it
   // while a collection may be stuck on a hung driver (GPUs do not move between bus ids).
@@ -130,6 +134,7 @@ class NvidiaSource {
   uint64_t collections_ = 0;         // collections ended
   bool told_not_answering_ = false;  // a caller was told so during the current collection
   std::optional<Error> last_hang_;   // the last collection's timeout, until one succeeds
+  std::optional<HangReport> hang_;   // what hung it, as the NVML instance reported it
   bool answered_last_ = false;       // the last snapshot() returned a snapshot
   std::optional<std::chrono::milliseconds> answer_wait_;
   std::mutex on_answer_mu_;  // held while on_answer_ runs

@@ -5,9 +5,9 @@
 // range (1 h, 24 h, 7 d) changes what the page asks for, and that the Xid card opens its events;
 // then loses GPU 3 and checks the LOST row, the stale values, per-GPU health and Xid counts, the
 // cards grouped under their root cause, and the drill-down of GPU 3, of GPU 2 (its Xid) and of the
-// root-cause card; then hangs the driver (GPU 2's power reading never returns) and checks every
-// row marked NOT ANSWERING with no live-looking value, the cards "Not checked" under the root
-// cause, and the drill-down of GPU 2 and of that card. Saves ui-screenshot.png (desktop, full
+// root-cause card; then hangs the driver (GPU 2's power reading never returns) and checks GPU 2's
+// row marked HUNG and every other NOT ANSWERING, none with a live-looking value, the cards "Not
+// checked" under the root cause, and the drill-down of GPU 2 and of that card. Saves ui-screenshot.png (desktop, full
 // page), ui-screenshot-phone.png, ui-screenshot-gpu-lost.png, ui-screenshot-hung-driver.png and
 // the drill-downs ui-drilldown-{gpu,card}-{gpu-lost,hung-driver}.png into $GPUD_UI_OUT_DIR.
 //
@@ -507,9 +507,10 @@ async function lostGpu(page, port, useScenario) {
 }
 
 // The driver hangs (h100x8-hung-driver.json: GPU 2's power reading sleeps past the call deadline):
-// every GPU row is marked NOT ANSWERING and shows no live-looking value (what it shows is its last
-// read, drawn stale), the NVIDIA cards are grey "Not checked" under the root cause, and the
-// drill-down of GPU 2 and of that card say so. Saves ui-screenshot-hung-driver.png and the two
+// once the call is declared hung, GPU 2's row (the GPU the call was reading) is marked HUNG and
+// every other row NOT ANSWERING, none shows a live-looking value (what it shows is its last read,
+// drawn stale), the NVIDIA cards are grey "Not checked" under the root cause, and the drill-down of
+// GPU 2 and of that card say so. Saves ui-screenshot-hung-driver.png and the two
 // drill-downs. The healthy scenario is put back at the end (the stuck call then returns).
 async function hungDriver(page, port, useScenario) {
   useScenario('h100x8-hung-driver.json');
@@ -518,9 +519,9 @@ async function hungDriver(page, port, useScenario) {
   const seen = await page.waitForFunction((owner) => {
     const rows = [...document.querySelectorAll('#gpu-table tbody tr')];
     if (rows.length !== 8) return false;
-    for (const r of rows) {
-      if (r.dataset.state !== 'not-answering' || !/NOT ANSWERING/.test(r.cells[0].textContent))
-        return false;
+    for (const [i, r] of rows.entries()) {
+      const want = i === 2 ? ['hung', /HUNG/] : ['not-answering', /NOT ANSWERING/];
+      if (r.dataset.state !== want[0] || !want[1].test(r.cells[0].textContent)) return false;
       // A value shown is the last one read, drawn stale: none looks live.
       for (const c of [...r.cells].slice(4))
         if (c.textContent !== '–' && c.dataset.stale !== 'true') return false;
@@ -565,8 +566,10 @@ async function hungDriver(page, port, useScenario) {
   const gpus = (await api(port, 'GET', '/v1/gpus')).json;
   const g2 = gpus.find((g) => g.index === 2);
   const panel = await openGpu(page, 2);
-  if (panel.gpu !== g2.pci_bus_id || panel.state !== 'not-answering')
-    fail(`GPU 2's panel is for ${panel.gpu} (${panel.state}), want ${g2.pci_bus_id} (not-answering)`);
+  if (panel.gpu !== g2.pci_bus_id || panel.state !== 'hung')
+    fail(`GPU 2's panel is for ${panel.gpu} (${panel.state}), want ${g2.pci_bus_id} (hung)`);
+  if (!/HUNG/.test(panel.title) || panel.identity.state !== 'hung in nvmlDeviceGetPowerUsage')
+    fail(`GPU 2's panel does not say its call hung: ${panel.title}, ${JSON.stringify(panel.identity)}`);
   checkIdentity(panel, g2);
   const notChecked = panel.findings.filter((f) => f.health === 'NotChecked' && f.owner === owner);
   if (notChecked.flatMap((f) => f.components).length < 10)

@@ -295,7 +295,9 @@ function withLastValues(r, now) {
   // The info component's row too: the GPU's identity (serial, VBIOS) for its drill-down.
   for (const comp of [...TABLE_COMPONENTS, INFO]) {
     const v = r.values[comp];
-    if (v && !blockedFrom.has(comp)) {
+    // The owner's row of a GPU whose call hung says so and reads nothing: not a reading.
+    const hungRow = comp === INFO && v && v.state === 'hung';
+    if (v && !blockedFrom.has(comp) && !hungRow) {
       remembered.set(comp, { at: now, values: v });
       shown[comp] = v;
     } else if (remembered.has(comp)) {
@@ -307,17 +309,19 @@ function withLastValues(r, now) {
   return { ...r, shown, staleSince, live };
 }
 
-// What the table says of a GPU besides its values: 'lost' / 'reset_required' (the info
-// component's per-GPU state), 'not-answering' (no component could read it now: each was blocked,
-// e.g. NVML is not answering), or 'ok'.
+// What the table says of a GPU besides its values: 'lost' / 'reset_required' / 'hung' (the info
+// component's per-GPU state; 'hung': the NVML call that hung the driver was reading this GPU),
+// 'not-answering' (no component could read it now: each was blocked, e.g. NVML is not answering),
+// or 'ok'.
 function gpuCondition(r) {
   const infoState = (r.values[INFO] || {}).state;
-  if (infoState === 'lost' || infoState === 'reset_required') return infoState;
+  if (infoState === 'lost' || infoState === 'reset_required' || infoState === 'hung') return infoState;
   if (r.blocked.length && !r.live) return 'not-answering';
   return 'ok';
 }
 
-const CONDITION_TAGS = { lost: 'LOST', reset_required: 'RESET', 'not-answering': 'NOT ANSWERING' };
+const CONDITION_TAGS = { lost: 'LOST', reset_required: 'RESET', hung: 'HUNG',
+                         'not-answering': 'NOT ANSWERING' };
 
 function cell(text, level, stale) {
   return el('td', { text: text ?? '–', 'data-level': level,
@@ -636,8 +640,9 @@ function renderGpuDetail(key) {
     ['Board ID', info.board_id ?? mi.boardID, 'board-id'],
     ['Minor number', info.minor_number ?? mi.minorID, 'minor'],
     // The state as read now, never a remembered one.
-    ['NVML state', condition === 'not-answering' ? 'not answering' : (r.values[INFO] || {}).state,
-     'state'],
+    ['NVML state', condition === 'not-answering' ? 'not answering'
+      : condition === 'hung' ? `hung in ${(r.values[INFO] || {}).call || 'an NVML call'}`
+      : (r.values[INFO] || {}).state, 'state'],
   ]);
 
   // Findings from every component: the GPU's causes, then what could not check it.

@@ -215,6 +215,23 @@ TEST(GpuHealth, WhatBlockedAComponentIsListedNotCounted) {
     ASSERT_EQ(g.blocked_by.size(), 1U);
     EXPECT_EQ(g.blocked_by[0].component, "accelerator-nvidia-ecc");
   }
+
+  // Past the deadline: every GPU Unhealthy by the owner, and only the GPU whose read hung has the
+  // owner's row saying so.
+  in.owner = true;
+  const std::string report = "GPU 2: nvmlDeviceGetPowerUsage did not return within 10 s";
+  in.hang = nvml::HangReport{report, "nvmlDeviceGetPowerUsage", 2, "", ""};
+  HealthState owner_timeout =
+      nvidia_preamble(kNvmlFaultOwner, in, make_error(report, nvml::kTimeoutErrorCode))->states[0];
+  for (const auto& g : gpu_health(four_gpus(), {owner_timeout})) {
+    EXPECT_EQ(g.health, Health::kUnhealthy) << g.index;
+    if (g.index == 2)
+      EXPECT_EQ(g.values, (nlohmann::json{{kNvmlFaultOwner,
+                                           {{"state", "hung"},
+                                            {"call", "nvmlDeviceGetPowerUsage"}}}}));
+    else
+      EXPECT_EQ(g.values, nlohmann::json::object()) << g.index;
+  }
 }
 
 // Each GPU carries every component's row for it (the values the verdicts judged), without the

@@ -69,6 +69,7 @@ CheckResult NvidiaComponent::check() {
     const nvml::NvmlSnapshot* published = snap && publishes_metrics(**snap) ? snap->get() : nullptr;
     publish_gpu_metrics(*ctx().metrics, name(), metrics_, published);
   }
+  if (has_source && !snap && nvml::is_timeout(snap.error())) in.hang = source().hang();
   auto early = nvidia_preamble(name(), in, snap);
   // Nothing read, nothing served: every series the component set from an earlier snapshot goes
   // (those of its evaluate() too), never its last value.
@@ -147,8 +148,16 @@ std::optional<CheckResult> nvidia_preamble(
   }
   if (in.expected && in.status != nvml::NvmlStatus::kNotFound)
     reason += " (NVIDIA GPUs expected: " + in.expected_because + ")";
+  nlohmann::json data = nullptr;
+  if (!snap && nvml::is_timeout(snap.error()) && in.hang && in.hang->gpu_index)
+    data = {{"gpus",
+             nlohmann::json::array({{{"index", *in.hang->gpu_index},
+                                     {"uuid", in.hang->gpu_uuid},
+                                     {"bus_id", in.hang->gpu_bus_id},
+                                     {"state", "hung"},
+                                     {"call", in.hang->call}}})}};
   auto r = single_state(component, Health::kUnhealthy, reason,
-                        SuggestedActions{what, {RepairAction::kRebootSystem}});
+                        SuggestedActions{what, {RepairAction::kRebootSystem}}, std::move(data));
   r.states[0].error = error;
   // NVML's own fault is every GPU's.
   r.states[0].findings.push_back(Finding::about(Subject::every_gpu(), Health::kUnhealthy, reason,

@@ -112,13 +112,18 @@ struct NvidiaPreambleInput {
   nvml::nvmlReturn_t init_return = nvml::NVML_SUCCESS;
   bool expected = false;
   std::string expected_because;
+  // The call that hung NVML's last collection (NvidiaSource::hang), when it did.
+  std::optional<nvml::HangReport> hang;
 };
 
 // The preamble as a pure function (tests call it): NVML missing, errored or hung (a call past its
 // deadline) gives the owner an Unhealthy state with the error and REBOOT_SYSTEM and every other
 // component a Healthy "not checked" state that points at the owner; NVML not answering yet (a
 // collection past the answer wait, nvml::is_not_answering) gives every component an Initializing
-// "not checked: NVML is not answering…" state; nullopt when the snapshot can be evaluated.
+// "not checked: NVML is not answering…" state; nullopt when the snapshot can be evaluated. A hang
+// on one GPU's read is marked on that GPU in the owner's data: {"gpus": [{"index", "uuid",
+// "bus_id", "state": "hung", "call"}]}, its row in /v1/gpus (the fault stays every GPU's: the
+// driver does not answer for any of them).
 std::optional<CheckResult> nvidia_preamble(
     std::string_view component, const NvidiaPreambleInput& in,
     const Result<std::shared_ptr<const nvml::NvmlSnapshot>>& snap);

@@ -85,5 +85,38 @@ TEST(NvidiaPreamble, NotAnsweringYetIsInitializingAndAHangIsTheOwnersUnhealthy) 
   EXPECT_NE(other->states[0].reason.find("(see accelerator-nvidia-info)"), std::string::npos);
 }
 
+// The GPU whose read hung is marked in the owner's data (its row in /v1/gpus): index, identity,
+// "hung" and the call. The fault stays every GPU's; a hang of no single GPU's call marks none, and
+// the other components mark nothing.
+TEST(NvidiaPreamble, TheGpuWhoseCallHungIsMarkedInTheOwnersData) {
+  NvidiaPreambleInput in;
+  in.status = nvml::NvmlStatus::kReady;
+  in.owner = true;
+  const std::string report =
+      "GPU 2 (0000:3a:00.0): nvmlDeviceGetPowerUsage did not return within 10 s";
+  const Result<std::shared_ptr<const nvml::NvmlSnapshot>> hung =
+      make_error(report, nvml::kTimeoutErrorCode);
+  in.hang = nvml::HangReport{report, "nvmlDeviceGetPowerUsage", 2, "GPU-2", "0000:3a:00.0"};
+  auto owner = nvidia_preamble(kNvmlFaultOwner, in, hung);
+  ASSERT_TRUE(owner.has_value());
+  const HealthState& s = owner->states[0];
+  EXPECT_EQ(s.health, Health::kUnhealthy);
+  EXPECT_EQ(s.data, nlohmann::json::parse(R"({"gpus": [{"index": 2, "uuid": "GPU-2",
+      "bus_id": "0000:3a:00.0", "state": "hung", "call": "nvmlDeviceGetPowerUsage"}]})"));
+  ASSERT_EQ(s.findings.size(), 1U);
+  EXPECT_TRUE(s.findings[0].subject.is_every_gpu());
+
+  in.owner = false;
+  EXPECT_TRUE(nvidia_preamble("accelerator-nvidia-power", in, hung)->states[0].data.is_null());
+  in.owner = true;
+  in.hang->gpu_index.reset();  // the NVLink P2P status of every pair
+  EXPECT_TRUE(nvidia_preamble(kNvmlFaultOwner, in, hung)->states[0].data.is_null());
+  // Not answering yet (before the deadline): no GPU is known to have hung.
+  in.hang->gpu_index = 2;
+  const Result<std::shared_ptr<const nvml::NvmlSnapshot>> slow =
+      make_error("NVML is not answering: no reply for 1.0 s", nvml::kNotAnsweringErrorCode);
+  EXPECT_TRUE(nvidia_preamble(kNvmlFaultOwner, in, slow)->states[0].data.is_null());
+}
+
 }  // namespace
 }  // namespace gpud::components

@@ -476,6 +476,12 @@ TEST(GpuStateScenarios, HungDriverIsOneFindingThatNamesTheCall) {
       EXPECT_EQ(r.health(), Health::kUnhealthy);
       EXPECT_EQ(r.summary(), report);
       EXPECT_EQ(action_of(r), RepairAction::kRebootSystem);
+      // The GPU whose call hung, marked in the owner's data (its row in /v1/gpus).
+      const nlohmann::json& gpus = r.states.at(0).data.at("gpus");
+      ASSERT_EQ(gpus.size(), 1U) << gpus;
+      EXPECT_EQ(gpus[0].at("index"), 2);
+      EXPECT_EQ(gpus[0].at("state"), "hung");
+      EXPECT_EQ(gpus[0].at("call"), "nvmlDeviceGetPowerUsage");
       continue;
     }
     EXPECT_EQ(r.health(), Health::kHealthy) << name;
