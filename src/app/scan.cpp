@@ -199,6 +199,9 @@ void add_scan(CLI::App& app, int* exit_code) {
     } else {
       std::cout << scan_text(info, entries, rt.pipeline->occurrences());
     }
+    // Out before the runtime's shutdown logs anything (a driver call still stuck): with stdout and
+    // stderr in one pipe, a buffered report would otherwise be cut by that line.
+    std::cout.flush();
     *exit_code = all_healthy ? kExitOk : kExitUnhealthy;
   });
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -410,11 +411,13 @@ TEST(NvmlE2E, StartsServingOnAHungDriverAndJudgesOnceItAnswers) {
 }
 
 // With the default 10 s deadline the hung driver's 15 s call is cut at the deadline: the scan
-// ends within deadline + 2 s, exits 1, and prints the root cause first.
+// ends within deadline + 2 s, exits 1, and prints the root cause first. The warning logged at
+// shutdown (the call is still stuck) follows the whole report, even with stdout and stderr in one
+// file.
 TEST(NvmlE2E, ScanOnAHungDriverEndsWithinTheDefaultDeadline) {
   setenv("FAKE_NVML_SCENARIO", fixture("h100x8-hung-driver.json").c_str(), 1);
   auto start = std::chrono::steady_clock::now();
-  auto r = run_gpud({"scan", "--nvml-lib", GPUD_FAKE_NVML, "--log-level", "error"}, 30);
+  auto r = run_gpud({"scan", "--nvml-lib", GPUD_FAKE_NVML}, 30);
   auto took = std::chrono::steady_clock::now() - start;
   unsetenv("FAKE_NVML_SCENARIO");
   // Deadline + 2 s; a sanitizer build starts and runs several times slower, so it gets 5 s.
@@ -429,6 +432,12 @@ TEST(NvmlE2E, ScanOnAHungDriverEndsWithinTheDefaultDeadline) {
       "10 s";
   EXPECT_NE(r.out.find(root), std::string::npos) << r.out;
   EXPECT_LT(r.out.find(root), r.out.find("accelerator-nvidia-temperature")) << r.out;
+  const size_t stuck = r.out.find("NVML worker still stuck in a driver call at shutdown");
+  ASSERT_NE(stuck, std::string::npos) << r.out;
+  size_t last_row = 0;
+  for (const char* mark : {"\n✔ ", "\n✘ ", "\n⊘ "})
+    if (size_t at = r.out.rfind(mark); at != std::string::npos) last_row = std::max(last_row, at);
+  EXPECT_GT(stuck, last_row) << r.out;
 }
 
 // NVIDIA expected (--gpu-count 8) but no NVML library: the scan names it as the root cause,
