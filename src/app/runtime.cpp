@@ -41,7 +41,10 @@ Result<std::unique_ptr<Runtime>> build_runtime(const Config& config, RuntimeMode
         bus.error().message);
   ctx.nvidia_pci_present = rt->nvidia_pci_present;
   ctx.nvidia = rt->nvidia.get();
+  rt->container_source = std::make_unique<runtimes::ContainerSource>(
+      rt->containers, runtimes::CriHelper{config.cri_helper});
   ctx.containers = &rt->containers;
+  ctx.container_source = rt->container_source.get();
   ctx.kernel_log_scan = scan && !config.kernel_logs.empty();
   if (!scan) {
     rt->gpud_probes.db = rt->db.get();

@@ -13,6 +13,7 @@
 #include "kmsg/event_pipeline.h"
 #include "nvml/source.h"
 #include "runtimes/container_directory.h"
+#include "runtimes/container_source.h"
 #include "store/database.h"
 #include "store/event_store.h"
 
@@ -47,7 +48,8 @@ struct Runtime {
   std::unique_ptr<nvml::NvidiaSource> nvidia;     // opened
   bool nvidia_pci_present = false;                // NVIDIA GPUs in sysfs, read once at build
   components::GpudProbes gpud_probes;             // what the gpud component reads (daemon only)
-  runtimes::ContainerDirectory containers;        // what the container-runtime components listed
+  runtimes::ContainerDirectory containers;        // what the container runtimes listed
+  std::unique_ptr<runtimes::ContainerSource> container_source;  // lists into containers
   Registry registry;                              // the components config.components enables
   std::unique_ptr<kmsg::EventPipeline> pipeline;  // stores into events, for registry
 };

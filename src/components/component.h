@@ -17,7 +17,8 @@ struct MatchTime;
 }  // namespace kmsg
 namespace runtimes {
 class ContainerDirectory;
-}
+class ContainerSource;
+}  // namespace runtimes
 
 namespace components {
 
@@ -35,9 +36,12 @@ struct ComponentContext : gpud::ComponentContext {
   // What the `gpud` component watches (the daemon's store and kernel-log follower); null outside
   // the daemon, where that component is not supported.
   const GpudProbes* gpud = nullptr;
-  // What the container-runtime components last listed: they publish into it, and the GPU process
-  // and Xid attribution reads it. Null in unit tests that do not need it.
-  runtimes::ContainerDirectory* containers = nullptr;
+  // What the container runtimes last listed, as the GPU process and Xid attribution read it (no
+  // component writes it). Null in unit tests that do not need it.
+  const runtimes::ContainerDirectory* containers = nullptr;
+  // What the container-runtime components list through (it keeps `containers`). Null in unit
+  // tests: each such component then lists through a source of its own that nothing reads.
+  runtimes::ContainerSource* container_source = nullptr;
 };
 
 class Component : public gpud::Component {

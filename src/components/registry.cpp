@@ -148,7 +148,7 @@ std::vector<kmsg::ComponentRules> kernel_log_rules(const Registry& registry) {
   return out;
 }
 
-// What runtimes::ContainerDirectory is filled by.
+// What lists through runtimes::ContainerSource (and so fills the directory attribution reads).
 constexpr std::string_view kCheckedFirst[] = {"containerd", "docker", "kubelet"};
 
 std::vector<std::string> checked_first() {

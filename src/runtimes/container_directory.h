@@ -1,7 +1,8 @@
-// ContainerDirectory: what the container-runtime components (containerd, docker, kubelet) last
-// listed, so that a GPU process or an Xid's pid can be traced to its container and pod. Each source
-// replaces its own list on every check; a source whose listing failed publishes nothing new and
-// its old list stays until it lists again or is cleared (a list is kept for at most `max_age`).
+// ContainerDirectory: what the container runtimes (containerd, docker, the kubelet) last listed,
+// so that a GPU process or an Xid's pid can be traced to its container and pod. ContainerSource
+// keeps it: each runtime's listing replaces that runtime's part; a listing that failed publishes
+// nothing new and the old list stays until the runtime lists again or is gone (a list is kept for
+// at most `max_age`).
 #pragma once
 
 #include <chrono>

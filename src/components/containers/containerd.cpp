@@ -497,7 +497,7 @@ CheckResult evaluate_containerd(const ContainerdSnapshot& s) {
 ContainerdComponent::ContainerdComponent(const ComponentContext& ctx)
     : Component(ctx),
       fs_(ctx.config->host_root),
-      cri_(runtimes::CriHelper{ctx.config->cri_helper}) {}
+      listings_(ctx) {}
 
 std::string ContainerdComponent::socket_path() const {
   return config().containerd_socket.empty()
@@ -544,7 +544,7 @@ CheckResult ContainerdComponent::check() {
   s.socket_missing_checks = socket_missing_checks_;
   if (s.installed && !s.socket_exists) {
     const std::string crio = crio_socket_path();
-    s.crio_answers = std::filesystem::exists(crio, ec) && cri_.version(crio, timeout).ok();
+    s.crio_answers = std::filesystem::exists(crio, ec) && listings_.source().cri().version(crio, timeout).ok();
   }
   if (s.installed && s.socket_exists) {
     // The socket as containerd bound it: without the host root.
@@ -558,7 +558,7 @@ CheckResult ContainerdComponent::check() {
     s.service =
         host::host_unit_state(fs_, config().systemctl_command, config().executable_search_path,
                               "containerd.service", timeout);
-    s.pods = cri_.list_pods(s.socket, timeout);
+    s.pods = listings_.source().containerd_pods(s.socket, timeout);
   }
   s.nvidia_gpus =
       ctx().nvidia_pci_present || (ctx().nvidia != nullptr && ctx().nvidia->gpu_count() > 0);
@@ -575,26 +575,8 @@ CheckResult ContainerdComponent::check() {
       s.nvidia_runtime = read_containerd_nvidia_runtime(fs_, s.config_path);
   }
 
-  // What fault attribution reads: every container and each sandbox's own (pause) container.
-  if (runtimes::ContainerDirectory* dir = ctx().containers; dir != nullptr) {
-    if (s.pods && *s.pods) {
-      std::map<std::string, const runtimes::CriSandbox*> sandboxes;
-      for (const auto& p : (*s.pods)->sandboxes) sandboxes[p.id] = &p;
-      std::vector<runtimes::ContainerInfo> list;
-      for (const auto& p : (*s.pods)->sandboxes)
-        list.push_back({p.id, "", p.name, p.pod_namespace, p.uid, "containerd"});
-      for (const auto& c : (*s.pods)->containers) {
-        auto it = sandboxes.find(c.sandbox_id);
-        const runtimes::CriSandbox* p = it != sandboxes.end() ? it->second : nullptr;
-        list.push_back({c.id, c.name, p ? p->name : "", p ? p->pod_namespace : "", p ? p->uid : "",
-                        "containerd"});
-      }
-      dir->publish("containerd", std::move(list));
-    } else if (!s.socket_exists || !s.pods || s.pods->error().code == GPUD_CRI_UNAVAILABLE ||
-               s.pods->error().code == GPUD_CRI_UNIMPLEMENTED) {
-      dir->clear("containerd");  // containerd (or its CRI) is gone: its list is stale
-    }
-  }
+  // Not listed (not installed, or no socket): what containerd listed before runs no more.
+  if (!s.pods) listings_.source().gone(runtimes::kContainerdSource);
   return evaluate_containerd(s);
 }
 

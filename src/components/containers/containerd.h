@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "components/component.h"
+#include "components/containers/runtime_listings.h"
 #include "core/cached_answer.h"
 #include "host/host_fs.h"
 #include "host/systemctl.h"
@@ -142,7 +143,7 @@ class ContainerdComponent : public Component {
   std::string crio_socket_path() const;
 
   host::HostFs fs_;
-  runtimes::CriClient cri_;
+  RuntimeListings listings_;  // the pods' listing, and the CRI client of the cri-o probe
   std::chrono::seconds toolkit_min_age_ = kNvidiaToolkitMinAge;
   int socket_missing_checks_ = 0;  // only check() touches it; the scheduler runs one at a time
   CachedAnswer installed_;

@@ -10,6 +10,7 @@
 
 #include "host/unix_socket_owner.h"
 #include "runtimes/container_directory.h"
+#include "runtimes/container_source.h"
 #include "testing/fake_command.h"
 
 namespace gpud::components {
@@ -525,10 +526,12 @@ struct Harness {
     config.host_root = fixture("containerd/host-missing-config");  // no systemd, no sockets
     ctx.config = &config;
     ctx.containers = &directory;
+    ctx.container_source = &source;
   }
   testing_support::FakeCommands bin;
   Config config;
   runtimes::ContainerDirectory directory;
+  runtimes::ContainerSource source{directory};
   ComponentContext ctx;
 };
 

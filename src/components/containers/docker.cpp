@@ -8,12 +8,10 @@
 
 #include "host/command.h"
 #include "host/systemd_bus.h"
-#include "runtimes/container_directory.h"
+#include "runtimes/container_source.h"
 
 namespace gpud::components {
 namespace {
-
-constexpr const char* kSource = "docker";
 
 std::string service_problem(const host::UnitState& u) {
   return fmt::format("docker service is {} ({})", u.active_state, u.sub_state);
@@ -96,41 +94,26 @@ CheckResult evaluate_docker(const DockerSnapshot& s) {
   return r;
 }
 
-DockerSnapshot read_docker(const DockerReadOptions& o) {
+DockerSnapshot read_docker(const DockerReadOptions& o, runtimes::ContainerSource& listings) {
   DockerSnapshot s;
   s.socket_path = o.socket_path;
   s.installed = host::find_executable(o.docker_command, o.search_path).has_value() ||
                 host::find_executable(o.dockerd_command, o.search_path).has_value() ||
                 access(o.socket_path.c_str(), F_OK) == 0;
-  if (!s.installed) return s;
   runtimes::DockerClient client(o.socket_path, o.timeout, o.api_version);
-  s.ping = client.ping();
-  if (!s.ping) return s;
+  if (s.installed) s.ping = client.ping();
+  if (!s.installed || !s.ping) {
+    listings.gone(runtimes::kDockerSource);  // docker is gone: nothing it listed runs any more
+    return s;
+  }
   s.service = host::host_unit_state(host::HostFs(o.host_root), o.systemctl_command, o.search_path,
                                     "docker.service", o.timeout);
   s.version = client.version();
-  s.containers = client.list_containers();
+  s.containers = listings.docker_containers(client);
   return s;
 }
 
-std::vector<runtimes::ContainerInfo> docker_container_infos(
-    const std::vector<runtimes::DockerContainer>& containers) {
-  std::vector<runtimes::ContainerInfo> out;
-  out.reserve(containers.size());
-  for (const runtimes::DockerContainer& c : containers) {
-    runtimes::ContainerInfo info;
-    info.id = c.id;
-    info.name = c.pod_container_name.empty() ? c.name : c.pod_container_name;
-    info.pod_name = c.pod_name;
-    info.pod_namespace = c.pod_namespace;
-    info.pod_uid = c.pod_uid;
-    info.source = kSource;
-    out.push_back(std::move(info));
-  }
-  return out;
-}
-
-DockerComponent::DockerComponent(const ComponentContext& ctx) : Component(ctx) {}
+DockerComponent::DockerComponent(const ComponentContext& ctx) : Component(ctx), listings_(ctx) {}
 
 CheckResult DockerComponent::check() {
   DockerReadOptions o;
@@ -140,13 +123,7 @@ CheckResult DockerComponent::check() {
   o.search_path = config().executable_search_path;
   o.systemctl_command = config().systemctl_command;
   o.host_root = config().host_root;
-  DockerSnapshot s = read_docker(o);
-  if (runtimes::ContainerDirectory* dir = ctx().containers; dir != nullptr) {
-    if (!s.installed || !s.ping)
-      dir->clear(kSource);  // docker is gone: nothing it listed runs any more
-    else if (s.containers && *s.containers)
-      dir->publish(kSource, docker_container_infos(**s.containers));
-  }
+  DockerSnapshot s = read_docker(o, listings_.source());
   return evaluate_docker(s);
 }
 

@@ -1,7 +1,7 @@
 // DockerComponent ("docker"): where docker is installed, its daemon must answer on its socket, its
 // systemd service must be active and its containers must list (GPUd's rules). The containers it
-// lists, with the Kubernetes pod each belongs to, go to the ContainerDirectory, so a GPU process or
-// an Xid's pid can be traced to them.
+// lists (through runtimes::ContainerSource), with the Kubernetes pod each belongs to, are what a GPU
+// process or an Xid's pid is traced to.
 #pragma once
 
 #include <chrono>
@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "components/component.h"
+#include "components/containers/runtime_listings.h"
 #include "host/host_fs.h"
 #include "host/systemctl.h"
-#include "runtimes/container_directory.h"
+#include "runtimes/container_source.h"
 #include "runtimes/docker.h"
 
 namespace gpud::components {
@@ -57,12 +58,9 @@ struct DockerReadOptions {
   std::chrono::milliseconds timeout = kDockerTimeout;
   std::string api_version;  // "": negotiated (runtimes::DockerClient)
 };
-DockerSnapshot read_docker(const DockerReadOptions& o);
+DockerSnapshot read_docker(const DockerReadOptions& o, runtimes::ContainerSource& listings);
 
-// The directory's entries for a listing (source "docker"): a Kubernetes container is named by
-// its pod spec's container name.
-std::vector<runtimes::ContainerInfo> docker_container_infos(
-    const std::vector<runtimes::DockerContainer>& containers);
+using runtimes::docker_container_infos;
 
 class DockerComponent : public Component {
  public:
@@ -72,6 +70,9 @@ class DockerComponent : public Component {
   std::vector<std::string> tags() const override { return {"container", "docker"}; }
   std::chrono::seconds interval() const override { return std::chrono::seconds(60); }
   CheckResult check() override;
+
+ private:
+  RuntimeListings listings_;  // docker's listing goes through it
 };
 
 }  // namespace gpud::components

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "runtimes/container_directory.h"
+#include "runtimes/container_source.h"
 #include "testing/fake_command.h"
 
 namespace gpud::components {
@@ -187,10 +188,12 @@ struct Harness {
     config.host_root = fixture_path("host/debian12");
     ctx.config = &config;
     ctx.containers = &directory;
+    ctx.container_source = &source;
   }
   testing_support::FakeCommands bin;
   Config config;
   runtimes::ContainerDirectory directory;
+  runtimes::ContainerSource source{directory};
   ComponentContext ctx;
 };
 

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "runtimes/attribution.h"
+#include "runtimes/container_source.h"
 #include "server/tls.h"
 #include "testing/raw_http_server.h"
 
@@ -147,95 +148,6 @@ int closed_port() {
 
 nlohmann::json data_of(const CheckResult& r) { return r.states.at(0).data; }
 
-TEST(KubeletPodList, FixtureParsesPodsPhasesAndRestarts) {
-  auto pods = parse_pod_list(fixture());
-  ASSERT_TRUE(pods) << pods.error().message;
-  ASSERT_EQ(pods->size(), 4U);
-  const KubeletPod& train = (*pods)[0];
-  EXPECT_EQ(train.name, "llm-train-0");
-  EXPECT_EQ(train.pod_namespace, "ml");
-  EXPECT_EQ(train.uid, "0d8a4c1e-7b2f-4c3d-9e8f-1a2b3c4d5e6f");
-  EXPECT_EQ(train.phase, "Running");
-  ASSERT_EQ(train.containers.size(), 3U);  // the init container first
-  EXPECT_TRUE(train.containers[0].init);
-  EXPECT_EQ(train.containers[0].state, "terminated");
-  EXPECT_EQ(train.containers[0].reason, "Completed");
-  const KubeletContainer& trainer = train.containers[2];
-  EXPECT_EQ(trainer.name, "trainer");
-  EXPECT_EQ(trainer.id, "4f1d2c3b4a5968778695a4b3c2d1e0f00112233445566778899aabbccddeeff0");
-  EXPECT_EQ(trainer.runtime, "containerd");
-  EXPECT_EQ(trainer.restart_count, 2);
-  EXPECT_EQ(trainer.state, "running");
-  EXPECT_TRUE(trainer.ready);
-  EXPECT_EQ((*pods)[2].containers[0].reason, "CrashLoopBackOff");
-  EXPECT_EQ((*pods)[2].containers[0].restart_count, 7);
-  EXPECT_EQ((*pods)[3].phase, "Pending");
-  EXPECT_EQ((*pods)[3].containers[0].id, "");  // not created yet
-  // The directory gets every container with an id (the pending one has none).
-  auto listed = kubelet_containers(*pods);
-  EXPECT_EQ(listed.size(), 5U);
-  EXPECT_EQ(listed[2].id, trainer.id);
-  EXPECT_EQ(listed[2].pod_name, "llm-train-0");
-  EXPECT_EQ(listed[2].pod_uid, "0d8a4c1e-7b2f-4c3d-9e8f-1a2b3c4d5e6f");
-  EXPECT_EQ(listed[2].source, "kubelet");
-}
-
-TEST(KubeletPodList, GarbledDocumentsAreErrorsNamingWhy) {
-  EXPECT_NE(
-      parse_pod_list("{\"kind\":\"PodList\",\"items\":[{\"metad").error().message.find("not JSON"),
-      std::string::npos);
-  EXPECT_NE(parse_pod_list("[1,2]").error().message.find("not an object"), std::string::npos);
-  EXPECT_NE(parse_pod_list("{\"kind\":\"Status\"}").error().message.find("no items"),
-            std::string::npos);
-  EXPECT_FALSE(parse_pod_list("{\"items\":{}}"));
-  EXPECT_FALSE(parse_pod_list("{\"items\":[42]}"));
-  EXPECT_NE(parse_pod_list("{\"items\":[{\"metadata\":{\"name\":7}}]}")
-                .error()
-                .message.find("without a name"),
-            std::string::npos);
-  // Odd types inside a pod are skipped, not thrown on.
-  auto odd = parse_pod_list(
-      "{\"items\":[{\"metadata\":{\"name\":\"p\"},\"status\":{\"phase\":3,\"containerStatuses\":"
-      "[{\"name\":\"c\",\"restartCount\":\"x\",\"ready\":\"yes\",\"state\":[]},7]}}]}");
-  ASSERT_TRUE(odd);
-  ASSERT_EQ(odd->at(0).containers.size(), 1U);
-  EXPECT_EQ(odd->at(0).containers[0].restart_count, 0);
-  EXPECT_EQ(odd->at(0).phase, "");
-  auto empty = parse_pod_list("{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":null}");
-  ASSERT_TRUE(empty);
-  EXPECT_TRUE(empty->empty());
-}
-
-TEST(KubeletPodList, MorePodsOrContainersThanANodeRunsAreRefused) {
-  auto list_of = [](size_t pods, size_t containers_per_pod) {
-    std::string containers;
-    for (size_t c = 0; c < containers_per_pod; ++c)
-      containers += (c == 0 ? "" : ",") + std::string("{\"name\":\"c\"}");
-    std::string out = "{\"kind\":\"PodList\",\"items\":[";
-    for (size_t i = 0; i < pods; ++i)
-      out += (i == 0 ? "" : ",") + fmt::format(
-                                       "{{\"metadata\":{{\"name\":\"p{}\"}},\"status\":{{"
-                                       "\"containerStatuses\":[{}]}}}}",
-                                       i, containers);
-    return out + "]}";
-  };
-  auto fits = parse_pod_list(list_of(kKubeletMaxPods, 1));
-  ASSERT_TRUE(fits) << fits.error().message;
-  EXPECT_EQ(fits->size(), kKubeletMaxPods);
-  auto over = parse_pod_list(list_of(kKubeletMaxPods + 1, 1));
-  ASSERT_FALSE(over);
-  EXPECT_NE(over.error().message.find("lists more than 1000 pods"), std::string::npos)
-      << over.error().message;
-  auto crowded = parse_pod_list(list_of(2, kKubeletMaxContainers / 2 + 1));
-  ASSERT_FALSE(crowded);
-  EXPECT_NE(crowded.error().message.find("more than 10000 containers"), std::string::npos);
-  // Nesting deeper than any pod is refused without recursion.
-  auto deep = parse_pod_list("{\"items\":[{\"metadata\":" + std::string(100000, '[') +
-                             std::string(100000, ']') + "}]}");
-  ASSERT_FALSE(deep);
-  EXPECT_NE(deep.error().message.find("nested deeper"), std::string::npos);
-}
-
 TEST(Kubelet, ReadOnlyPortListsPodsAndPublishesContainers) {
   REQUIRE_ROOT();
   FakeKubelet ro(std::make_unique<httplib::Server>());
@@ -243,8 +155,10 @@ TEST(Kubelet, ReadOnlyPortListsPodsAndPublishesContainers) {
   config.kubelet_read_only_port = ro.port();
   config.kubelet_port = closed_port();
   runtimes::ContainerDirectory dir;
+  runtimes::ContainerSource source(dir);
   ComponentContext ctx{&config, nullptr, nullptr, false};
   ctx.containers = &dir;
+  ctx.container_source = &source;
   KubeletComponent c(ctx);
   CheckResult r = c.check();
   EXPECT_EQ(r.health(), Health::kHealthy) << r.summary();
@@ -359,8 +273,10 @@ TEST(Kubelet, ImpostorServingAsNobodyIsNotTrusted) {
   config.kubelet_read_only_port = impostor.port();
   config.kubelet_port = 0;
   runtimes::ContainerDirectory dir;
+  runtimes::ContainerSource source(dir);
   ComponentContext ctx{&config, nullptr, nullptr, false};
   ctx.containers = &dir;
+  ctx.container_source = &source;
   CheckResult r = KubeletComponent(ctx).check();
   EXPECT_EQ(r.health(), Health::kDegraded);
   EXPECT_NE(r.summary().find(
@@ -454,8 +370,10 @@ TEST(Kubelet, NoAnswerIsDegraded) {
   config.kubelet_port = closed_port();
   runtimes::ContainerDirectory dir;
   dir.publish("kubelet", {{std::string(64, 'a'), "c", "p", "ns", "", "kubelet"}});
+  runtimes::ContainerSource source(dir);
   ComponentContext ctx{&config, nullptr, nullptr, false};
   ctx.containers = &dir;
+  ctx.container_source = &source;
   CheckResult r = KubeletComponent(ctx).check();
   EXPECT_EQ(r.health(), Health::kDegraded);
   EXPECT_NE(r.summary().find("no pods from the kubelet: http://127.0.0.1:"), std::string::npos)
@@ -534,7 +452,7 @@ TEST(KubeletRule, PodResourcesAllocationsInTheDataAndAFailingSocketIsDegraded) {
   auto data = r.states[0].data;
   ASSERT_EQ(data["gpu_allocations"].size(), 1u);  // only the nvidia.com resources
   EXPECT_EQ(data["gpu_allocations"][0]["device_ids"], nlohmann::json({"GPU-a", "GPU-b"}));
-  auto holders = nvidia_device_holders({pod});
+  auto holders = runtimes::nvidia_device_holders({pod});
   ASSERT_EQ(holders.size(), 2u);
   EXPECT_EQ(holders[1].device_id, "GPU-b");
   EXPECT_EQ(holders[1].container, "main");

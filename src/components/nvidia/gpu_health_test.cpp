@@ -39,7 +39,7 @@ TEST(GpuHealth, EachGpuTakesTheWorstOfItsOwnFindings) {
   HealthState r = render_verdict("accelerator-nvidia-remapped-rows", rows).states[0];
   HealthState xid = health_state("accelerator-nvidia-error-xid", Health::kUnhealthy, "Xid 79");
   xid.findings.push_back(
-      {Subject::gpu_at("0000:5D:00"), Health::kUnhealthy, "Xid 79 on 0000:5d:00"});
+      Finding::about(Subject::gpu_at("0000:5D:00"), Health::kUnhealthy, "Xid 79 on 0000:5d:00"));
   auto gpus = gpu_health(four_gpus(), {t, r, xid, health_state("cpu", Health::kUnhealthy, "host")});
   ASSERT_EQ(gpus.size(), 4U);
   EXPECT_EQ(gpus[0].health, Health::kHealthy);

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -33,6 +34,7 @@
 #include "host/command.h"
 #include "runtimes/attribution.h"
 #include "runtimes/container_directory.h"
+#include "runtimes/container_source.h"
 #include "runtimes/cri.h"
 #include "testing/fake_command.h"
 #include "testing/xid_line.h"
@@ -153,6 +155,8 @@ class ContainerdDaemon : public ::testing::Test {
     config_.cri_helper = GPUD_BINARY;
     ctx_.config = &config_;
     ctx_.containers = &directory_;
+    source_.emplace(directory_, runtimes::CriHelper{config_.cri_helper});
+    ctx_.container_source = &*source_;
   }
 
   void TearDown() override {
@@ -285,6 +289,7 @@ class ContainerdDaemon : public ::testing::Test {
   testing_support::FakeCommands bin_;
   Config config_;
   runtimes::ContainerDirectory directory_;
+  std::optional<runtimes::ContainerSource> source_;  // lists into directory_, through the helper
   components::ComponentContext ctx_;
 };
 

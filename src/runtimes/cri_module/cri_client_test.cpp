@@ -23,6 +23,7 @@
 #include "core/config.h"
 #include "host/command.h"
 #include "runtimes/container_directory.h"
+#include "runtimes/container_source.h"
 #include "runtimes/cri.h"
 
 extern char** environ;
@@ -282,9 +283,11 @@ TEST_P(KubeletPodResources, MapsGpusToPods) {
   config.kubelet_port = 0;
   if (GetParam()) config.cri_helper = GPUD_BINARY;
   ContainerDirectory directory;
+  ContainerSource source(directory, CriHelper{config.cri_helper});
   components::ComponentContext ctx;
   ctx.config = &config;
   ctx.containers = &directory;
+  ctx.container_source = &source;
   components::KubeletComponent kubelet(ctx);
   ASSERT_TRUE(kubelet.supported());  // /var/lib/kubelet exists
   CheckResult r = kubelet.check();

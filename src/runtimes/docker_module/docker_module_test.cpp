@@ -30,6 +30,7 @@
 #include "components/nvidia/xid.h"
 #include "host/command.h"
 #include "runtimes/container_directory.h"
+#include "runtimes/container_source.h"
 #include "runtimes/docker.h"
 #include "testing/xid_line.h"
 
@@ -298,9 +299,11 @@ TEST(FakeDockerd, ComponentWithAGarbledListIsUnhealthy) {
   config.executable_search_path = "/nonexistent";  // installed: the socket exists
   config.host_root = std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/host/debian12";
   runtimes::ContainerDirectory directory;
+  runtimes::ContainerSource source(directory);
   components::ComponentContext ctx;
   ctx.config = &config;
   ctx.containers = &directory;
+  ctx.container_source = &source;
   components::DockerComponent c(ctx);
   CheckResult ok = c.check();
   EXPECT_EQ(ok.health(), Health::kHealthy) << ok.summary();
@@ -489,9 +492,11 @@ TEST_F(DockerDaemon, ListsTheContainerWithItsPodThenUnhealthyWhenStopped) {
 
   Config cfg = config();
   runtimes::ContainerDirectory directory;
+  runtimes::ContainerSource source(directory);
   components::ComponentContext ctx;
   ctx.config = &cfg;
   ctx.containers = &directory;
+  ctx.container_source = &source;
   components::DockerComponent c(ctx);
   CheckResult r = c.check();
   ASSERT_EQ(r.health(), Health::kHealthy) << r.summary() << " " << r.states[0].error;
@@ -569,7 +574,9 @@ TEST_F(DockerDaemon, ApiVersionNewerThanTheDaemonIsHealthyNotSupported) {
   o.socket_path = socket_;
   o.search_path = config().executable_search_path;
   o.api_version = "1.99";
-  components::DockerSnapshot s = components::read_docker(o);
+  runtimes::ContainerDirectory directory;
+  runtimes::ContainerSource listings(directory);
+  components::DockerSnapshot s = components::read_docker(o, listings);
   ASSERT_TRUE(s.installed);
   ASSERT_TRUE(s.ping) << s.ping.error().message;
   ASSERT_TRUE(s.containers);
@@ -583,7 +590,7 @@ TEST_F(DockerDaemon, ApiVersionNewerThanTheDaemonIsHealthyNotSupported) {
       << r.states[0].error;
   // Asked in its own version, the same daemon lists.
   o.api_version.clear();
-  s = components::read_docker(o);
+  s = components::read_docker(o, listings);
   EXPECT_EQ(components::evaluate_docker(s).states[0].reason,
             "docker is running, 0 containers (0 running)");
 }
