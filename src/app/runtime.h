@@ -45,10 +45,10 @@ struct Runtime {
   MetricRegistry metrics;
   std::unique_ptr<store::Database> db;
   std::unique_ptr<store::EventStore> events;
-  std::unique_ptr<nvml::NvidiaSource> nvidia;     // opened
-  bool nvidia_pci_present = false;                // NVIDIA GPUs in sysfs, read once at build
-  components::GpudProbes gpud_probes;             // what the gpud component reads (daemon only)
-  runtimes::ContainerDirectory containers;        // what the container runtimes listed
+  std::unique_ptr<nvml::NvidiaSource> nvidia;  // opened
+  bool nvidia_pci_present = false;             // NVIDIA GPUs in sysfs, read once at build
+  components::GpudProbes gpud_probes;          // what the gpud component reads (daemon only)
+  runtimes::ContainerDirectory containers;     // what the container runtimes listed
   std::unique_ptr<runtimes::ContainerSource> container_source;  // lists into containers
   Registry registry;                              // the components config.components enables
   std::unique_ptr<kmsg::EventPipeline> pipeline;  // stores into events, for registry

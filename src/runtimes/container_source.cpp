@@ -37,8 +37,7 @@ std::vector<ContainerInfo> docker_container_infos(const std::vector<DockerContai
 }
 
 ContainerSource::ContainerSource(ContainerDirectory& directory, CriHelper helper)
-    : directory_(directory),
-      cri_(std::move(helper)) {}
+    : directory_(directory), cri_(std::move(helper)) {}
 
 Result<CriPods> ContainerSource::containerd_pods(const std::string& socket,
                                                  std::chrono::milliseconds timeout) {

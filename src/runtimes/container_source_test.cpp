@@ -1,13 +1,14 @@
 // The container source against a stand-in for `gpud cri-helper` (a script answering what a file
-// holds) and a kubelet port nobody listens on: what each listing does to the directory that fault
+// holds) and a kubelet endpoint it refuses: what each listing does to the directory that fault
 // attribution reads. docker's listing is tested against a real daemon
 // (src/runtimes/docker_module/docker_module_test.cpp) and through the docker component
-// (src/components/containers/docker_test.cpp).
+// (src/components/containers/docker_test.cpp); its entries in the directory here.
 #include "runtimes/container_source.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "testing/fake_command.h"
@@ -16,6 +17,11 @@ namespace gpud::runtimes {
 namespace {
 
 using namespace std::chrono_literals;
+
+std::string read_fixture(const std::string& name) {
+  std::ifstream in(std::string(GPUD_SOURCE_DIR) + "/testing/fixtures/" + name);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 // A CRI helper whose reply is the file `reply` (rewritten between calls).
 class ContainerSourceTest : public ::testing::Test {
@@ -34,7 +40,8 @@ class ContainerSourceTest : public ::testing::Test {
   ContainerSource source_;
 };
 
-constexpr const char* kPods = R"({"sandboxes":[{"id":"5a5a5a5a5a5a5a5a","name":"train-0","namespace":"ml",
+constexpr const char* kPods =
+    R"({"sandboxes":[{"id":"5a5a5a5a5a5a5a5a","name":"train-0","namespace":"ml",
   "uid":"u1","state":"SANDBOX_READY"}],"containers":[{"id":"c0c0c0c0c0c0c0c0","sandbox_id":"5a5a5a5a5a5a5a5a","name":"main",
   "state":"CONTAINER_RUNNING"}]})";
 
@@ -103,13 +110,30 @@ TEST_F(ContainerSourceTest, AllocationsGoWithTheListingThatStoppedShowingThem) {
 // The kubelet not answering keeps what it listed before (its pods still run); gone() drops it.
 TEST_F(ContainerSourceTest, AKubeletThatDoesNotAnswerKeepsItsLastListing) {
   directory_.publish(kKubeletSource, {{std::string(64, 'a'), "c", "p", "ns", "", "kubelet"}});
-  KubeletEndpoint nobody;
-  nobody.port = 1;  // privileged and closed here: refused at once
-  auto pods = source_.kubelet_pods(nobody, 500ms);
+  // The authenticated port with no CA to verify it against: refused before connecting, whatever
+  // listens on this machine.
+  KubeletEndpoint untrusted;
+  untrusted.port = 10250;
+  untrusted.https = true;
+  auto pods = source_.kubelet_pods(untrusted, 500ms);
   ASSERT_FALSE(pods);
+  EXPECT_NE(pods.error().message.find("not trusted"), std::string::npos) << pods.error().message;
   EXPECT_TRUE(directory_.find(std::string(64, 'a')).has_value());
   source_.gone(kKubeletSource);
   EXPECT_FALSE(directory_.find(std::string(64, 'a')).has_value());
+}
+
+TEST(DockerContainerInfos, KubernetesContainersAreNamedByTheirPodSpec) {
+  auto list = parse_docker_containers(read_fixture("docker/containers-20.10.json"));
+  ASSERT_TRUE(list);
+  auto infos = docker_container_infos(*list);
+  ASSERT_EQ(infos.size(), 2u);
+  EXPECT_EQ(infos[0].name, "plain-exited");
+  EXPECT_EQ(infos[1].name, "trainer");
+  EXPECT_EQ(infos[1].pod_name, "job-7f9c");
+  EXPECT_EQ(infos[1].pod_namespace, "ml-team");
+  EXPECT_EQ(infos[1].pod_uid, "0b5c2d4e-1111-2222-3333-444455556666");
+  EXPECT_EQ(infos[1].source, "docker");
 }
 
 }  // namespace

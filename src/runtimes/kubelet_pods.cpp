@@ -766,7 +766,8 @@ std::vector<DeviceHolder> nvidia_device_holders(const std::vector<PodResources>&
       for (const auto& d : c.devices) {
         if (d.resource_name.rfind("nvidia.com/", 0) != 0) continue;
         for (const auto& id : d.device_ids)
-          out.push_back({id, d.resource_name, p.name, p.pod_namespace, c.name, std::string(kPodResourcesSource)});
+          out.push_back({id, d.resource_name, p.name, p.pod_namespace, c.name,
+                         std::string(kPodResourcesSource)});
       }
   return out;
 }

@@ -111,7 +111,6 @@ std::vector<ContainerInfo> kubelet_containers(const std::vector<KubeletPod>& pod
 
 // The NVIDIA devices (resource names "nvidia.com/...") the pod-resources listing allocates, one
 // entry per device id, as the directory keeps them (source "pod-resources").
-std::vector<DeviceHolder> nvidia_device_holders(
-    const std::vector<PodResources>& pods);
+std::vector<DeviceHolder> nvidia_device_holders(const std::vector<PodResources>& pods);
 
 }  // namespace gpud::runtimes

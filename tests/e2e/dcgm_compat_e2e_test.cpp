@@ -102,10 +102,13 @@ TEST(PrometheusE2E, DcgmSeriesFromGpmAndEnergyAndXidErrorsOfALostGpu) {
       if (!api.query(field + gpu3).empty()) out += field + " ";
     return out;
   };
-  ASSERT_TRUE(wait_until(std::chrono::steady_clock::now() + 60s, [&] {
-    return api.query("DCGM_FI_DEV_XID_ERRORS" + gpu3 + " == 79").size() == 1 &&
-           still_read().empty();
-  })) << "still read of GPU 3: " << still_read() << "\n"
+  ASSERT_TRUE(wait_until(std::chrono::steady_clock::now() + 60s,
+                         [&] {
+                           return api.query("DCGM_FI_DEV_XID_ERRORS" + gpu3 + " == 79").size() ==
+                                      1 &&
+                                  still_read().empty();
+                         }))
+      << "still read of GPU 3: " << still_read() << "\n"
       << api.query("DCGM_FI_DEV_XID_ERRORS").dump() << "\n"
       << logs();
   const Json xid = one("DCGM_FI_DEV_XID_ERRORS" + gpu3);

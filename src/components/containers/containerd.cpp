@@ -495,9 +495,7 @@ CheckResult evaluate_containerd(const ContainerdSnapshot& s) {
 }
 
 ContainerdComponent::ContainerdComponent(const ComponentContext& ctx)
-    : Component(ctx),
-      fs_(ctx.config->host_root),
-      listings_(ctx) {}
+    : Component(ctx), fs_(ctx.config->host_root), listings_(ctx) {}
 
 std::string ContainerdComponent::socket_path() const {
   return config().containerd_socket.empty()
@@ -544,7 +542,8 @@ CheckResult ContainerdComponent::check() {
   s.socket_missing_checks = socket_missing_checks_;
   if (s.installed && !s.socket_exists) {
     const std::string crio = crio_socket_path();
-    s.crio_answers = std::filesystem::exists(crio, ec) && listings_.source().cri().version(crio, timeout).ok();
+    s.crio_answers =
+        std::filesystem::exists(crio, ec) && listings_.source().cri().version(crio, timeout).ok();
   }
   if (s.installed && s.socket_exists) {
     // The socket as containerd bound it: without the host root.

@@ -1,7 +1,7 @@
 // DockerComponent ("docker"): where docker is installed, its daemon must answer on its socket, its
 // systemd service must be active and its containers must list (GPUd's rules). The containers it
-// lists (through runtimes::ContainerSource), with the Kubernetes pod each belongs to, are what a GPU
-// process or an Xid's pid is traced to.
+// lists (through runtimes::ContainerSource), with the Kubernetes pod each belongs to, are what a
+// GPU process or an Xid's pid is traced to.
 #pragma once
 
 #include <chrono>
@@ -59,8 +59,6 @@ struct DockerReadOptions {
   std::string api_version;  // "": negotiated (runtimes::DockerClient)
 };
 DockerSnapshot read_docker(const DockerReadOptions& o, runtimes::ContainerSource& listings);
-
-using runtimes::docker_container_infos;
 
 class DockerComponent : public Component {
  public:

@@ -166,19 +166,6 @@ TEST(DockerRule, ConnectionLostWhileListingIsIgnored) {
   EXPECT_EQ(evaluate_docker(s).health(), Health::kUnhealthy);
 }
 
-TEST(DockerContainerInfos, KubernetesContainersAreNamedByTheirPodSpec) {
-  auto list = runtimes::parse_docker_containers(fixture("containers-20.10.json"));
-  ASSERT_TRUE(list);
-  auto infos = docker_container_infos(*list);
-  ASSERT_EQ(infos.size(), 2u);
-  EXPECT_EQ(infos[0].name, "plain-exited");
-  EXPECT_EQ(infos[1].name, "trainer");
-  EXPECT_EQ(infos[1].pod_name, "job-7f9c");
-  EXPECT_EQ(infos[1].pod_namespace, "ml-team");
-  EXPECT_EQ(infos[1].pod_uid, "0b5c2d4e-1111-2222-3333-444455556666");
-  EXPECT_EQ(infos[1].source, "docker");
-}
-
 // The component on this machine's code paths, with docker's programs and systemctl as scripts.
 struct Harness {
   explicit Harness(bool installed) {

@@ -93,9 +93,7 @@ CheckResult evaluate_kubelet(const KubeletSnapshot& s) {
 }
 
 KubeletComponent::KubeletComponent(const ComponentContext& ctx)
-    : Component(ctx),
-      fs_(ctx.config->host_root),
-      listings_(ctx) {}
+    : Component(ctx), fs_(ctx.config->host_root), listings_(ctx) {}
 
 bool KubeletComponent::supported() const {
   return installed_.get([this] {

@@ -23,11 +23,11 @@
 namespace gpud::components {
 
 inline constexpr std::string_view kKubeletName = runtimes::kKubeletSource;
+using runtimes::kKubeletTimeout;
+using runtimes::kPodResourcesSocket;
 using runtimes::KubeletContainer;
 using runtimes::KubeletEndpoint;
 using runtimes::KubeletPod;
-using runtimes::kKubeletTimeout;
-using runtimes::kPodResourcesSocket;
 
 // One endpoint tried: the pods, or why it gave none.
 struct KubeletAttempt {

@@ -14,7 +14,8 @@ namespace gpud::components {
 class RuntimeListings {
  public:
   explicit RuntimeListings(const ComponentContext& ctx)
-      : shared_(ctx.container_source), own_(own_directory_, runtimes::CriHelper{ctx.config->cri_helper}) {}
+      : shared_(ctx.container_source),
+        own_(own_directory_, runtimes::CriHelper{ctx.config->cri_helper}) {}
   RuntimeListings(const RuntimeListings&) = delete;
   RuntimeListings& operator=(const RuntimeListings&) = delete;
 

@@ -226,9 +226,9 @@ TEST(GpuHealth, WhatBlockedAComponentIsListedNotCounted) {
   for (const auto& g : gpu_health(four_gpus(), {owner_timeout})) {
     EXPECT_EQ(g.health, Health::kUnhealthy) << g.index;
     if (g.index == 2)
-      EXPECT_EQ(g.values, (nlohmann::json{{kNvmlFaultOwner,
-                                           {{"state", "hung"},
-                                            {"call", "nvmlDeviceGetPowerUsage"}}}}));
+      EXPECT_EQ(g.values,
+                (nlohmann::json{
+                    {kNvmlFaultOwner, {{"state", "hung"}, {"call", "nvmlDeviceGetPowerUsage"}}}}));
     else
       EXPECT_EQ(g.values, nlohmann::json::object()) << g.index;
   }

@@ -150,12 +150,11 @@ std::optional<CheckResult> nvidia_preamble(
     reason += " (NVIDIA GPUs expected: " + in.expected_because + ")";
   nlohmann::json data = nullptr;
   if (!snap && nvml::is_timeout(snap.error()) && in.hang && in.hang->gpu_index)
-    data = {{"gpus",
-             nlohmann::json::array({{{"index", *in.hang->gpu_index},
-                                     {"uuid", in.hang->gpu_uuid},
-                                     {"bus_id", in.hang->gpu_bus_id},
-                                     {"state", "hung"},
-                                     {"call", in.hang->call}}})}};
+    data = {{"gpus", nlohmann::json::array({{{"index", *in.hang->gpu_index},
+                                             {"uuid", in.hang->gpu_uuid},
+                                             {"bus_id", in.hang->gpu_bus_id},
+                                             {"state", "hung"},
+                                             {"call", in.hang->call}}})}};
   auto r = single_state(component, Health::kUnhealthy, reason,
                         SuggestedActions{what, {RepairAction::kRebootSystem}}, std::move(data));
   r.states[0].error = error;

@@ -67,10 +67,10 @@ Connection connect(const char* socket_path, Clock::time_point deadline, int64_t 
          state != GRPC_CHANNEL_SHUTDOWN && c.channel->WaitForStateChange(state, deadline))
     state = c.channel->GetState(true);
   if (state != GRPC_CHANNEL_READY) {
-    const std::string why = state == GRPC_CHANNEL_TRANSIENT_FAILURE
-                                ? " (connection refused or no socket)"
-                                : " within " + std::to_string(timeout_ms) + " ms (channel " +
-                                      state_name(state) + ")";
+    const std::string why =
+        state == GRPC_CHANNEL_TRANSIENT_FAILURE
+            ? " (connection refused or no socket)"
+            : " within " + std::to_string(timeout_ms) + " ms (channel " + state_name(state) + ")";
     c.error = make_reply(GPUD_CRI_UNAVAILABLE, "cannot connect to " + target + why);
     c.channel.reset();
   }
