@@ -33,6 +33,7 @@ int parse_cli(int argc, char** argv, int& exit_code, std::function<void()>& serv
   add_import_gpud_state(app, &exit_code);
   add_control_plane_verbs(app, &exit_code);
   add_cri_helper(app, &exit_code);
+  add_tls_material(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -193,8 +193,10 @@ Result<void> Daemon::start() {
   deps.history = history_.get();
   deps.metrics = &metrics;
   deps.machine_info = [this] { return machine_info(); };
-  deps.gpus = [this] { return components::to_json(gpu_health()); };
-  deps.before_metrics = [this] { components::publish_gpu_health(runtime_->metrics, gpu_health()); };
+  deps.gpus = [this] { return components::to_json(gpu_health(components::GpuValues::kWith)); };
+  deps.before_metrics = [this] {
+    components::publish_gpu_health(runtime_->metrics, gpu_health(components::GpuValues::kWithout));
+  };
   deps.web_enable = config_.web_enable;
   deps.plugins = [this] { return plugins::registered_specs(runtime_->registry); };
   deps.acknowledge_kernel_log = [this](std::string_view component,
@@ -367,10 +369,15 @@ std::vector<HealthState> Daemon::latest_states() const {
   return states;
 }
 
-std::vector<components::GpuHealth> Daemon::gpu_health() const {
+std::vector<components::GpuHealth> Daemon::gpu_health(components::GpuValues values) const {
   auto identity = runtime_->nvidia->last_good_snapshot();
   if (!identity || !scheduler_) return {};
-  return components::gpu_health(*identity, latest_states());
+  std::vector<components::GpuHealth> gpus;
+  scheduler_->read_last_states(runtime_->registry.supported(),
+                               [&](const std::vector<const HealthState*>& states) {
+                                 gpus = components::gpu_health(*identity, states, values);
+                               });
+  return gpus;
 }
 
 Result<void> Daemon::make_node_conditions() {
@@ -394,7 +401,7 @@ Result<void> Daemon::make_node_conditions() {
     sinks::NodeHealthInputs in;
     in.states = latest_states();
     if (auto identity = runtime_->nvidia->last_good_snapshot())
-      in.gpus = components::gpu_health(*identity, in.states);
+      in.gpus = components::gpu_health(*identity, in.states, components::GpuValues::kWithout);
     return in;
   });
   logger("kubernetes")
@@ -445,8 +452,15 @@ void Daemon::housekeeping(TimePoint now) {
   MetricRegistry& metrics = runtime_->metrics;
   metrics.set("", "gpud_sqlite_db_size_bytes",
               static_cast<double>(runtime_->db->size_bytes().value_or(0)));
-  if (auto r = history_->insert(metrics.snapshot(now_ms)); !r)
-    logger("daemon")->warn("metric history insert failed: {}", r.error().message);
+  // A few families at a time (MetricRegistry::snapshot_in_chunks): one failure is logged, and the
+  // other chunks are still tried (the store says itself when it is unusable).
+  std::optional<std::string> insert_failed;
+  metrics.snapshot_in_chunks(now_ms, kHistoryChunkSamples,
+                             [&](const std::vector<MetricSample>& chunk) {
+                               if (auto r = history_->insert(chunk); !r && !insert_failed)
+                                 insert_failed = r.error().message;
+                             });
+  if (insert_failed) logger("daemon")->warn("metric history insert failed: {}", *insert_failed);
   if (auto r = history_->purge(saturating_sub(now, config_.metrics_retention)); !r)
     logger("daemon")->warn("metric history purge failed: {}", r.error().message);
   // Event retention is enforced for every component, at most every retention/5 and at least every
@@ -472,14 +486,16 @@ void Daemon::loop() {
                                                             std::chrono::seconds(10));
   bool store_usable = runtime_->db->health().usable;
   bool poll = true;  // something to look at every kStoreRetryInterval (see below)
-  // The failures the loop has seen the effect of: a failure of its own retry does not wake it again.
+  // The failures the loop has seen the effect of: a failure of its own retry does not wake it
+  // again.
   uint64_t failures_seen = store_failures_;
   while (!stopping_) {
     // Events waiting for the store are retried every few seconds, so that they are stored soon
     // after space comes back, not at the next sample only; so is NVML looked at while it opens, is
     // missing (maybe_reload) or has not answered a first collection. Otherwise nothing here needs
     // a timer: a failed store operation (events start to wait) and NVML answering wake the loop.
-    auto wake = poll ? std::min(next, std::chrono::steady_clock::now() + kStoreRetryInterval) : next;
+    auto wake =
+        poll ? std::min(next, std::chrono::steady_clock::now() + kStoreRetryInterval) : next;
     cv_.wait_until(lock, wake, [&] {
       return stopping_ || nvidia_answered_ || store_failures_ != failures_seen;
     });
@@ -499,7 +515,8 @@ void Daemon::loop() {
       next = std::chrono::steady_clock::now() + config_.metrics_sample_interval;
       // The GPUs' health gauges are refreshed for every scrape (before_metrics) and here for the
       // history sample.
-      components::publish_gpu_health(runtime_->metrics, gpu_health());
+      components::publish_gpu_health(runtime_->metrics,
+                                     gpu_health(components::GpuValues::kWithout));
       housekeeping(Clock::now());
     }
     // Read after noting the failures so far: one after this note wakes the loop; one before it (its

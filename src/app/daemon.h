@@ -43,8 +43,9 @@ class Daemon {
   // NVML opened late (a slow init) or loaded after a retry: a check of every component now;
   // NVML's first answer: machine info and the Xid watcher. Retries a missing or failed NVML.
   void watch_nvidia();
-  // Each GPU's health over the components' latest states (GET /v1/gpus, the per-GPU metric).
-  std::vector<components::GpuHealth> gpu_health() const;
+  // Each GPU's health over the components' latest states (GET /v1/gpus, the per-GPU metric), read
+  // in place (Scheduler::read_last_states); `values`: with each component's row of the GPU.
+  std::vector<components::GpuHealth> gpu_health(components::GpuValues values) const;
   // Every supported component's latest states, from the scheduler's cache.
   std::vector<HealthState> latest_states() const;
 
@@ -132,6 +133,8 @@ inline constexpr std::chrono::minutes kSysfsDevicesRescan{1};
 // How often a missing or failed NVML is tried again: where NVIDIA GPUs are expected, and not.
 inline constexpr std::chrono::seconds kNvmlRetryExpected{30};
 inline constexpr std::chrono::seconds kNvmlRetry{300};
+// Samples the history's insert takes at a time (each chunk a transaction of its own).
+inline constexpr size_t kHistoryChunkSamples = 64;
 
 // Creates the data dir with mode 0700 when it is missing (its files hold the node's job names and
 // pids); a directory that exists keeps the mode its owner gave it (0700, 1777, ...).

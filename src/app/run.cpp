@@ -34,6 +34,14 @@ void add_run_options(CLI::App& command, RunFlags& run_flags, std::string& sample
   cmd->add_option("--tls-san", c.tls_sans,
                   "Another DNS name or IP address the generated certificate covers (repeatable; "
                   "the host name and its addresses are always covered)");
+  // The certificate is read, checked or generated in a child, gpud's own binary (`gpud
+  // tls-material`), so that the daemon parses none until a TLS connection comes. Hidden: "" does
+  // it in the daemon (the bench measures both).
+  c.tls_helper = "/proc/self/exe";
+  cmd->add_option("--tls-helper", c.tls_helper,
+                  "The program run as `<it> tls-material` for the TLS certificate (\"\": in this "
+                  "process)")
+      ->group("");
   cmd->add_option(
       "--metrics-listen-address", c.metrics_listen_address,
       "Also serve GET /metrics alone over plain HTTP here (e.g. :9400); off by default");

@@ -40,6 +40,9 @@ void add_import_gpud_state(CLI::App& app, int* exit_code);
 
 // cri_helper_cmd.cpp: hidden; the daemon's child for one CRI call (runtimes::call_cri_helper).
 void add_cri_helper(CLI::App& app, int* exit_code);
+// tls_material_cmd.cpp: hidden; the daemon's child that resolves its TLS material
+// (server::resolve_tls_material_in_helper).
+void add_tls_material(CLI::App& app, int* exit_code);
 
 // Exit codes shared by the verbs.
 inline constexpr int kExitOk = 0;

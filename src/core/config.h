@@ -24,7 +24,11 @@ struct Config {
   bool no_tls = false;
   std::string tls_cert;  // empty: self-signed, generated into the data dir
   std::string tls_key;
-  std::vector<std::string> tls_sans;   // --tls-san: more names the generated certificate covers
+  std::vector<std::string> tls_sans;  // --tls-san: more names the generated certificate covers
+  // The program that reads, checks or generates the TLS certificate in a child process, as
+  // `<it> tls-material ...`: gpud's own binary, so the daemon parses no certificate until a TLS
+  // connection comes (server/tls.h). "": in this process.
+  std::string tls_helper;
   std::string metrics_listen_address;  // --metrics-listen-address: plain-HTTP /metrics; "" = off
   // Lets any client make mutating requests (Authorization: Bearer). From --admin-token-file or
   // $GPUD_ADMIN_TOKEN, never argv (every user can read /proc/<pid>/cmdline). Empty: none.

@@ -273,6 +273,72 @@ TEST(Scheduler, ChecksOnStartAndCachesLastResult) {
   sched.stop();
 }
 
+// read_last_states hands over each component's cached states in the order asked, the placeholder
+// for one not checked yet, the same as last_states gives in copies.
+// snapshot_in_chunks hands over what snapshot() holds, in the same order, a few families at a
+// time and never splitting one; the registry is unlocked while each chunk is taken.
+TEST(MetricRegistry, SnapshotInChunksGivesTheSnapshotAFewFamiliesAtATime) {
+  MetricRegistry m;
+  for (int f = 0; f < 5; ++f)
+    for (int g = 0; g < 3; ++g)
+      m.set("comp", "family_" + std::to_string(f), f * 10 + g, {{"gpu", std::to_string(g)}});
+  m.set("", "process_wide", 1);  // not a component's: in neither
+  const auto whole = m.snapshot(42);
+  ASSERT_EQ(whole.size(), 15u);
+  std::vector<MetricSample> joined;
+  std::vector<size_t> sizes;
+  m.snapshot_in_chunks(42, 4, [&](const std::vector<MetricSample>& chunk) {
+    sizes.push_back(chunk.size());
+    joined.insert(joined.end(), chunk.begin(), chunk.end());
+    m.set("comp", "family_9", 1);  // unlocked: a family added meanwhile comes in a later chunk
+  });
+  // At least 4 a chunk, whole families of 3: 6, 6, then the rest.
+  ASSERT_GE(sizes.size(), 3u);
+  EXPECT_EQ(sizes[0], 6u);
+  EXPECT_EQ(sizes[1], 6u);
+  ASSERT_EQ(joined.size(), 16u);
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_EQ(joined[i].name, whole[i].name) << i;
+    EXPECT_EQ(joined[i].labels, whole[i].labels) << i;
+    EXPECT_EQ(joined[i].value, whole[i].value) << i;
+    EXPECT_EQ(joined[i].unix_ms, 42);
+  }
+  EXPECT_EQ(joined.back().name, "family_9");
+  MetricRegistry empty;
+  int calls = 0;
+  empty.snapshot_in_chunks(1, 4, [&](const std::vector<MetricSample>&) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(Scheduler, ReadLastStatesGivesTheCachedStatesInPlace) {
+  Config cfg;
+  ComponentContext ctx{&cfg, nullptr, nullptr};
+  Registry reg;
+  ASSERT_TRUE(reg.add(std::make_unique<CountingComponent>(ctx, "a", 3600s)).ok());
+  ASSERT_TRUE(reg.add(std::make_unique<CountingComponent>(ctx, "b", 3600s)).ok());
+  auto* a = static_cast<CountingComponent*>(reg.find("a"));
+  auto* b = static_cast<CountingComponent*>(reg.find("b"));
+  Scheduler sched(reg, 2);
+  sched.run_now(*b);
+  std::vector<std::pair<std::string, Health>> seen;
+  std::string b_reason;
+  int calls = 0;
+  sched.read_last_states({b, a}, [&](const std::vector<const HealthState*>& states) {
+    ++calls;
+    for (const HealthState* s : states) seen.emplace_back(s->component, s->health);
+    if (!states.empty()) b_reason = states[0]->reason;
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, Health>>{{"b", Health::kDegraded},
+                                                               {"a", Health::kInitializing}}));
+  EXPECT_EQ(b_reason, sched.last_states(*b)[0].reason);
+  sched.read_last_states({}, [&](const std::vector<const HealthState*>& states) {
+    ++calls;
+    EXPECT_TRUE(states.empty());
+  });
+  EXPECT_EQ(calls, 2);
+}
+
 // A component whose health the test sets, and whose check can be held until the test releases it.
 class SettableComponent : public Component {
  public:

@@ -1,5 +1,6 @@
 #include "core/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -125,23 +126,54 @@ void MetricRegistry::replace_series(std::string_view component, std::string_view
   for (const auto& [labels, value] : series) f.series[series_key(component, labels)] = value;
 }
 
+namespace {
+
+// Appends the family's component series to `out` as samples.
+template <typename Series>
+void append_samples(int64_t now_ms, const std::string& name, const Series& series,
+                    std::vector<MetricSample>& out) {
+  for (const auto& [key, value] : series) {
+    std::string_view component = key_component(key);
+    if (component.empty()) continue;
+    MetricSample& s = out.emplace_back();
+    s.unix_ms = now_ms;
+    s.component = std::string(component);
+    s.name = name;
+    s.value = value;
+    for_each_key_label(key, [&](std::string_view n, std::string_view v) {
+      s.labels.emplace(std::string(n), std::string(v));
+    });
+  }
+}
+
+}  // namespace
+
 std::vector<MetricSample> MetricRegistry::snapshot(int64_t now_ms) const {
   std::lock_guard lock(mu_);
   std::vector<MetricSample> out;
-  for (const auto& [name, f] : families_)
-    for (const auto& [key, value] : f.series) {
-      std::string_view component = key_component(key);
-      if (component.empty()) continue;
-      MetricSample& s = out.emplace_back();
-      s.unix_ms = now_ms;
-      s.component = std::string(component);
-      s.name = name;
-      s.value = value;
-      for_each_key_label(key, [&](std::string_view n, std::string_view v) {
-        s.labels.emplace(std::string(n), std::string(v));
-      });
-    }
+  for (const auto& [name, f] : families_) append_samples(now_ms, name, f.series, out);
   return out;
+}
+
+void MetricRegistry::snapshot_in_chunks(
+    int64_t now_ms, size_t chunk,
+    const std::function<void(const std::vector<MetricSample>&)>& take) const {
+  std::string last;  // the last family taken; "" before the first
+  bool started = false, done = false;
+  while (!done) {
+    std::vector<MetricSample> out;
+    {
+      std::lock_guard lock(mu_);
+      auto it = started ? families_.upper_bound(last) : families_.begin();
+      started = true;
+      for (; it != families_.end() && out.size() < std::max<size_t>(chunk, 1); ++it) {
+        append_samples(now_ms, it->first, it->second.series, out);
+        last = it->first;
+      }
+      done = it == families_.end();
+    }
+    if (!out.empty()) take(out);
+  }
 }
 
 std::string MetricRegistry::prometheus_text() const {

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <deque>
 
 #include "core/log.h"
 #include "core/time_util.h"
@@ -16,6 +17,17 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr SteadyClock::time_point kTriggeredDue{};
 
 namespace {
+
+// A component's state before its first check has finished.
+HealthState not_checked_yet(std::string_view component) {
+  HealthState s;
+  s.time = Clock::now();
+  s.component = std::string(component);
+  s.name = std::string(component);
+  s.health = Health::kInitializing;
+  s.reason = "no data yet";
+  return s;
+}
 void log_transition(std::string_view component, const HealthTransition& t);
 }  // namespace
 
@@ -247,13 +259,24 @@ std::vector<HealthState> Scheduler::last_states(const Component& c) const {
   std::lock_guard lock(mu_);
   auto it = last_.find(c.name());
   if (it != last_.end()) return it->second.states;
-  HealthState s;
-  s.time = Clock::now();
-  s.component = std::string(c.name());
-  s.name = std::string(c.name());
-  s.health = Health::kInitializing;
-  s.reason = "no data yet";
-  return {s};
+  return {not_checked_yet(c.name())};
+}
+
+void Scheduler::read_last_states(
+    const std::vector<Component*>& components,
+    const std::function<void(const std::vector<const HealthState*>&)>& read) const {
+  std::deque<HealthState> placeholders;  // stable addresses
+  std::vector<const HealthState*> states;
+  std::lock_guard lock(mu_);
+  for (const Component* c : components) {
+    auto it = last_.find(c->name());
+    if (it == last_.end()) {
+      states.push_back(&placeholders.emplace_back(not_checked_yet(c->name())));
+      continue;
+    }
+    for (const HealthState& s : it->second.states) states.push_back(&s);
+  }
+  read(states);
 }
 
 void Scheduler::store_result(const Component& c, CheckResult r) {

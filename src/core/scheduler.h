@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -72,6 +73,14 @@ class Scheduler {
 
   // The cached states; one Initializing "no data yet" state before the first check finished.
   std::vector<HealthState> last_states(const Component& c) const;
+  // Calls `read` once with the cached states of each of `components`, in that order (last_states'
+  // placeholder for one not checked yet), without copying them: under the scheduler's lock, so
+  // `read` must not call the scheduler. For a reader that judges every component's states at once
+  // (the per-GPU health each scrape refreshes), where copying them (their per-GPU data rows) cost
+  // more memory and time than the judging.
+  void read_last_states(
+      const std::vector<Component*>& components,
+      const std::function<void(const std::vector<const HealthState*>&)>& read) const;
   // Changes whenever a cached result does (stored, replaced or dropped): an answer built from
   // last_states() stays the same while this does, so the API can serve it again.
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }

@@ -379,7 +379,7 @@ class ConnectionStream : public httplib::Stream {
 
 struct ConnectionLoop::Impl {
   std::unique_ptr<RequestHandler> http;
-  SslCtxPtr tls;
+  std::unique_ptr<LazyTlsContext> tls;  // null for plain HTTP
   ConnectionLimits limits;
   std::string name;
 
@@ -783,7 +783,17 @@ struct ConnectionLoop::Impl {
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
       }
       if (tls) {
-        c->ssl.reset(SSL_new(tls.get()));
+        // The context is made at the first TLS connection (LazyTlsContext).
+        auto ctx = tls->get();
+        if (!ctx) {
+          if (tls_log.admit())
+            logger("server")->error("{}: cannot serve TLS: {}", name, ctx.error().message);
+          Connection* raw = c.get();
+          connections.emplace(raw, std::move(c));
+          close_connection(raw);
+          continue;
+        }
+        c->ssl.reset(SSL_new(*ctx));
         if (!c->ssl || SSL_set_fd(c->ssl.get(), fd) != 1) {
           Connection* raw = c.get();
           connections.emplace(raw, std::move(c));
@@ -951,8 +961,9 @@ struct ConnectionLoop::Impl {
   }
 };
 
-ConnectionLoop::ConnectionLoop(std::unique_ptr<RequestHandler> http, SslCtxPtr tls,
-                               ConnectionLimits limits, std::string name)
+ConnectionLoop::ConnectionLoop(std::unique_ptr<RequestHandler> http,
+                               std::unique_ptr<LazyTlsContext> tls, ConnectionLimits limits,
+                               std::string name)
     : impl_(std::make_unique<Impl>()) {
   impl_->http = std::move(http);
   impl_->tls = std::move(tls);

@@ -82,8 +82,8 @@ struct ConnectionLimits {
 class ConnectionLoop {
  public:
   // `name` prefixes the loop's log lines ("https 0.0.0.0:15132"); `tls` is null for plain HTTP.
-  ConnectionLoop(std::unique_ptr<RequestHandler> http, SslCtxPtr tls, ConnectionLimits limits,
-                 std::string name);
+  ConnectionLoop(std::unique_ptr<RequestHandler> http, std::unique_ptr<LazyTlsContext> tls,
+                 ConnectionLimits limits, std::string name);
   ~ConnectionLoop();
   ConnectionLoop(const ConnectionLoop&) = delete;
   ConnectionLoop& operator=(const ConnectionLoop&) = delete;

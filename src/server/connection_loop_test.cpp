@@ -57,13 +57,11 @@ class LoopServer {
       res.set_content(req.body, "text/plain");
     });
     port_ = http->bind_to_any_port("127.0.0.1");
-    SslCtxPtr ctx;
+    std::unique_ptr<LazyTlsContext> ctx;
     if (tls) {
       auto material = generate_self_signed();
       EXPECT_TRUE(material.ok());
-      auto made = make_tls_context(*material);
-      EXPECT_TRUE(made.ok());
-      ctx = std::move(*made);
+      ctx = std::make_unique<LazyTlsContext>(std::move(*material));
     }
     loop_ = std::make_unique<ConnectionLoop>(std::move(http), std::move(ctx), limits, "test");
     auto r = loop_->start();

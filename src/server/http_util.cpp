@@ -94,6 +94,13 @@ bool bearer_token_matches(std::string_view authorization_header, std::string_vie
   return constant_time_equal(trim(h.substr(kBearer.size())), admin_token);
 }
 
+void set_body(httplib::Response& res, std::string body, const std::string& content_type) {
+  res.body = std::move(body);
+  auto previous = res.headers.equal_range("Content-Type");
+  res.headers.erase(previous.first, previous.second);
+  res.set_header("Content-Type", content_type);
+}
+
 std::string describe_peer(const httplib::Request& req) {
   if (req.remote_addr.empty()) return "local socket pid " + std::to_string(req.remote_port);
   bool v6 = req.remote_addr.find(':') != std::string::npos;

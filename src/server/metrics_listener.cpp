@@ -62,7 +62,7 @@ Result<void> MetricsListener::start(const std::string& address) {
   const std::function<void()>* before = &before_metrics_;
   http.Get("/metrics", [metrics, before](const httplib::Request&, httplib::Response& res) {
     if (*before) (*before)();
-    res.set_content(metrics->prometheus_text(), "text/plain; version=0.0.4; charset=utf-8");
+    set_body(res, metrics->prometheus_text(), kPrometheusContentType);
   });
   // Everything else, whatever the method: this listener has no API.
   http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {

@@ -98,8 +98,8 @@ void register_admin_routes(httplib::Server& http, const ServerDeps& deps) {
   http.Get("/metrics", [d](const httplib::Request&, httplib::Response& res) {
     if (d->before_metrics) d->before_metrics();
     res.status = 200;
-    res.set_content(d->metrics != nullptr ? d->metrics->prometheus_text() : std::string(),
-                    "text/plain; version=0.0.4; charset=utf-8");
+    set_body(res, d->metrics != nullptr ? d->metrics->prometheus_text() : std::string(),
+             kPrometheusContentType);
   });
 
   // GPUd's fault injector: writes the fault's kernel-log line. Only with --enable-fault-injection

@@ -259,6 +259,22 @@ Result<void> remove_stale_socket(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// The material through the helper when the config names one (server/tls.h: the daemon then parses
+// no certificate until a TLS connection comes), in process when it does not or the helper is
+// broken.
+Result<TlsMaterial> resolve_tls(const Config& config) {
+  if (config.tls_helper.empty()) return resolve_tls_material(config);
+  auto material = resolve_tls_material_in_helper(config, config.tls_helper);
+  if (material || material.error().code != kTlsHelperBroken) return material;
+  logger("server")->warn("{}; reading the TLS certificate in the daemon instead",
+                         material.error().message);
+  return resolve_tls_material(config);
+}
+
+}  // namespace
+
 struct Server::Listener : ConnectionLoop {
   using ConnectionLoop::ConnectionLoop;
 };
@@ -289,15 +305,19 @@ Result<void> Server::start() {
   }
 
   auto http = std::make_unique<RequestHandler>();
-  SslCtxPtr tls;
+  std::unique_ptr<LazyTlsContext> tls;
   std::string tls_source;
   if (!deps_.config->no_tls) {
-    auto material = resolve_tls_material(*deps_.config);
+    auto material = resolve_tls(*deps_.config);
     if (!material) return material.error();
-    auto ctx = make_tls_context(*material);
-    if (!ctx) return ctx.error();
-    tls = std::move(*ctx);
+    for (const TlsMaterial::LogLine& line : material->log) {
+      if (line.warning)
+        logger("server")->warn("{}", line.text);
+      else
+        logger("server")->info("{}", line.text);
+    }
     tls_source = material->source;
+    tls = std::make_unique<LazyTlsContext>(std::move(*material));
   }
   auto triggers = std::make_unique<TriggeredChecks>(*deps_.scheduler, kTriggerWorkers);
   configure(*http, deps_, tcp_limits(), /*local_socket=*/false, *triggers);

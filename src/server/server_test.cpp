@@ -1553,11 +1553,13 @@ TlsMaterial rsa_material() {
     long n = BIO_get_mem_data(bio.get(), &data);
     return std::string(data, static_cast<size_t>(n));
   };
-  return TlsMaterial{pem([&](BIO* b) { PEM_write_bio_X509(b, cert.get()); }), pem([&](BIO* b) {
+  return TlsMaterial{pem([&](BIO* b) { PEM_write_bio_X509(b, cert.get()); }),
+                     pem([&](BIO* b) {
                        PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr,
                                                 nullptr);
                      }),
-                     "test RSA"};
+                     "test RSA",
+                     {}};
 }
 
 TEST(ServerTls, Tls12OffersOnlyForwardSecretAeadSuites) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <openssl/bn.h>
+#include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -17,13 +18,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "core/files.h"
-#include "core/log.h"
+#include "host/command.h"
 #include "host/network.h"
 
 namespace gpud::server {
@@ -229,8 +232,8 @@ Result<TlsMaterial> generate_self_signed(const std::vector<std::string>& names) 
       PEM_write_bio_PrivateKey(key_bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) !=
           1)
     return make_error("cannot encode certificate: " + openssl_error());
-  return TlsMaterial{bio_to_string(cert_bio.get()), bio_to_string(key_bio.get()),
-                     "self-signed, in memory"};
+  return TlsMaterial{
+      bio_to_string(cert_bio.get()), bio_to_string(key_bio.get()), "self-signed, in memory", {}};
 }
 
 Result<void> validate_tls_material(const TlsMaterial& m) {
@@ -250,7 +253,7 @@ Result<TlsMaterial> load_tls_material(const std::string& cert_path, const std::s
   if (!cert) return make_error("TLS certificate: " + cert.error().message);
   auto key = read_file(key_path);
   if (!key) return make_error("TLS key: " + key.error().message);
-  TlsMaterial m{std::move(*cert), std::move(*key), cert_path};
+  TlsMaterial m{std::move(*cert), std::move(*key), cert_path, {}};
   if (auto r = validate_tls_material(m); !r)
     return make_error("TLS certificate " + cert_path + " / key " + key_path + ": " +
                       r.error().message);
@@ -270,31 +273,32 @@ Result<TlsMaterial> resolve_tls_material(const Config& config) {
   fs::path cert_path = dir / kCertFileName;
   fs::path key_path = dir / kKeyFileName;
   std::error_code ec;
+  std::vector<TlsMaterial::LogLine> log;
   if (fs::exists(cert_path, ec) && fs::exists(key_path, ec)) {
     auto loaded = load_tls_material(cert_path.string(), key_path.string());
     if (loaded && certificate_covers(loaded->cert_pem, names)) return loaded;
     if (loaded)
-      logger("server")->info(
-          "{} does not cover every name the daemon answers to ({} names); generating a new "
-          "self-signed certificate (clients that pinned the old one need the new gpud.crt)",
-          cert_path.string(), names.size());
+      log.push_back({false, cert_path.string() +
+                                " does not cover every name the daemon answers to (" +
+                                std::to_string(names.size()) +
+                                " names); generating a new self-signed certificate (clients that "
+                                "pinned the old one need the new gpud.crt)"});
     else
-      logger("server")->warn("{}; generating a new self-signed certificate",
-                             loaded.error().message);
+      log.push_back({true, loaded.error().message + "; generating a new self-signed certificate"});
   }
   auto generated = generate_self_signed(names);
   if (!generated) return generated;
+  generated->log = std::move(log);
   fs::create_directories(dir, ec);
   auto wrote = write_file(key_path, generated->key_pem, 0600);
   if (wrote) wrote = write_file(cert_path, generated->cert_pem, 0644);
   if (!wrote) {
-    logger("server")->warn(
-        "cannot persist the self-signed certificate ({}); using it in memory only",
-        wrote.error().message);
+    generated->log.push_back({true, "cannot persist the self-signed certificate (" +
+                                        wrote.error().message + "); using it in memory only"});
     return generated;
   }
   generated->source = cert_path.string() + " (self-signed, generated)";
-  logger("server")->info("generated self-signed certificate {}", cert_path.string());
+  generated->log.push_back({false, "generated self-signed certificate " + cert_path.string()});
   return generated;
 }
 
@@ -342,6 +346,132 @@ Result<std::unique_ptr<httplib::Server>> make_tls_server(const TlsMaterial& m) {
   if (!server->is_valid()) return make_error("cannot set up TLS: " + openssl_error());
   if (auto r = restrict_protocols(server->ssl_context()); !r) return r.error();
   return std::unique_ptr<httplib::Server>(std::move(server));
+}
+
+std::vector<std::string> tls_helper_arguments(const Config& config) {
+  std::vector<std::string> args = {"tls-material", "--data-dir", config.data_dir};
+  if (!config.tls_cert.empty()) args.insert(args.end(), {"--tls-cert", config.tls_cert});
+  if (!config.tls_key.empty()) args.insert(args.end(), {"--tls-key", config.tls_key});
+  for (const std::string& san : config.tls_sans) args.insert(args.end(), {"--tls-san", san});
+  return args;
+}
+
+namespace {
+
+constexpr std::string_view kReplyHeader = "gpud-tls-material 1\n";
+
+void add_field(std::string& out, std::string_view tag, std::string_view value) {
+  out.append(tag).append(" ").append(std::to_string(value.size())).append("\n");
+  out.append(value).append("\n");
+}
+
+Error broken_reply(std::string_view why) {
+  return make_error("the TLS helper's reply is not one (" + std::string(why) + ")",
+                    kTlsHelperBroken);
+}
+
+}  // namespace
+
+std::string format_tls_helper_reply(const Result<TlsMaterial>& material) {
+  std::string out(kReplyHeader);
+  if (!material) {
+    add_field(out, "error", material.error().message);
+    return out;
+  }
+  add_field(out, "source", material->source);
+  for (const TlsMaterial::LogLine& line : material->log)
+    add_field(out, line.warning ? "warn" : "info", line.text);
+  add_field(out, "cert", material->cert_pem);
+  add_field(out, "key", material->key_pem);
+  return out;
+}
+
+Result<TlsMaterial> parse_tls_helper_reply(std::string_view reply) {
+  if (reply.substr(0, kReplyHeader.size()) != kReplyHeader) return broken_reply("no header");
+  reply.remove_prefix(kReplyHeader.size());
+  TlsMaterial m;
+  bool has_cert = false, has_key = false;
+  std::optional<std::string> error;
+  while (!reply.empty()) {
+    const size_t space = reply.find(' ');
+    const size_t eol = reply.find('\n');
+    if (space == std::string_view::npos || eol == std::string_view::npos || eol < space)
+      return broken_reply("a field without its length");
+    const std::string_view tag = reply.substr(0, space);
+    const std::string_view len_text = reply.substr(space + 1, eol - space - 1);
+    size_t len = 0;
+    auto [end, ec] = std::from_chars(len_text.data(), len_text.data() + len_text.size(), len);
+    if (ec != std::errc() || end != len_text.data() + len_text.size() || len_text.empty())
+      return broken_reply("a length that is not a number");
+    reply.remove_prefix(eol + 1);
+    if (len >= reply.size() || reply[len] != '\n') return broken_reply("a field cut short");
+    std::string value(reply.substr(0, len));
+    reply.remove_prefix(len + 1);
+    if (tag == "error") {
+      error = std::move(value);
+    } else if (tag == "source") {
+      m.source = std::move(value);
+    } else if (tag == "info" || tag == "warn") {
+      m.log.push_back({tag == "warn", std::move(value)});
+    } else if (tag == "cert") {
+      m.cert_pem = std::move(value);
+      has_cert = true;
+    } else if (tag == "key") {
+      m.key_pem = std::move(value);
+      has_key = true;
+    } else {
+      return broken_reply("an unknown field");
+    }
+  }
+  if (error) return make_error(std::move(*error));
+  if (!has_cert || !has_key) return broken_reply("no certificate or no key");
+  return m;
+}
+
+Result<TlsMaterial> resolve_tls_material_in_helper(const Config& config, const std::string& helper,
+                                                   std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv = {helper};
+  for (std::string& a : tls_helper_arguments(config)) argv.push_back(std::move(a));
+  // A reply is two PEM blocks and a few lines; a megabyte is far past any real one.
+  constexpr size_t kMaxReply = size_t{1} << 20;
+  auto r = host::run_command(argv, host::kDefaultSearchPath, timeout, kMaxReply);
+  if (!r) return make_error("cannot run the TLS helper: " + r.error().message, kTlsHelperBroken);
+  if (r->exit_code != 0) {
+    std::string err = r->err.substr(0, 300);
+    return make_error(
+        "the TLS helper " +
+            (r->exit_code < 0 ? std::string("was killed by a signal")
+                              : "exited with status " + std::to_string(r->exit_code)) +
+            (err.empty() ? std::string() : ": " + err),
+        kTlsHelperBroken);
+  }
+  if (r->discarded_bytes > 0) return broken_reply("longer than 1 MiB");
+  return parse_tls_helper_reply(r->out);
+}
+
+LazyTlsContext::LazyTlsContext(TlsMaterial material) : material_(std::move(material)) {}
+LazyTlsContext::LazyTlsContext(SslCtxPtr ctx) : ctx_(std::move(ctx)) {}
+LazyTlsContext::~LazyTlsContext() = default;
+
+Result<ssl_ctx_st*> LazyTlsContext::get() {
+  std::lock_guard lock(mu_);
+  if (ctx_) return ctx_.get();
+  if (!error_.empty()) return make_error(error_);
+  auto made = make_tls_context(material_);
+  if (!made) {
+    error_ = made.error().message;
+    return made.error();
+  }
+  ctx_ = std::move(*made);
+  // The context holds the key now; the PEM copies go.
+  OPENSSL_cleanse(material_.key_pem.data(), material_.key_pem.size());
+  material_ = TlsMaterial{};
+  return ctx_.get();
+}
+
+bool LazyTlsContext::made() const {
+  std::lock_guard lock(mu_);
+  return ctx_ != nullptr;
 }
 
 }  // namespace gpud::server

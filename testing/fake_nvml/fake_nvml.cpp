@@ -516,9 +516,9 @@ nvmlReturn_t do_memory_v1(const char* fn, nvmlDevice_t d, nvmlMemory_t* m) {
   });
 }
 
-// An inotify watch on the scenario file's folder for one event wait: readable when anything in it
-// changes (a test writing or renaming a new scenario in). Closed at scope exit; fd -1 when inotify
-// is unavailable (the wait then polls every 100 ms).
+// An inotify watch on the scenario file's folder for an event set's waits: readable when anything
+// in it changes (a test writing or renaming a new scenario in). Closed with the set; fd -1 when
+// inotify is unavailable (the wait then polls every 100 ms).
 struct ScenarioWatch {
   int fd = -1;
   ScenarioWatch() {
@@ -557,6 +557,12 @@ struct ScenarioWatch {
   }
 };
 
+// Each event set's watch, made at its first wait and kept until nvmlEventSetFree. A watch per wait
+// (inotify_init1, inotify_add_watch and close, twice a second with the daemon's 500 ms waits) cost
+// the 8-GPU bench more kernel time than the daemon's own idle work; a driver's wait is one ioctl.
+// A change while no wait runs stays queued on the kept watch, so the next wait sees it at once.
+std::map<uintptr_t, std::shared_ptr<ScenarioWatch>> g_set_watches;
+
 nvmlReturn_t do_event_wait(const char* fn, nvmlEventSet_t set, nvmlEventData_t* data,
                            unsigned int timeout_ms) {
   return guard([&] {
@@ -568,15 +574,24 @@ nvmlReturn_t do_event_wait(const char* fn, nvmlEventSet_t set, nvmlEventData_t* 
     // A real driver blocks in the kernel until an event or the timeout. So does this wait: it
     // wakes when the scenario's folder changes (new Xid events to deliver), not on a timer, so
     // the fake charges no idle CPU to the daemon that waits.
-    ScenarioWatch watch;
+    std::shared_ptr<ScenarioWatch> watch;
     bool changed = false;
     while (true) {
       {
         std::lock_guard lock(g_mu);
-        if (changed) g_last_stat = {};  // re-read now: the file may have changed
-        maybe_reload_locked();
         auto s = g_sets.find(key);
         if (s == g_sets.end()) return NVML_ERROR_INVALID_ARGUMENT;
+        bool new_watch = false;
+        if (!watch) {
+          auto& kept = g_set_watches[key];
+          new_watch = kept == nullptr;
+          if (new_watch) kept = std::make_shared<ScenarioWatch>();
+          watch = kept;
+        }
+        // The kept watch says when the folder changed (since the last wait too): the file is
+        // looked at then, or when there is no watch to say so, not at every wait.
+        if (changed) g_last_stat = {};  // re-read now: the file may have changed
+        if (changed || new_watch || watch->fd < 0) maybe_reload_locked();
         for (auto it = g_xids.begin(); it != g_xids.end(); ++it) {
           if (s->second.count(it->gpu) == 0) continue;
           *data = nvmlEventData_t{};
@@ -591,7 +606,7 @@ nvmlReturn_t do_event_wait(const char* fn, nvmlEventSet_t set, nvmlEventData_t* 
       }
       auto now = SteadyClock::now();
       if (now >= until) return NVML_ERROR_TIMEOUT;
-      changed = watch.wait(until - now);
+      changed = watch->wait(until - now);
     }
   });
 }
@@ -1226,6 +1241,7 @@ FAKE_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
 }
 FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
   std::lock_guard lock(g_mu);
+  g_set_watches.erase(reinterpret_cast<uintptr_t>(set.handle));  // a wait still running keeps it
   return g_sets.erase(reinterpret_cast<uintptr_t>(set.handle)) == 1 ? NVML_SUCCESS
                                                                     : NVML_ERROR_INVALID_ARGUMENT;
 }

@@ -98,6 +98,31 @@ MemoryComponent::MemoryComponent(const ComponentContext& ctx)
   describe_metrics(ctx.metrics, kMetrics);
 }
 
+void MemoryComponent::set_bpf_jit_read_interval(std::chrono::steady_clock::duration d) {
+  std::lock_guard lock(bpf_jit_mu_);
+  bpf_jit_read_interval_ = d;
+  bpf_jit_read_at_.reset();
+}
+
+std::optional<uint64_t> MemoryComponent::bpf_jit_bytes() {
+  std::lock_guard lock(bpf_jit_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (bpf_jit_read_at_ && now - *bpf_jit_read_at_ < bpf_jit_read_interval_) return bpf_jit_bytes_;
+  bpf_jit_read_at_ = now;
+  // GPUd turns a failed read as root Unhealthy and reports 0 otherwise; here the value is absent
+  // and health is /proc/meminfo's alone: the JIT's usage is a hint, not a fault.
+  auto bpf_jit = host::read_bpf_jit_bytes(fs_);
+  if (bpf_jit) {
+    bpf_jit_bytes_ = *bpf_jit;
+    bpf_jit_failing_ = false;
+  } else {
+    bpf_jit_bytes_.reset();
+    if (!bpf_jit_failing_.exchange(true))
+      logger("memory")->warn("no BPF JIT buffer size: {}", bpf_jit.error().message);
+  }
+  return bpf_jit_bytes_;
+}
+
 CheckResult MemoryComponent::check() {
   Result<MemorySnapshot> snapshot = [&]() -> Result<MemorySnapshot> {
     auto text = fs_.read("/proc/meminfo");
@@ -105,15 +130,7 @@ CheckResult MemoryComponent::check() {
     auto meminfo = host::parse_meminfo(*text);
     if (!meminfo) return meminfo.error();
     MemorySnapshot s{*meminfo};
-    // GPUd turns a failed read as root Unhealthy and reports 0 otherwise; here the value is
-    // absent and health is /proc/meminfo's alone: the JIT's usage is a hint, not a fault.
-    auto bpf_jit = host::read_bpf_jit_bytes(fs_);
-    if (bpf_jit) {
-      s.bpf_jit_buffer_bytes = *bpf_jit;
-      bpf_jit_failing_ = false;
-    } else if (!bpf_jit_failing_.exchange(true)) {
-      logger("memory")->warn("no BPF JIT buffer size: {}", bpf_jit.error().message);
-    }
+    s.bpf_jit_buffer_bytes = bpf_jit_bytes();
     return s;
   }();
   if (snapshot && snapshot->available_estimated && !warned_estimate_.exchange(true))

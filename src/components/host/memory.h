@@ -3,7 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -40,12 +42,28 @@ class MemoryComponent : public Component {
   // Set-healthy purges this component's events (the OOM events, once they are recorded).
   bool can_set_healthy() const override { return true; }
 
+  // How often /proc/vmallocinfo is read (below); the next check reads it. Tests read it at every
+  // check (zero).
+  static constexpr std::chrono::minutes kBpfJitReadInterval{5};
+  void set_bpf_jit_read_interval(std::chrono::steady_clock::duration d);
+
  private:
   host::HostFs fs_;
   std::atomic<bool> warned_estimate_{false};
   // Set while /proc/vmallocinfo fails, so that a failing read logs once, and again after it
   // recovered and failed anew.
   std::atomic<bool> bpf_jit_failing_{false};
+  // /proc/vmallocinfo is read at most every kBpfJitReadInterval, and its sum reported in between
+  // (a failed read: absent until the next read). The kernel prints a line per vmalloc mapping
+  // with its caller's symbol, walking them under the vmap lock: 5 ms of system time for 1,660
+  // lines here, the largest part of the daemon's idle CPU, and more on a GPU node, whose driver
+  // maps thousands. What the BPF JIT holds changes when programs are loaded, not by the minute,
+  // and it is reported, never judged.
+  mutable std::mutex bpf_jit_mu_;
+  std::chrono::steady_clock::duration bpf_jit_read_interval_ = kBpfJitReadInterval;
+  std::optional<std::chrono::steady_clock::time_point> bpf_jit_read_at_;
+  std::optional<uint64_t> bpf_jit_bytes_;
+  std::optional<uint64_t> bpf_jit_bytes();  // read, or the reading kept
 };
 
 }  // namespace gpud::components

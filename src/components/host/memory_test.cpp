@@ -114,6 +114,8 @@ TEST(MemoryComponent, UnreadableVmallocinfoLeavesBpfJitAbsentAndHealthAlone) {
   ASSERT_NE(metrics.prometheus_text().find("memory_bpf_jit_buffer_bytes{gpud_component=\"memory\"} "
                                            "8192\n"),
             std::string::npos);
+  // Read at every check from here: what each read gives.
+  c.set_bpf_jit_read_interval(std::chrono::seconds(0));
 
   // A JIT line without its size: the sum is unknown, not the last one, nor a partial one.
   root.write("proc/vmallocinfo",
@@ -135,6 +137,45 @@ TEST(MemoryComponent, UnreadableVmallocinfoLeavesBpfJitAbsentAndHealthAlone) {
   for (const char* name : {"memory_total_bytes{", "memory_used_percent{",
                            "memory_vm_alloc_used_bytes{", "memory_bpf_jit_buffer_bytes{"})
     EXPECT_EQ(text.find(name), std::string::npos) << name << "\n" << text;
+}
+
+// /proc/vmallocinfo is read at the first check and then at most every kBpfJitReadInterval: the
+// checks in between report that reading, a read failing in between does not show until the next
+// read, and a failed read is absent until a read succeeds.
+TEST(MemoryComponent, VmallocinfoIsReadAtMostEveryInterval) {
+  testing_support::TempDir root;
+  ASSERT_FALSE(root.path().empty());
+  std::ifstream meminfo(fixture_root("debian12") + "/proc/meminfo");
+  root.write("proc/meminfo", std::string(std::istreambuf_iterator<char>(meminfo), {}));
+  auto jit_line = [](int bytes) {
+    return "0xffffffffc0107000-0xffffffffc0109000 " + std::to_string(bytes) +
+           " bpf_jit_alloc_exec+0xe/0x20 pages=1 vmalloc N1=1\n";
+  };
+  root.write("proc/vmallocinfo", jit_line(8192));
+  Config cfg;
+  cfg.host_root = root.path();
+  MetricRegistry metrics;
+  ComponentContext ctx{&cfg, nullptr, &metrics, false};
+  MemoryComponent c(ctx);
+  EXPECT_EQ(c.check().states[0].data.value("bpf_jit_buffer_bytes", 0), 8192);
+  root.write("proc/vmallocinfo", jit_line(16384));
+  // Within the interval: the first reading, in the state and the gauge.
+  EXPECT_EQ(c.check().states[0].data.value("bpf_jit_buffer_bytes", 0), 8192);
+  EXPECT_NE(metrics.prometheus_text().find("memory_bpf_jit_buffer_bytes{gpud_component=\"memory\"} "
+                                           "8192\n"),
+            std::string::npos);
+  // The interval over (setting it starts a new one, from the next check's read): read again.
+  c.set_bpf_jit_read_interval(MemoryComponent::kBpfJitReadInterval);
+  EXPECT_EQ(c.check().states[0].data.value("bpf_jit_buffer_bytes", 0), 16384);
+  std::filesystem::remove(root.path() + "/proc/vmallocinfo");
+  EXPECT_EQ(c.check().states[0].data.value("bpf_jit_buffer_bytes", 0), 16384);
+  c.set_bpf_jit_read_interval(MemoryComponent::kBpfJitReadInterval);
+  EXPECT_FALSE(c.check().states[0].data.contains("bpf_jit_buffer_bytes"));
+  // Absent, not a kept reading, until a read succeeds.
+  root.write("proc/vmallocinfo", jit_line(4096));
+  EXPECT_FALSE(c.check().states[0].data.contains("bpf_jit_buffer_bytes"));
+  c.set_bpf_jit_read_interval(MemoryComponent::kBpfJitReadInterval);
+  EXPECT_EQ(c.check().states[0].data.value("bpf_jit_buffer_bytes", 0), 4096);
 }
 
 TEST(MemoryComponent, OldKernelIsHealthyWithEstimate) {

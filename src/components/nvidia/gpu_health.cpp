@@ -35,7 +35,15 @@ bool row_of(const nlohmann::json& row, const GpuHealth& gpu) {
 }  // namespace
 
 std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
-                                  const std::vector<HealthState>& states) {
+                                  const std::vector<HealthState>& states, GpuValues values) {
+  std::vector<const HealthState*> pointers;
+  pointers.reserve(states.size());
+  for (const HealthState& s : states) pointers.push_back(&s);
+  return gpu_health(identity, pointers, values);
+}
+
+std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
+                                  const std::vector<const HealthState*>& states, GpuValues values) {
   std::vector<GpuHealth> out;
   for (const auto& g : identity.gpus) {
     GpuHealth h;
@@ -44,7 +52,8 @@ std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
     h.pci_bus_id = g.pci_bus_id.ok() ? g.pci_bus_id.value : "";
     out.push_back(std::move(h));
   }
-  for (const HealthState& s : states) {
+  for (const HealthState* state : states) {
+    const HealthState& s = *state;
     for (const Finding& f : s.findings)
       for (auto& gpu : out) {
         if (!about(f.subject, gpu)) continue;
@@ -59,7 +68,7 @@ std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
           action = s.suggested_actions->repair_actions.front();
         gpu.causes.push_back({s.component, f.health, f.reason, action, f.injected});
       }
-    if (!s.data.is_object()) continue;
+    if (values == GpuValues::kWithout || !s.data.is_object()) continue;
     auto rows = s.data.find("gpus");
     if (rows == s.data.end() || !rows->is_array()) continue;
     for (const auto& row : *rows) {

@@ -54,10 +54,18 @@ struct GpuHealth {
   nlohmann::json values = nlohmann::json::object();
 };
 
+// Whether gpu_health fills GpuHealth::values: the API's /v1/gpus shows them; the metrics (every
+// scrape) and the node conditions read only the health and its causes.
+enum class GpuValues { kWith, kWithout };
+
 // The GPUs of `identity` (the last good snapshot: index, uuid, bus id) judged over `states` (every
 // component's latest states). Pure.
 std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
-                                  const std::vector<HealthState>& states);
+                                  const std::vector<const HealthState*>& states,
+                                  GpuValues values = GpuValues::kWith);
+std::vector<GpuHealth> gpu_health(const nvml::NvmlSnapshot& identity,
+                                  const std::vector<HealthState>& states,
+                                  GpuValues values = GpuValues::kWith);
 
 // [{"index", "uuid", "pci_bus_id", "health", "reasons": [{"component", "health", "reason",
 // "suggested_action"?}], "blocked_by": [{"component", "reason", "owner"}], "values": {<component>:

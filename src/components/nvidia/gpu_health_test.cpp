@@ -155,7 +155,7 @@ TEST(GpuHealth, CausesArePublishedPerGpuAndGoneOnRecovery) {
             std::string::npos)
       << m.prometheus_text();
 
-  publish_gpu_health(m, gpu_health(four_gpus(), {}));
+  publish_gpu_health(m, gpu_health(four_gpus(), std::vector<HealthState>{}));
   EXPECT_EQ(m.prometheus_text().find("accelerator_nvidia_gpu_health_cause{"), std::string::npos);
 }
 
@@ -250,6 +250,10 @@ TEST(GpuHealth, EachGpuCarriesTheComponentsRowsForIt) {
   EXPECT_EQ(gpus[3].values,
             (nlohmann::json{{"accelerator-nvidia-temperature", {{"temperature_c", 43}}}}));
   EXPECT_EQ(to_json(gpus)[0]["values"]["accelerator-nvidia-temperature"]["temperature_c"], 40);
+  // Without the values (the metrics' per-scrape refresh): the same GPUs, no rows copied.
+  auto bare = gpu_health(four_gpus(), {s}, GpuValues::kWithout);
+  ASSERT_EQ(bare.size(), gpus.size());
+  for (const auto& g : bare) EXPECT_TRUE(g.values.empty()) << g.index;
 
   // Rows without an index (persistence mode, NVLink) are matched by UUID, else by bus id.
   HealthState pm = health_state("accelerator-nvidia-persistence-mode", Health::kHealthy);
