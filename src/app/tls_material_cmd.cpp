@@ -23,8 +23,7 @@ void add_tls_material(CLI::App& app, int* exit_code) {
   cmd->callback([config, exit_code] {
     // A material that cannot be resolved is a reply too (its words): the exit status says only
     // that the helper itself worked.
-    const std::string out =
-        server::format_tls_helper_reply(server::resolve_tls_material(*config));
+    const std::string out = server::format_tls_helper_reply(server::resolve_tls_material(*config));
     const bool written =
         std::fwrite(out.data(), 1, out.size(), stdout) == out.size() && std::fflush(stdout) == 0;
     *exit_code = written ? kExitOk : kExitUsage;
