@@ -20,7 +20,7 @@ BENCHMARK(BM_PrometheusText);
 void BM_StateJson(benchmark::State& state) {
   auto r = gpud::single_state("cpu", gpud::Health::kHealthy, "cpu usage 3.2%",
                               gpud::SuggestedActions{"", {gpud::RepairAction::kRebootSystem}},
-                              {{"data", std::string(512, 'x')}});
+                              nlohmann::json{{"data", std::string(512, 'x')}});
   for (auto _ : state) benchmark::DoNotOptimize(gpud::to_json(r.states).dump());
 }
 BENCHMARK(BM_StateJson);
